@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install tilewise with its test extras. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip >/dev/null
+.venv/bin/python -m pip install --quiet -e ".[dev]"

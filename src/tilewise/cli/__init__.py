@@ -1,0 +1,57 @@
+"""The ``tilewise`` command line (click + rich).
+
+Each area registers its commands from its own module (``cli/layout.py``, ``cli/pack.py``, ...)
+and imports the library lazily inside the command, so ``tilewise --help`` starts fast. Every
+:class:`~tilewise.errors.TilewiseError` becomes one line ``error: ...`` on stderr and exit code 2;
+usage errors are click's (exit code 2); success is 0.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import TilewiseError
+
+
+@click.group(
+    name="tilewise",
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@click.version_option(__version__, prog_name="tilewise")
+def app() -> None:
+    """Search, describe and compute blocked (tiled) algorithms for tensor operators."""
+
+
+# Modules under tilewise.cli that define ``register(app)``; one per area.
+_COMMAND_MODULES = ("layout", "pack", "arch", "vector")
+
+for _name in _COMMAND_MODULES:
+    importlib.import_module(f"{__name__}.{_name}").register(app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``tilewise`` console script; returns (and exits with) the exit code."""
+    try:
+        rv = app.main(args=argv, standalone_mode=False, prog_name="tilewise")
+    except click.exceptions.Exit as e:
+        code = e.exit_code
+    except click.ClickException as e:
+        e.show()
+        code = e.exit_code
+    except click.exceptions.Abort:
+        print("error: aborted", file=sys.stderr)
+        code = 130
+    except TilewiseError as e:
+        print(f"error: {e}", file=sys.stderr)
+        code = 2
+    except (BrokenPipeError, KeyboardInterrupt):
+        code = 130
+    else:
+        code = rv if isinstance(rv, int) else 0
+    if argv is None:
+        sys.exit(code)
+    return code

@@ -1,0 +1,33 @@
+"""Small helpers shared by the CLI command modules."""
+
+from __future__ import annotations
+
+from ..errors import ParseError
+
+
+def parse_int_list(text: str, what: str, *, allow_empty: bool = True) -> tuple[int, ...]:
+    """Parse ``"0,1,2"`` (or ``"[0, 1, 2]"``) into a tuple of ints; errors point at the character."""
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    if not body.strip():
+        if allow_empty:
+            return ()
+        raise ParseError(what, text, 0, "a comma-separated list of integers")
+    out, pos = [], text.find(body)
+    for part in body.split(","):
+        stripped = part.strip()
+        try:
+            out.append(int(stripped))
+        except ValueError:
+            raise ParseError(what, text, pos + part.find(stripped) if stripped else pos,
+                             "an integer") from None
+        pos += len(part) + 1
+    return tuple(out)
+
+
+def console(stderr: bool = False):
+    """A rich console (created on demand: rich is imported only by commands that print tables)."""
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
