@@ -1,0 +1,114 @@
+"""Architecture descriptions: memory levels, the spatial array, compute, alignment.
+
+Values only (frozen dataclasses). Loading and validating YAML lives in ``arch/loader.py``;
+shipped presets in ``arch/presets/*.yaml``.
+
+Conventions (units are in the field names where they are not obvious):
+- ``Arch.levels`` runs from the outermost level (DDR/GM, usually unbounded) to the innermost
+  (core local memory / L1). Level ``i`` is filled from level ``i-1`` over a link of
+  ``read_bandwidth`` bytes/s (parent -> this level) and drained back over ``write_bandwidth``
+  bytes/s (this level -> parent). Both are per instance and per channel; ``channels`` links run
+  in parallel per instance. The outermost level has no parent link (bandwidths 0).
+- ``capacity_bytes`` is per instance (``None`` = unbounded). When ``bank_granular`` each tensor
+  buffer occupies whole banks of ``bank_bytes`` (a double-buffered tensor takes two such
+  buffers). ``block_bytes`` is the allocation/transfer granule (32 for an Ascend UB).
+- The spatial array (``Arch.array``) is made of the instances of level ``array.level``: ``rows``
+  x ``cols`` of them, each with its own compute unit. A tile sent along a row (column) reaches
+  every core in that row (column) at the cost of one transfer when ``broadcast_rows``
+  (``broadcast_cols``). ``reduce_cols`` says partial sums may be accumulated along a column (a K
+  split across a column).
+- ``Compute.macs_per_cycle`` is per core, keyed by the *input* dtype name (``"i8"``).
+- ``Arch.alignment`` maps a dim name (``"m"``, ``"n"``, ``"k"``) to the multiple that the
+  innermost tile of that dim must be (in elements).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+
+def _frozen(d: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(d or {}))
+
+
+@dataclass(frozen=True)
+class Level:
+    """One memory level. Bytes, bytes per second; all per instance."""
+
+    name: str
+    capacity_bytes: int | None
+    instances: int = 1
+    banks: int = 1
+    bank_bytes: int | None = None
+    bank_granular: bool = False
+    block_bytes: int = 1
+    read_bandwidth: float = 0.0
+    write_bandwidth: float = 0.0
+    channels: int = 1
+    double_buffer: bool = True
+    energy_pj_per_byte: float | None = None
+
+
+@dataclass(frozen=True)
+class SpatialArray:
+    """``rows`` x ``cols`` instances of memory level ``level``, each with a compute unit."""
+
+    level: str
+    rows: int
+    cols: int
+    broadcast_rows: bool = True
+    broadcast_cols: bool = True
+    reduce_cols: bool = False
+
+    @property
+    def cores(self) -> int:
+        return self.rows * self.cols
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Per-core throughput: multiply-accumulates per cycle by input dtype; clock in Hz."""
+
+    clock_hz: float
+    macs_per_cycle: Mapping[str, int] = field(default_factory=dict)
+    vector_ops_per_cycle: Mapping[str, int] = field(default_factory=dict)
+    energy_pj_per_mac: float | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "macs_per_cycle", _frozen(self.macs_per_cycle))
+        object.__setattr__(self, "vector_ops_per_cycle", _frozen(self.vector_ops_per_cycle))
+
+
+@dataclass(frozen=True)
+class Arch:
+    """A machine: levels outermost -> innermost, an optional spatial array, compute, alignment."""
+
+    name: str
+    levels: tuple[Level, ...]
+    compute: Compute
+    array: SpatialArray | None = None
+    alignment: Mapping[str, int] = field(default_factory=dict)
+    description: str = ""
+
+    def __post_init__(self):
+        object.__setattr__(self, "levels", tuple(self.levels))
+        object.__setattr__(self, "alignment", _frozen(self.alignment))
+
+    def level(self, name: str) -> Level:
+        """The level called ``name``; SpecError listing the valid names otherwise."""
+        for lv in self.levels:
+            if lv.name == name:
+                return lv
+        from ..errors import SpecError
+
+        raise SpecError(
+            f"arch {self.name!r} has no memory level {name!r}; levels: "
+            + ", ".join(lv.name for lv in self.levels)
+        )
+
+    @property
+    def cores(self) -> int:
+        """Number of compute units (array cores, or 1 without an array)."""
+        return self.array.cores if self.array else 1
