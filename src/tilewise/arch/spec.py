@@ -20,13 +20,24 @@ Conventions (units are in the field names where they are not obvious):
 - ``Compute.macs_per_cycle`` is per core, keyed by the *input* dtype name (``"i8"``).
 - ``Arch.alignment`` maps a dim name (``"m"``, ``"n"``, ``"k"``) to the multiple that the
   innermost tile of that dim must be (in elements).
+- ``Arch.sources`` maps a key path of the YAML it came from (``"levels[1].capacity"``) to the
+  comment written beside that number (where it comes from); it is not part of equality.
+
+Example::
+
+    >>> arch = Arch.preset("aie-4x2")
+    >>> arch.level("core").capacity_bytes, arch.array.cores, arch.compute.clock_hz
+    (49152, 8, 1000000000.0)
+    >>> Arch.from_dict(arch.to_dict()) == arch
+    True
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from os import PathLike
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping
 
 
 def _frozen(d: Mapping | None) -> Mapping:
@@ -35,7 +46,16 @@ def _frozen(d: Mapping | None) -> Mapping:
 
 @dataclass(frozen=True)
 class Level:
-    """One memory level. Bytes, bytes per second; all per instance."""
+    """One memory level. Bytes, bytes per second; all per instance.
+
+    ``capacity_bytes``: bytes per instance (None = unbounded). ``instances``: copies of the
+    level. ``banks`` x ``bank_bytes``: its banks (``bank_bytes`` None = not banked).
+    ``bank_granular``: every tensor buffer takes whole banks. ``block_bytes``: allocation and
+    transfer granule in bytes. ``read_bandwidth`` / ``write_bandwidth``: bytes/s per channel of
+    the parent -> this level / this level -> parent link (0 for the outermost level).
+    ``channels``: parallel links per instance. ``double_buffer``: can hold a ping and a pong
+    copy of a tile. ``energy_pj_per_byte``: picojoules per byte moved over the link, if known.
+    """
 
     name: str
     capacity_bytes: int | None
@@ -49,6 +69,11 @@ class Level:
     channels: int = 1
     double_buffer: bool = True
     energy_pj_per_byte: float | None = None
+
+    @property
+    def bounded(self) -> bool:
+        """False for an unbounded level (DDR/GM: ``capacity_bytes is None``)."""
+        return self.capacity_bytes is not None
 
 
 @dataclass(frozen=True)
@@ -91,10 +116,68 @@ class Arch:
     array: SpatialArray | None = None
     alignment: Mapping[str, int] = field(default_factory=dict)
     description: str = ""
+    sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "levels", tuple(self.levels))
         object.__setattr__(self, "alignment", _frozen(self.alignment))
+        object.__setattr__(self, "sources", _frozen(self.sources))
+
+    # --- loading and writing (arch/loader.py does the work) ---
+
+    @classmethod
+    def preset(cls, name: str) -> "Arch":
+        """A preset shipped with tilewise (``"aie-4x2"``); SpecError listing the presets."""
+        from .loader import load_preset
+
+        return load_preset(name)
+
+    @staticmethod
+    def presets() -> list[str]:
+        """Names of the shipped presets, sorted."""
+        from .loader import preset_names
+
+        return preset_names()
+
+    @classmethod
+    def from_yaml(cls, path: str | PathLike) -> "Arch":
+        """Load and validate a YAML spec file (schema: docs/usage/arch.md)."""
+        from .loader import load_file
+
+        return load_file(path)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> "Arch":
+        """Validate a spec already parsed into Python objects (same schema as the YAML)."""
+        from .loader import arch_from_dict
+
+        return arch_from_dict(data, source)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as plain Python objects in the YAML schema; ``from_dict`` round-trips it."""
+        from .loader import arch_to_dict
+
+        return arch_to_dict(self)
+
+    def to_yaml(self) -> str:
+        """The spec as YAML text (units written out); loading it gives back an equal Arch."""
+        from .loader import arch_to_yaml
+
+        return arch_to_yaml(self)
+
+    def peak_macs_per_second(self, dtype: str) -> float:
+        """Peak multiply-accumulates per second of all cores for input ``dtype`` (MAC/s)."""
+        from ..dtypes import dtype as lookup
+
+        name = lookup(dtype).name
+        if name not in self.compute.macs_per_cycle:
+            from ..errors import SpecError
+
+            raise SpecError(
+                f"arch {self.name!r} has no MAC rate for {name!r}; compute.macs_per_cycle has: "
+                + (", ".join(self.compute.macs_per_cycle) or "nothing")
+            )
+        return self.compute.macs_per_cycle[name] * self.compute.clock_hz * self.cores
 
     def level(self, name: str) -> Level:
         """The level called ``name``; SpecError listing the valid names otherwise."""

@@ -1,7 +1,162 @@
-"""CLI commands for this area (filled in by its issue)."""
+"""``tilewise arch list`` and ``tilewise arch show NAME|FILE [--yaml]``: machine descriptions.
+
+``list`` tabulates the shipped presets; ``show`` prints one spec (a preset name or a YAML file):
+its levels, array, compute, alignment and, for every number that carries a comment in the YAML,
+that comment (where the number comes from). ``show --yaml`` prints the YAML file itself, comments
+included. The library is imported inside the commands so ``tilewise --help`` stays fast.
+"""
+
+from __future__ import annotations
 
 import click
 
+from ._util import console
+
 
 def register(app: click.Group) -> None:
-    """Add this area's commands to the root click group."""
+    """Add ``tilewise arch list`` and ``tilewise arch show`` to the root group."""
+
+    @app.group(name="arch")
+    def arch_group() -> None:
+        """Machine descriptions: memory levels, core array, compute, alignment."""
+
+    @arch_group.command(name="list")
+    def list_command() -> None:
+        """List the shipped presets with their peak i8 MAC rate."""
+        from ..arch.loader import load_preset, preset_names
+
+        print_preset_table([load_preset(name) for name in preset_names()])
+
+    @arch_group.command(name="show")
+    @click.argument("spec", metavar="NAME|FILE")
+    @click.option("--yaml", "as_yaml", is_flag=True,
+                  help="Print the YAML file itself (a preset's file: its source comments too).")
+    def show_command(spec: str, as_yaml: bool) -> None:
+        """Show a preset or a YAML spec file: levels, array, compute, alignment, sources."""
+        from pathlib import Path
+
+        from ..arch.loader import load_arch, preset_names, preset_path
+
+        arch = load_arch(spec)  # validates first: a bad file is an error, not a listing
+        if as_yaml:
+            path = preset_path(spec) if spec in preset_names() else Path(spec)
+            click.echo(path.read_text(encoding="utf-8"), nl=False)
+        else:
+            print_arch(arch)
+
+
+def _si(value: float, unit: str) -> str:
+    """``2.048e12, "MAC/s"`` -> ``"2.05 TMAC/s"``."""
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def print_preset_table(archs) -> None:
+    """One row per arch: name, levels, array, cores, peak i8 MAC/s, description."""
+    from rich.table import Table
+
+    table = Table(title="architecture presets (tilewise arch show NAME)")
+    for column in ("name", "levels (outer → inner)", "array", "cores", "peak i8", "description"):
+        table.add_column(column, justify="right" if column in ("cores", "peak i8") else "left")
+    for arch in archs:
+        array = f"{arch.array.rows}×{arch.array.cols} {arch.array.level}" if arch.array else "—"
+        peak = (_si(arch.peak_macs_per_second("i8"), "MAC/s")
+                if "i8" in arch.compute.macs_per_cycle else "—")
+        table.add_row(arch.name, " → ".join(lv.name for lv in arch.levels), array,
+                      str(arch.cores), peak, arch.description)
+    console().print(table)
+
+
+_LEAF_MAPPINGS = ("macs_per_cycle", "vector_ops_per_cycle", "alignment")
+
+
+def _flat(value, path: str = "") -> dict[str, str]:
+    """``to_dict()`` flattened to key path -> display text (rate and alignment tables on one line)."""
+    if isinstance(value, dict) and not path.endswith(_LEAF_MAPPINGS):
+        out: dict[str, str] = {}
+        for key, item in value.items():
+            out.update(_flat(item, f"{path}.{key}" if path else key))
+        return out
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        out = {}
+        for i, item in enumerate(value):
+            out.update(_flat(item, f"{path}[{i}]"))
+        return out
+    if isinstance(value, dict):
+        return {path: ", ".join(f"{k}: {v}" for k, v in value.items())}
+    if isinstance(value, list):
+        return {path: ", ".join(map(str, value)) or "(none)"}
+    return {path: str(value).lower() if isinstance(value, bool) else str(value)}
+
+
+def print_arch(arch) -> None:
+    """Rich tables for one arch: levels, array, compute, alignment, and the source of each number."""
+    from rich.table import Table
+
+    from ..arch.units import format_bandwidth, format_frequency, format_size
+
+    out = console()
+    out.print(f"[bold]{arch.name}[/bold]: {arch.description}" if arch.description
+              else f"[bold]{arch.name}[/bold]")
+    levels = Table(title="memory levels, outermost first (sizes per instance; bandwidth per "
+                         "channel, parent → level)")
+    for column in ("#", "level", "capacity", "instances", "banks", "block", "read bw",
+                   "write bw", "channels", "double buffer"):
+        levels.add_column(column, justify="left" if column == "level" else "right")
+    for i, lv in enumerate(arch.levels):
+        banks = (f"{lv.banks} × {format_size(lv.bank_bytes)}" if lv.bank_bytes else str(lv.banks))
+        if lv.bank_granular:
+            banks += " (whole banks)"
+        link = i > 0
+        levels.add_row(
+            str(i), lv.name, format_size(lv.capacity_bytes) if lv.bounded else "unbounded",
+            str(lv.instances), banks, format_size(lv.block_bytes),
+            format_bandwidth(lv.read_bandwidth) if link else "—",
+            format_bandwidth(lv.write_bandwidth) if link else "—",
+            str(lv.channels) if link else "—", "yes" if lv.double_buffer else "no")
+    out.print(levels)
+    if arch.array is not None:
+        a = arch.array
+        axes = [ax for ax, on in (("rows", a.broadcast_rows), ("cols", a.broadcast_cols)) if on]
+        out.print(f"array: {a.rows} rows × {a.cols} cols of {a.level!r} = {a.cores} cores; "
+                  f"broadcast along: {', '.join(axes) or 'none'}; "
+                  f"reduce along cols: {'yes' if a.reduce_cols else 'no'}")
+    else:
+        out.print("array: none (1 core)")
+    c = arch.compute
+    compute = Table(title=f"compute per core at {format_frequency(c.clock_hz)} "
+                          f"(peak: all {arch.cores} cores)")
+    for column in ("dtype", "MACs/cycle", "peak MAC/s", "vector ops/cycle"):
+        compute.add_column(column, justify="left" if column == "dtype" else "right")
+    for name in list(c.macs_per_cycle) + [n for n in c.vector_ops_per_cycle
+                                          if n not in c.macs_per_cycle]:
+        macs = c.macs_per_cycle.get(name)
+        compute.add_row(name, str(macs) if macs else "—",
+                        _si(arch.peak_macs_per_second(name), "MAC/s") if macs else "—",
+                        str(c.vector_ops_per_cycle.get(name, "—")))
+    out.print(compute)
+    out.print("alignment: " + (", ".join(f"{d}: {m}" for d, m in arch.alignment.items())
+                               or "none"))
+    _print_sources(arch, out)
+
+
+def _print_sources(arch, out) -> None:
+    from rich.table import Table
+
+    if not arch.sources:
+        return
+    values = _flat(arch.to_dict())
+    for path in list(values):  # a spec may give read_/write_bandwidth where to_dict merges them
+        if path.endswith(".bandwidth"):
+            base = path[: -len("bandwidth")]
+            values.setdefault(base + "read_bandwidth", values[path])
+            values.setdefault(base + "write_bandwidth", values[path])
+    table = Table(title="where the numbers come from (comments in the YAML)")
+    for column in ("key", "value", "source"):
+        table.add_column(column, overflow="fold")
+    for path, text in arch.sources.items():
+        if path in values:
+            table.add_row(path, values[path], text)
+    out.print(table)
