@@ -1,0 +1,565 @@
+"""MLIR ``linalg.pack`` / ``linalg.unpack`` (formerly ``tensor.pack``): semantics, shape
+inference, the verifier's rules, and the data movement itself.
+
+``pack`` tiles the source dims ``inner_dims_pos[i]`` by ``inner_tiles[i]``: each tiled dim of
+size ``s`` becomes an outer dim ``ceil(s / tile)`` and an inner dim ``tile``; the inner dims go
+last, in the order of ``inner_dims_pos``; ``outer_dims_perm`` (empty, or a permutation of the
+source rank) permutes the outer dims. A tile that does not divide its dim is padded at the
+high end with ``padding_value`` (required then: MLIR's ``requirePaddingValue``)::
+
+    >>> packed_shape((128, 256), inner_dims_pos=(0, 1), inner_tiles=(32, 32))
+    (4, 8, 32, 32)
+    >>> packed_shape((200, 127, 256), (1,), (2,), outer_dims_perm=(2, 1, 0))
+    (256, 64, 200, 2)
+
+so ``packed[o0, o1, t0, t1] = x[o0*32 + t0, o1*32 + t1]`` for the first example. ``unpack`` is
+the inverse and may drop the padded tail (``shape=``); ``unpack(pack(x)) == x``.
+
+Rules and messages follow MLIR's verifier (``commonVerifierPackAndUnPackOp``,
+``PackOp::verify`` and ``requirePaddingValue`` in mlir/lib/Dialect/Linalg/IR/LinalgOps.cpp;
+the diagnostics of mlir/test/Dialect/Linalg/invalid.mlir), in the same order, each followed by
+the offending values. ``pack``/``unpack`` run compiled kernels (``tilewise.layout.kernels``);
+``pack_reference``/``unpack_reference`` are the plain numpy pad + reshape + transpose path.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+import re
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from math import gcd, prod
+
+import numpy as np
+
+from ..dtypes import DTYPES, DType
+from ..dtypes import dtype as lookup_dtype
+from ..errors import DTypeError, PackError, ParseError
+
+_DIM = re.compile(r"\s*(\d+)\s*x")
+
+# Destinations at least this large (bytes) are written with streaming stores, around the cache.
+_STREAMING_BYTES = 8 << 20
+
+
+@dataclass(frozen=True)
+class Packing:
+    """A verified ``linalg.pack`` of a source of ``shape`` (elements); see the module doc."""
+
+    shape: tuple[int, ...]
+    inner_dims_pos: tuple[int, ...]
+    inner_tiles: tuple[int, ...]
+    outer_dims_perm: tuple[int, ...] = ()
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @cached_property
+    def tile_of(self) -> dict[int, int]:
+        """Source dim -> its tile (elements), for the tiled dims."""
+        return dict(zip(self.inner_dims_pos, self.inner_tiles))
+
+    @cached_property
+    def outer_shape(self) -> tuple[int, ...]:
+        """Outer dims in source order (before ``outer_dims_perm``): ``ceil(dim / tile)``."""
+        tiles = self.tile_of
+        return tuple(-(-s // tiles[d]) if d in tiles else s for d, s in enumerate(self.shape))
+
+    @cached_property
+    def perm(self) -> tuple[int, ...]:
+        """``outer_dims_perm``, or the identity when it is empty."""
+        return self.outer_dims_perm or tuple(range(self.rank))
+
+    @cached_property
+    def packed_shape(self) -> tuple[int, ...]:
+        outer = self.outer_shape
+        return tuple(outer[d] for d in self.perm) + self.inner_tiles
+
+    @property
+    def padded_shape(self) -> tuple[int, ...]:
+        """The source shape rounded up to whole tiles (elements)."""
+        tiles = self.tile_of
+        return tuple(o * tiles.get(d, 1) for d, o in enumerate(self.outer_shape))
+
+    @cached_property
+    def needs_padding(self) -> bool:
+        """True when a tile does not divide its dim (MLIR: ``requirePaddingValue``)."""
+        return any(s % t for s, t in ((self.shape[d], t) for d, t in self.tile_of.items()))
+
+    @property
+    def padding_elements(self) -> int:
+        """Elements of padding in the packed tensor."""
+        return prod(self.packed_shape) - prod(self.shape)
+
+
+def _fmt_list(values) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"
+
+
+def _ints(values, what: str, op: str) -> tuple[int, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, (int, np.integer)):
+        values = (values,)
+    try:
+        return tuple(map(operator.index, values))
+    except TypeError:
+        raise PackError(f"{op}: {what} must be a list of integers, got {values!r}") from None
+
+
+def _bad_positions(values: tuple[int, ...], rank: int) -> str | None:
+    """Why ``values`` is not a valid position list for ``rank`` (MLIR:
+    ``isInvalidPackingPosSpecification``), or None."""
+    if len(values) > rank:
+        return f"{len(values)} positions for rank {rank}"
+    for v in values:
+        if not 0 <= v < rank:
+            return f"position {v} is out of range [0, {rank})"
+    seen = set()
+    for v in values:
+        if v in seen:
+            return f"position {v} is repeated"
+        seen.add(v)
+    return None
+
+
+def verify(shape, inner_dims_pos, inner_tiles, outer_dims_perm=(), *,
+           op: str = "linalg.pack", where: str | None = None) -> Packing:
+    """Check the attributes against a source (unpacked) ``shape``; return the ``Packing``.
+
+    Raises :class:`PackError` with MLIR's diagnostic, in MLIR's order, plus the values.
+    """
+    shape = _ints(shape, "shape", op)
+    pos = _ints(inner_dims_pos, "inner_dims_pos", op)
+    tiles = _ints(inner_tiles, "inner_tiles", op)
+    perm = _ints(outer_dims_perm, "outer_dims_perm", op)
+    key = (shape, pos, tiles, perm)
+    try:
+        return _verified(*key, op)
+    except PackError:
+        pass
+    rank = len(shape)
+    if where is None:
+        side = "source" if op == "linalg.pack" else "unpacked"
+        where = f"the rank-{rank} {side} {type_str(shape)}"
+    if any(s < 0 for s in shape):
+        raise PackError(f"{op}: dimension sizes must be >= 0, got shape {_fmt_list(shape)}")
+    if 0 in tiles:
+        raise PackError(f"{op}: invalid zero tile factor in inner_tiles = {_fmt_list(tiles)}; "
+                        f"tiles must be positive")
+    negative = [t for t in tiles if t < 0]
+    if negative:
+        raise PackError(f"{op}: invalid tile factor {negative[0]} in inner_tiles = "
+                        f"{_fmt_list(tiles)}; tiles must be positive")
+    why = _bad_positions(pos, rank)
+    if why:
+        raise PackError(f"{op}: invalid inner_dims_pos vector {_fmt_list(pos)} ({why}); expected "
+                        f"distinct dims of {where}, each in [0, {rank})")
+    why = _bad_positions(perm, rank)
+    if why:
+        raise PackError(f"{op}: invalid outer_dims_perm vector {_fmt_list(perm)} ({why}); "
+                        f"expected a permutation of [0, {rank}) for {where}")
+    if perm and len(perm) != rank:
+        raise PackError(f"{op}: outer_dims_perm must be a permutation or empty: got "
+                        f"{_fmt_list(perm)} for {where}; it permutes the {rank} outer dims "
+                        f"(source rank), e.g. {_fmt_list(range(rank)[::-1])}")
+    if len(tiles) > rank:
+        raise PackError(f"{op}: tiling factors must be less than or equal to the input rank for "
+                        f"pack or output rank for unpack: {len(tiles)} inner_tiles "
+                        f"{_fmt_list(tiles)} for {where}")
+    if len(tiles) != len(pos):
+        raise PackError(f"{op}: tiling factors must equal the number of dimensions to tile: "
+                        f"inner_tiles = {_fmt_list(tiles)} has {len(tiles)}, inner_dims_pos = "
+                        f"{_fmt_list(pos)} has {len(pos)}")
+    raise AssertionError(f"{op}: {key} failed verification without a diagnostic")
+
+
+@lru_cache(maxsize=1024)
+def _verified(shape, pos, tiles, perm, op) -> Packing:
+    """The checks of ``verify`` without the messages (cached: ``pack`` calls it per call)."""
+    rank = len(shape)
+    if (min(shape, default=0) < 0 or min(tiles, default=1) <= 0
+            or _bad_positions(pos, rank) or _bad_positions(perm, rank)
+            or (perm and len(perm) != rank) or len(tiles) > rank or len(tiles) != len(pos)):
+        raise PackError(op)
+    return Packing(shape, pos, tiles, perm)
+
+
+def packed_shape(shape, inner_dims_pos, inner_tiles, outer_dims_perm=()) -> tuple[int, ...]:
+    """Shape (elements) of ``linalg.pack`` of a ``shape`` source (MLIR: ``inferPackedType``).
+
+    Tiled dims are ceil-divided (padding, if any, is not checked here: see ``pack``).
+    """
+    return verify(shape, inner_dims_pos, inner_tiles, outer_dims_perm).packed_shape
+
+
+def require_full_tiles(packing: Packing, op: str = "linalg.pack") -> None:
+    """Raise MLIR's ``requirePaddingValue`` diagnostic when a tile does not divide its dim."""
+    for d, t in packing.tile_of.items():
+        if packing.shape[d] % t:
+            raise PackError(
+                f"{op}: invalid tile factor or output size provided. Only full tiles are "
+                f"supported when padding_value is not set: dim {d} of "
+                f"{type_str(packing.shape)} has size {packing.shape[d]}, not a multiple of its "
+                f"tile {t}; pass padding_value= to pad it to {-(-packing.shape[d] // t) * t}")
+
+
+# --- MLIR text -----------------------------------------------------------------------------
+
+_MLIR_NAMES = {"bool": "i1", "u4": "ui4", "u8": "ui8", "u16": "ui16", "u32": "ui32",
+               "u64": "ui64", "f8e4m3fn": "f8E4M3FN", "f8e5m2": "f8E5M2",
+               "c64": "complex<f32>", "c128": "complex<f64>"}
+_FROM_MLIR = {v.lower(): k for k, v in _MLIR_NAMES.items()}
+_FROM_MLIR.update({"si8": "i8", "si16": "i16", "si32": "i32", "si64": "i64"})
+
+
+def mlir_element_type(dt) -> str:
+    """MLIR spelling of an element type (``f32``, ``bf16``, ``i8``, ``ui8``, ``i1``)."""
+    if isinstance(dt, DType):
+        return _MLIR_NAMES.get(dt.name, dt.name)
+    npdt = np.dtype(dt)
+    for d in DTYPES.values():
+        if d.numpy == npdt:
+            return _MLIR_NAMES.get(d.name, d.name)
+    return str(npdt)
+
+
+def type_str(shape, element: str | None = None) -> str:
+    """``tensor<4x8x32x32xf32>`` (or ``tensor<4x8x32x32>`` without an element type)."""
+    dims = "x".join(str(s) for s in shape)
+    if element is None:
+        return f"tensor<{dims}>"
+    return f"tensor<{dims}x{element}>" if dims else f"tensor<{element}>"
+
+
+def parse_tensor_type(text: str) -> tuple[tuple[int, ...], DType]:
+    """Parse ``128x256xf32`` or ``tensor<128x256xf32>`` into (shape, dtype).
+
+    Element types use MLIR's names (``i8``, ``ui8``, ``i1``, ``bf16``, ``f32``,
+    ``complex<f32>``) or tilewise's (``u8``, ``bool``, ``c64``). Errors point at the character.
+    """
+    start, end = 0, len(text)
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if text.startswith("tensor<", start):
+        if not text[:end].endswith(">"):
+            raise ParseError("tensor type", text, end, "'>' closing 'tensor<'")
+        start, end = start + len("tensor<"), end - 1
+    body = text[start:end]
+    if not body:
+        raise ParseError("tensor type", text, start, "dims and an element type, e.g. 128x256xf32")
+    # Dims are digits followed by 'x'; the rest is the element type (complex<f32> has an x).
+    pos, shape = start, []
+    while (m := _DIM.match(text, pos, end)) is not None:
+        shape.append(int(m.group(1)))
+        pos = m.end()
+    if text.startswith("?", pos):
+        raise ParseError("tensor type", text, pos,
+                         "a static dimension size (dynamic '?' sizes are not supported)")
+    if pos < end and text[pos].isdigit() and "x" in text[pos:end]:
+        bad = pos
+        while text[bad].isdigit():
+            bad += 1
+        raise ParseError("tensor type", text, bad, "'x' after a dimension size")
+    if pos < end and "x" in text[pos:end] and not text[pos:end].lower().startswith("complex<"):
+        raise ParseError("tensor type", text, pos, "a dimension size (a non-negative integer)")
+    element = text[pos:end].strip()
+    if not element:
+        raise ParseError("tensor type", text, pos, "an element type such as f32, bf16 or i8")
+    name = _FROM_MLIR.get(element.lower(), element)
+    try:
+        return tuple(shape), lookup_dtype(name)
+    except DTypeError as e:
+        raise ParseError("tensor type", text, pos, f"an element type ({e})") from None
+
+
+def pack_op_text(packing: Packing, element: str, padding_value=None) -> str:
+    """The ``linalg.pack`` op line for ``packing`` (MLIR's assembly format)."""
+    pad = f" padding_value(%pad : {element})" if padding_value is not None else ""
+    perm = (f" outer_dims_perm = {_fmt_list(packing.outer_dims_perm)}"
+            if packing.outer_dims_perm else "")
+    return (f"%packed = linalg.pack %source{pad}{perm} inner_dims_pos = "
+            f"{_fmt_list(packing.inner_dims_pos)} inner_tiles = {_fmt_list(packing.inner_tiles)} "
+            f"into %dest : {type_str(packing.shape, element)} -> "
+            f"{type_str(packing.packed_shape, element)}")
+
+
+def unpack_op_text(packing: Packing, element: str) -> str:
+    """The ``linalg.unpack`` op line that inverts ``packing``."""
+    perm = (f" outer_dims_perm = {_fmt_list(packing.outer_dims_perm)}"
+            if packing.outer_dims_perm else "")
+    return (f"%unpacked = linalg.unpack %packed{perm} inner_dims_pos = "
+            f"{_fmt_list(packing.inner_dims_pos)} inner_tiles = {_fmt_list(packing.inner_tiles)} "
+            f"into %dest : {type_str(packing.packed_shape, element)} -> "
+            f"{type_str(packing.shape, element)}")
+
+
+# --- unpack: the unpacked shape ---------------------------------------------------------------
+
+def unpack_packing(packed, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None) -> Packing:
+    """Verify an unpack of a ``packed`` shape; return the ``Packing`` that it inverts.
+
+    ``shape`` (the unpacked shape) defaults to the whole tiles, ``outer * tile`` per tiled dim;
+    a smaller shape drops the padded tail but must keep ``ceil(shape / tile) == outer``
+    (MLIR rejects unpacks that drop whole tiles).
+    """
+    op = "linalg.unpack"
+    packed = _ints(packed, "packed shape", op)
+    tiles = _ints(inner_tiles, "inner_tiles", op)
+    k = len(tiles)
+    if shape is None:
+        if 2 * k > len(packed):
+            raise PackError(
+                f"{op}: tiling factors must be less than or equal to the input rank for pack or "
+                f"output rank for unpack: {k} inner_tiles {_fmt_list(tiles)} leave an unpacked "
+                f"rank of {len(packed) - k} for the packed {type_str(packed)}")
+        if tuple(packed[len(packed) - k:]) != tiles:
+            raise PackError(
+                f"{op}: mismatch in inner tile sizes specified and shaped of tiled dimension in "
+                f"the packed type: the last {k} dims of {type_str(packed)} are "
+                f"{_fmt_list(packed[len(packed) - k:])}, inner_tiles = {_fmt_list(tiles)}")
+        n = len(packed) - k
+        packing = verify((0,) * n, inner_dims_pos, tiles, outer_dims_perm, op=op,
+                         where=f"the rank-{n} result of unpacking {type_str(packed)}")
+        outer = [0] * n
+        for i, d in enumerate(packing.perm):
+            outer[d] = packed[i]
+        tile_of = packing.tile_of
+        shape = tuple(o * tile_of.get(d, 1) for d, o in enumerate(outer))
+    packing = verify(shape, inner_dims_pos, tiles, outer_dims_perm, op=op)
+    if len(packed) != packing.rank + k:
+        raise PackError(f"{op}: packed rank != (unpacked rank + num tiling factors), got "
+                        f"{len(packed)} != {packing.rank + k} (packed {type_str(packed)}, "
+                        f"unpacked {type_str(packing.shape)})")
+    if tuple(packing.packed_shape) != packed:
+        raise PackError(f"{op}: expected '{type_str(packing.packed_shape)}' for the packed domain "
+                        f"value, got '{type_str(packed)}' (unpacking to {type_str(shape)})")
+    return packing
+
+
+# --- data movement -----------------------------------------------------------------------
+
+def _table_dtype(dtype: np.dtype) -> DType | None:
+    for d in DTYPES.values():
+        if d.numpy == dtype:
+            return d
+    return None
+
+
+def padding_scalar(padding_value, dtype: np.dtype, op: str = "linalg.pack") -> np.ndarray:
+    """``padding_value`` as a 0-d array of ``dtype``; reject values the dtype cannot hold
+    (MLIR requires the padding value to have the element type)."""
+    value = np.empty((), dtype=dtype)
+    if dtype.hasobject:
+        value[()] = padding_value
+        return value
+    name = mlir_element_type(dtype)
+    bad = f"{op}: expected padding_value has '{name}' but got: {padding_value!r}"
+    if isinstance(padding_value, np.ndarray) or not isinstance(padding_value,
+                                                               (numbers.Number, np.generic)):
+        raise PackError(f"{bad} (a number is expected)")
+    kind = getattr(_table_dtype(dtype), "kind", None)
+    if isinstance(padding_value, complex) and padding_value.imag and kind != "complex":
+        raise PackError(f"{bad} (complex value for a real type)")
+    try:
+        with np.errstate(over="ignore"):  # overflow to inf is reported below
+            value[()] = padding_value
+    except (OverflowError, ValueError, TypeError):
+        raise PackError(f"{bad} (out of range for {name})") from None
+    if kind in ("int", "uint", "bool") and value.item() != padding_value:
+        raise PackError(f"{bad} (not exactly representable in {name})")
+    if kind in ("float", "complex"):
+        wide = value.astype(np.complex128 if kind == "complex" else np.float64)
+        if np.isfinite(padding_value) and not np.isfinite(wide):
+            raise PackError(f"{bad} (overflows {name})")
+    return value
+
+
+def _check_out(out, shape: tuple[int, ...], dtype: np.dtype, what: str, op: str, src) -> None:
+    if (isinstance(out, np.ndarray) and out.shape == shape and out.dtype == dtype
+            and out.flags.c_contiguous and out.flags.writeable
+            and not np.may_share_memory(out, src)):
+        return
+    element = mlir_element_type(dtype)
+    expected = type_str(shape, element)
+    if not isinstance(out, np.ndarray):
+        raise PackError(f"{op}: out= must be a numpy array of type {expected}, got "
+                        f"{type(out).__name__}")
+    got = type_str(out.shape, mlir_element_type(out.dtype))
+    if out.shape != shape or out.dtype != dtype:
+        raise PackError(f"{op}: expected '{expected}' for the {what} value, got '{got}' (out=)")
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise PackError(f"{op}: out= must be a writeable C-contiguous array ({got} is "
+                        f"{'not writeable' if not out.flags.writeable else 'strided'})")
+    if np.may_share_memory(out, src):
+        raise PackError(f"{op}: out= overlaps the source; {op} cannot run in place")
+
+
+def _element_boxes(packing: Packing, src_strides, dst_strides, *, packed_is_src: bool):
+    """Boxes (element units) of the valid data and of the padding, see ``kernels.Box``.
+
+    Each tiled dim with a remainder splits into whole tiles and the last, partial tile, so the
+    valid data is at most ``2**m`` boxes (``m`` dims with a remainder); the padding is one box
+    per such dim (corners are written twice, with the same value).
+    """
+    from .kernels import Box
+
+    n, perm, tiles = packing.rank, packing.perm, packing.tile_of
+    pstrides = dst_strides if not packed_is_src else src_strides  # packed tensor
+    ustrides = src_strides if not packed_is_src else dst_strides  # unpacked tensor
+    q_outer = {d: q for q, d in enumerate(perm)}
+    q_inner = {d: n + j for j, d in enumerate(packing.inner_dims_pos)}
+    # Per packed dim: the unpacked stride that it walks.
+    walk = [ustrides[perm[q]] * tiles.get(perm[q], 1) for q in range(n)]
+    walk += [ustrides[d] for d in packing.inner_dims_pos]
+    choices = []  # per tiled dim with a remainder: (whole tiles, last partial tile)
+    for d, t in tiles.items():
+        full, rem = divmod(packing.shape[d], t)
+        if rem:
+            choices.append((d, full, rem))
+    copies = []
+    for mask in range(1 << len(choices)):
+        sizes = list(packing.packed_shape)
+        uoff = poff = 0
+        for bit, (d, full, rem) in enumerate(choices):
+            if mask >> bit & 1:
+                sizes[q_outer[d]], sizes[q_inner[d]] = 1, rem
+                uoff += full * tiles[d] * ustrides[d]
+                poff += full * pstrides[q_outer[d]]
+            else:
+                sizes[q_outer[d]] = full
+        if prod(sizes):
+            src_off, dst_off = (poff, uoff) if packed_is_src else (uoff, poff)
+            s_str, d_str = (pstrides, walk) if packed_is_src else (walk, pstrides)
+            copies.append(Box(src_off, dst_off, tuple(sizes), tuple(s_str), tuple(d_str)))
+    fills = []
+    if not packed_is_src:
+        for d, full, rem in choices:
+            sizes = list(packing.packed_shape)
+            sizes[q_outer[d]], sizes[q_inner[d]] = 1, tiles[d] - rem
+            off = full * pstrides[q_outer[d]] + rem * pstrides[q_inner[d]]
+            if prod(sizes):
+                fills.append(Box(0, off, tuple(sizes), (0,) * len(sizes), tuple(pstrides)))
+    return copies, fills
+
+
+def _c_strides(shape) -> tuple[int, ...]:
+    strides, acc = [], 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= s
+    return tuple(reversed(strides))
+
+
+@lru_cache(maxsize=256)
+def _plans(packing: Packing, itemsize: int, max_unit: int, packed_is_src: bool):
+    from .kernels import plan
+
+    ustr, pstr = _c_strides(packing.shape), _c_strides(packing.packed_shape)
+    src, dst = (pstr, ustr) if packed_is_src else (ustr, pstr)
+    copies, fills = _element_boxes(packing, src, dst, packed_is_src=packed_is_src)
+    return plan(copies, itemsize, max_unit), plan(fills, itemsize, max_unit)
+
+
+def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: bool,
+          pad: np.ndarray | None) -> None:
+    from .kernels import execute
+
+    if dst.size == 0:
+        return
+    if src.dtype.hasobject:  # references must be copied by Python, not as bytes
+        ref = (unpack_reference(src, packing.inner_dims_pos, packing.inner_tiles,
+                                packing.outer_dims_perm, packing.shape) if packed_is_src else
+               pack_reference(src, packing.inner_dims_pos, packing.inner_tiles,
+                              packing.outer_dims_perm, None if pad is None else pad[()]))
+        dst[...] = ref
+        return
+    max_unit = gcd(src.__array_interface__["data"][0], dst.__array_interface__["data"][0], 8)
+    copies, fills = _plans(packing, src.dtype.itemsize, max_unit, packed_is_src)
+    streaming = dst.nbytes >= _STREAMING_BYTES
+    execute(copies, src, dst, streaming)
+    if fills:
+        execute(fills, pad.reshape(1), dst, streaming)
+
+
+def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None, out=None):
+    """``linalg.pack`` of ``x``: see the module doc. Returns the packed array (``out`` if given).
+
+    ``x``: any array (any dtype, incl. ml_dtypes bfloat16); ``padding_value``: required when a
+    tile does not divide its dim, and must be representable in ``x``'s dtype; ``out``: a
+    C-contiguous array of the packed shape and ``x``'s dtype, not overlapping ``x``.
+    Compiled single-threaded kernels move the bytes at close to memcpy speed.
+    """
+    x = np.asarray(x)
+    packing = verify(x.shape, inner_dims_pos, inner_tiles, outer_dims_perm)
+    pad = None
+    if padding_value is not None:
+        pad = padding_scalar(padding_value, x.dtype, "linalg.pack")
+    elif packing.needs_padding:
+        require_full_tiles(packing)
+    if out is None:
+        out = np.empty(packing.packed_shape, dtype=x.dtype)
+    else:
+        _check_out(out, packing.packed_shape, x.dtype, "packed domain", "linalg.pack", x)
+    _move(packing, np.ascontiguousarray(x), out, False, pad)
+    return out
+
+
+def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=None):
+    """``linalg.unpack`` of a packed ``p``: the inverse of ``pack``; returns the array.
+
+    ``shape`` is the unpacked shape (default: whole tiles, or ``out.shape``); a smaller shape
+    drops the padded tail, but each tiled dim must keep ``ceil(shape / tile)`` equal to its
+    outer dim in ``p``.
+    """
+    p = np.asarray(p)
+    if shape is None and out is not None and isinstance(out, np.ndarray):
+        shape = out.shape
+    packing = unpack_packing(p.shape, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
+    if out is None:
+        out = np.empty(packing.shape, dtype=p.dtype)
+    else:
+        _check_out(out, packing.shape, p.dtype, "unpacked domain", "linalg.unpack", p)
+    _move(packing, np.ascontiguousarray(p), out, True, None)
+    return out
+
+
+def pack_reference(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None):
+    """``pack`` in plain numpy: pad at the high end, reshape, transpose, copy (the reference)."""
+    x = np.asarray(x)
+    packing = verify(x.shape, inner_dims_pos, inner_tiles, outer_dims_perm)
+    if packing.needs_padding:
+        if padding_value is None:
+            require_full_tiles(packing)
+        padded = np.empty(packing.padded_shape, dtype=x.dtype)
+        padded[...] = padding_scalar(padding_value, x.dtype, "linalg.pack")
+        padded[tuple(slice(0, s) for s in x.shape)] = x
+        x = padded
+    tiles, split, outer_axis, inner_axis = packing.tile_of, [], {}, {}
+    for d, o in enumerate(packing.outer_shape):
+        outer_axis[d] = len(split)
+        split.append(o)
+        if d in tiles:
+            inner_axis[d] = len(split)
+            split.append(tiles[d])
+    axes = [outer_axis[d] for d in packing.perm] + [inner_axis[d] for d in packing.inner_dims_pos]
+    return np.ascontiguousarray(x.reshape(split).transpose(axes))
+
+
+def unpack_reference(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None):
+    """``unpack`` in plain numpy: transpose back, reshape, slice off the padding, copy."""
+    p = np.asarray(p)
+    packing = unpack_packing(p.shape, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
+    n, tiles = packing.rank, packing.tile_of
+    # Axes of p in the order (outer d, [inner d]) for d = 0..n-1.
+    axes = []
+    for d in range(n):
+        axes.append(packing.perm.index(d))
+        if d in tiles:
+            axes.append(n + packing.inner_dims_pos.index(d))
+    full = p.transpose(axes).reshape(packing.padded_shape)
+    return np.ascontiguousarray(full[tuple(slice(0, s) for s in packing.shape)])
