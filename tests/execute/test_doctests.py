@@ -1,0 +1,16 @@
+"""The examples in the module docstrings are real: run them."""
+
+import doctest
+
+import pytest
+
+import tilewise.attention
+import tilewise.execute.kernels
+import tilewise.execute.layernorm
+
+
+@pytest.mark.parametrize("module", [tilewise.attention, tilewise.execute.kernels,
+                                    tilewise.execute.layernorm], ids=lambda m: m.__name__)
+def test_docstring_examples(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
