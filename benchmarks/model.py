@@ -1,0 +1,116 @@
+"""Benchmark: candidates evaluated per second by ``tilewise.evaluate_batch`` (one core).
+
+Draws random well-formed candidates (tiles up to their parent, random loop orders, bypass and
+double-buffer flags, spatial splits) for a 3-level GEMM on ``aie-4x2``, a conv2d and the
+attention chain, evaluates them in batches and reports the best of a few repeats. Writes
+``benchmarks/results/model.json``. Run: ``.venv/bin/python benchmarks/model.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
+
+from tilewise import Arch, MappingBatch, conv2d, evaluate_batch, gemm, mha  # noqa: E402
+from tilewise.model.structure import Structure  # noqa: E402
+
+
+def random_batch(workload, arch, n: int, rng: np.random.Generator) -> MappingBatch:
+    """``n`` random candidates: tile k in [1, tile k-1], random orders, flags and splits."""
+    st = Structure(workload, arch)
+    L, D, T = st.n_levels, len(st.dims), len(st.tensors)
+    tiles = np.empty((n, L, D), np.int64)
+    tiles[:, 0] = st.sizes
+    for k in range(1, L):  # log-uniform in [1, parent]: small tiles as often as large ones
+        tiles[:, k] = np.exp(rng.random((n, D)) * np.log(tiles[:, k - 1] + 1)).astype(np.int64)
+        tiles[:, k] = np.clip(tiles[:, k], 1, tiles[:, k - 1])
+    keys = rng.random((n, L - 1, D))
+    if len(workload.ops) > 1:  # chains: shared (spine) loops first, as legality requires
+        keys += np.array([0.0 if d in st.spine else 1.0 for d in st.dims])
+    orders = np.argsort(keys, axis=2)
+    bypass = np.zeros((n, L, T), bool)
+    bypass[:, 1:L - 1] = rng.random((n, L - 2, T)) < 0.2
+    db = (rng.random((n, L, T)) < 0.5) & ~bypass
+    db[:, 0] = False
+    none = np.full(n, -1, np.int64)
+    one = np.ones(n, np.int64)
+    rows_dim, rows_ways, cols_dim, cols_ways = none, one, none, one
+    if arch.array is not None and len(workload.ops) == 1:
+        free = [st.dims.index(d) for d in st.dims if d not in workload.ops[0].reduction_dims]
+        pick = rng.choice(free, size=(n, 2))
+        distinct = pick[:, 0] != pick[:, 1]
+        rows_dim = np.where(distinct, pick[:, 0], -1)
+        cols_dim = np.where(distinct, pick[:, 1], -1)
+        rows_ways = np.where(distinct, rng.integers(1, arch.array.rows + 1, n), 1)
+        cols_ways = np.where(distinct, rng.integers(1, arch.array.cols + 1, n), 1)
+        w = _ways(rows_dim, rows_ways, cols_dim, cols_ways, D)
+        tiles[:, L - 1] = np.maximum(1, np.minimum(tiles[:, L - 1], -(-tiles[:, L - 2] // w)))
+    align = np.array([arch.alignment.get(d, 1) for d in st.dims], np.int64)
+    tiles[:, L - 1] = -(-tiles[:, L - 1] // align) * align  # round the core tile up to alignment
+    return MappingBatch(tiles, orders, bypass, db, rows_dim, rows_ways, cols_dim, cols_ways)
+
+
+def _ways(rd, rw, cd, cw, D):
+    w = np.ones((rd.shape[0], D), np.int64)
+    i = np.arange(rd.shape[0])
+    for d, x in ((rd, rw), (cd, cw)):
+        has = d >= 0
+        w[i[has], d[has]] = x[has]
+    return w
+
+
+def measure(name, workload, arch, batch_size, repeats, rng):
+    batch = random_batch(workload, arch, batch_size, rng)
+    evaluate_batch(workload, arch, random_batch(workload, arch, 64, rng))  # warm caches
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        cost = evaluate_batch(workload, arch, batch)
+        best = min(best, time.perf_counter() - t0)
+    return {"case": name, "workload": str(workload), "arch": arch.name, "batch": batch_size,
+            "seconds": best, "candidates_per_s": batch_size / best,
+            "valid_fraction": float(cost.valid.mean())}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small batches (a smoke run)")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    aie = Arch.preset("aie-4x2")
+    n = 20_000 if args.quick else 1_000_000
+    cases = [
+        ("gemm 512x768x768 i8, 3 levels", gemm(512, 768, 768, dtype="i8"), aie, n),
+        ("conv2d 1x64x56x56 k64 3x3 s1 p1", conv2d(1, 64, 56, 56, 64, 3, 3, padding=1), aie, n // 10),
+        ("mha Lq=Lkv=512 d=64 bf16 chain (npu1)", mha(512, 512, 64, dtype="bf16"), Arch.preset("npu1"), n // 4),
+    ]
+    rows = [measure(name, w, a, size, 1 if args.quick else 3, rng) for name, w, a, size in cases]
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="evaluate_batch throughput (one core)")
+    for col in ("case", "batch", "seconds", "candidates/s", "valid"):
+        table.add_column(col, justify="left" if col == "case" else "right")
+    for r in rows:
+        table.add_row(r["case"], f"{r['batch']:,}", f"{r['seconds']:.3f}",
+                      f"{r['candidates_per_s']:,.0f}", f"{r['valid_fraction']:.1%}")
+    Console().print(table)
+    out = {"machine": platform.processor() or platform.machine(), "python": platform.python_version(),
+           "numpy": np.__version__, "threads": 1, "results": rows}
+    path = Path(__file__).parent / "results" / "model.json"
+    if not args.quick:
+        path.write_text(json.dumps(out, indent=2) + "\n")
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()

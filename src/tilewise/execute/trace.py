@@ -1,0 +1,120 @@
+"""``simulate``: count every transfer and the peak residency by walking the loop nest.
+
+The walk (:func:`tilewise.execute.walker.walk`) is followed tile by tile in plain Python, so it
+is meant for small problems; it is the reference the vectorized model must equal exactly.
+Counting rules:
+
+- ``reads[level][tensor]``: bytes moved into ``level`` (loads and partial-sum reloads);
+  ``reloads`` the reload part; ``writes`` bytes stored from ``level`` to its parent.
+- Broadcast: at the array level, transfers of one step that carry the same tile of the same
+  tensor share one transfer along a broadcast axis: ``broadcast_rows`` reaches every core of a
+  row (cores with the same row index), ``broadcast_cols`` every core of a column. Partial sums of
+  one output tile held by a column are summed into one store (and one reload) when the array
+  ``reduce_cols``.
+- ``peak``: buffers are allocated at first use (full tile, rounded, x2 when double-buffered,
+  :mod:`tilewise.model.footprint`) and live to the end; fused intermediates and state live in the
+  innermost level. The peak is per instance (the largest core at the array level).
+- ``steps[op]``: innermost tile executions per core (the busiest core); ``padded_points[op]``
+  the iteration points computed over all cores including padding; ``useful_points[op]`` the
+  real ones.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..model.footprint import buffer_bytes, element_bytes
+from ..model.structure import Structure
+from .walker import Compute, Transfer, walk
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Counts from one walk. Bytes; per level name and tensor name."""
+
+    reads: dict
+    reloads: dict
+    writes: dict
+    peak: dict
+    steps: dict
+    padded_points: dict
+    useful_points: dict
+
+
+def simulate(workload, arch, mapping) -> Trace:
+    """Walk ``mapping`` tile by tile and count transfers, residency and compute steps."""
+    st = Structure(workload, arch)
+    n = st.n_levels
+    names = [lv.name for lv in arch.levels]
+    tiles = [lv.sizes for lv in mapping.levels]
+    sizes = workload.sizes
+    arr = arch.array
+    reads = {nm: defaultdict(int) for nm in names[1:]}
+    reloads = {nm: defaultdict(int) for nm in names[1:]}
+    writes = {nm: defaultdict(int) for nm in names[1:]}
+    seen_groups: set = set()
+    allocated: dict = defaultdict(dict)  # (level, instance) -> {tensor: bytes}
+    steps, padded, useful = defaultdict(int), defaultdict(int), defaultdict(int)
+    ops = {op.name: op for op in workload.ops}
+    per_core_steps: dict = defaultdict(int)
+
+    def allocate(level: int, instance, tensor) -> None:
+        buf = allocated[(level, instance)]
+        if tensor.name not in buf:
+            db = tensor.name in mapping.levels[level].double_buffer
+            eb = element_bytes(tensor, workload, level == n - 1)
+            buf[tensor.name] = buffer_bytes(tensor, tiles[level], sizes, arch.levels[level], db, eb)
+
+    for t in st.moved:
+        allocate(0, None, t)
+    for ev in walk(workload, arch, mapping):
+        if isinstance(ev, Transfer):
+            t = workload.tensor(ev.tensor)
+            allocate(ev.level, ev.core, t)
+            if ev.core is not None and arr is not None:
+                r, c = ev.core
+                output = ev.tensor in st.outputs
+                share_r = arr.reduce_cols if output else arr.broadcast_cols
+                share_c = False if output else arr.broadcast_rows
+                group = (ev.step, ev.kind, ev.level, ev.tensor, ev.tile,
+                         None if share_r else r, None if share_c else c)
+                if group in seen_groups:
+                    continue
+                seen_groups.add(group)
+            nm = names[ev.level]
+            if ev.kind == "store":
+                writes[nm][ev.tensor] += ev.nbytes
+            else:
+                reads[nm][ev.tensor] += ev.nbytes
+                if ev.kind == "reload":
+                    reloads[nm][ev.tensor] += ev.nbytes
+        elif isinstance(ev, Compute):
+            op = ops[ev.op]
+            for t in op.tensors + op.state:
+                if t.name in st.intermediate_names or t in op.state:
+                    allocate(n - 1, ev.core, t)
+            real = 1
+            for d in op.dims:
+                lo, hi = ev.ranges[d]
+                real *= max(0, hi - lo)
+            if real:
+                vol = 1
+                for d in op.dims:
+                    vol *= tiles[n - 1][d]
+                padded[ev.op] += vol
+                useful[ev.op] += real
+                per_core_steps[(ev.op, ev.core)] += 1
+    for (op_name, _core), k in per_core_steps.items():
+        steps[op_name] = max(steps[op_name], k)
+    peak = {nm: 0 for nm in names}
+    for (level, _inst), buf in allocated.items():
+        peak[names[level]] = max(peak[names[level]], sum(buf.values()))
+    return Trace(
+        reads=_nonzero(reads), reloads=_nonzero(reloads), writes=_nonzero(writes),
+        peak=peak, steps=dict(steps), padded_points=dict(padded), useful_points=dict(useful),
+    )
+
+
+def _nonzero(table: dict) -> dict:
+    return {level: {t: v for t, v in row.items() if v} for level, row in table.items()}

@@ -1,0 +1,172 @@
+"""One walk of the tiled loop nest, shared by ``simulate`` (counting) and the executor (data).
+
+``walk(workload, arch, mapping)`` yields, in execution order, :class:`Transfer` events (a tile
+of a tensor loaded into a level, reloaded as a partial sum, or stored back) and
+:class:`Compute` events (an op applied to one innermost tile on one core). Semantics:
+
+- Nest: the loops of level 0 (outermost) ... level n-2, each loop stepping over the next
+  level's tiles inside the current tile (at the level above the array: over array tiles of
+  ``ways x core tile``); core ``(r, c)`` takes slice ``r`` of the rows-split dim and slice ``c``
+  of the cols-split dim. The last tile of a loop is clipped (partial).
+- Chains: the loops over spine dims run first (in nest order); at each spine point every op in
+  turn runs the loops over its private dims (Chimera's fused loop tree, legal by
+  :mod:`tilewise.model.legality`).
+- A tile of tensor T at level l (l >= 1, T kept there) is identified by the ranges of T's dims
+  at level l. Each instance (the one logical memory above the array, each core at the array)
+  holds one resident tile per tensor: when an op needs a different tile, an output's resident
+  tile is stored; then an input is loaded, an output is reloaded if this instance held that tile
+  before (a partial sum), else starts from zero. At the end every resident output is stored.
+- Boxes are per tensor axis ``(lo, hi)`` half-open, the bounding box of the tile's indices
+  clipped to the tensor: padding is never moved.
+
+Example::
+
+    >>> from tilewise import gemm, Mapping
+    >>> events = list(walk(gemm(4, 4, 4), arch, Mapping.parse("ddr[m4 n4 k4] mnk | core[m2 n4 k4]")))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from ..ir.workload import Tensor
+from ..model.legality import ways_of
+from ..model.structure import Structure
+
+Box = tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """``kind`` "load", "reload" or "store" of ``tensor``'s tile ``box`` at ``level`` (index).
+
+    Loads and reloads move data into ``level`` from its nearest keeping ancestor; stores move
+    it back. ``core`` is ``(row, col)`` at the array level, else None; ``step`` numbers the
+    compute step the transfer serves (transfers of one step may be broadcast together);
+    ``tile`` is the tile identity (dim ranges) and ``nbytes`` the real bytes moved.
+    """
+
+    kind: str
+    level: int
+    tensor: str
+    core: tuple[int, int] | None
+    box: Box
+    nbytes: int
+    step: int
+    tile: tuple
+
+
+@dataclass(frozen=True)
+class Compute:
+    """Op ``op`` on one core over the innermost tile ``ranges`` ({dim: (start, stop)})."""
+
+    op: str
+    core: tuple[int, int]
+    ranges: dict
+    step: int
+
+
+def tensor_box(t: Tensor, ranges: dict) -> Box:
+    """Bounding box of ``t``'s indices over dim ranges, clipped to ``t.shape`` (may be empty)."""
+    if any(ranges[d][0] >= ranges[d][1] for d in t.dims):
+        return tuple((0, 0) for _ in t.axes)
+    box = []
+    for ax, n in zip(t.axes, t.shape):
+        lo, hi = ax.bounds(ranges)
+        lo, hi = max(lo, 0), min(hi, n - 1) + 1
+        box.append((lo, max(lo, hi)))
+    return tuple(box)
+
+
+def box_bytes(t: Tensor, box: Box) -> int:
+    n = t.element_bytes
+    for lo, hi in box:
+        n *= hi - lo
+    return n
+
+
+def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
+    """Yield the transfers and computes of ``mapping`` in execution order (validates first)."""
+    mapping.validate(workload, arch)
+    st = Structure(workload, arch)
+    n = st.n_levels
+    a = st.array_level if st.array_level is not None else n - 1
+    tiles = [lv.sizes for lv in mapping.levels]
+    ways = ways_of(mapping)
+    split = {sp.dim: axis for axis, sp in enumerate((mapping.rows, mapping.cols)) if sp}
+    n_rows = mapping.rows.ways if mapping.rows else 1
+    n_cols = mapping.cols.ways if mapping.cols else 1
+    cores = [(r, c) for r in range(n_rows) for c in range(n_cols)]
+    loops = [(k, d) for k in range(n - 1) for d in mapping.levels[k].order]
+    spine = st.spine
+    kept = [{t.name for t in st.moved} - mapping.levels[l].bypass for l in range(n)]
+    ranges = [dict() for _ in range(n)]
+    ranges[0] = {d: (0, s) for d, s in workload.sizes.items()}
+    resident: dict = {}
+    visited: set = set()
+    counter = [0]
+
+    def core_ranges(level: int, core: tuple[int, int]) -> dict:
+        rng = dict(ranges[level])
+        if level >= a:
+            for d, axis in split.items():
+                lo, hi = ranges[a][d]
+                t = tiles[a][d]
+                i = core[axis]
+                rng[d] = (min(hi, lo + i * t), min(hi, lo + (i + 1) * t))
+        return rng
+
+    def nest(todo: list, i: int, leaf) -> Iterator:
+        if i == len(todo):
+            yield from leaf()
+            return
+        k, d = todo[i]
+        lo, hi = ranges[k][d]
+        step = tiles[k + 1][d] * (ways.get(d, 1) if k + 1 == a else 1)
+        for s in range(lo, hi, step):
+            ranges[k + 1][d] = (s, min(s + step, hi))
+            yield from nest(todo, i + 1, leaf)
+
+    def touch(level, t, core, rng, is_output, step):
+        key = (level, t.name, core)
+        ident = tuple(rng[d] for d in t.dims)
+        old = resident.get(key)
+        if old == ident:
+            return
+        if old is not None and is_output:
+            box = tensor_box(t, dict(zip(t.dims, old)))
+            yield Transfer("store", level, t.name, core, box, box_bytes(t, box), step, old)
+        box = tensor_box(t, rng)
+        if not is_output:
+            yield Transfer("load", level, t.name, core, box, box_bytes(t, box), step, ident)
+        elif (key, ident) in visited:
+            yield Transfer("reload", level, t.name, core, box, box_bytes(t, box), step, ident)
+        visited.add((key, ident))
+        resident[key] = ident
+
+    def execute(op):
+        counter[0] += 1
+        step = counter[0]
+        moved = [t for t in op.tensors if t.name not in st.intermediate_names]
+        for level in range(1, n):
+            for core in (cores if level >= a else [None]):
+                rng = core_ranges(level, core) if core is not None else ranges[level]
+                for t in moved:
+                    if t.name in kept[level]:
+                        yield from touch(level, t, core, rng, t is op.output, step)
+        for core in cores:
+            yield Compute(op.name, core, core_ranges(n - 1, core), step)
+
+    def spine_leaf():
+        for op in workload.ops:
+            private = [(k, d) for k, d in loops if d in op.dims and d not in spine]
+            yield from nest(private, 0, lambda op=op: execute(op))
+
+    yield from nest([(k, d) for k, d in loops if d in spine], 0, spine_leaf)
+    for (level, name, core), ident in list(resident.items()):
+        if name in st.outputs:
+            t = workload.tensor(name)
+            box = tensor_box(t, dict(zip(t.dims, ident)))
+            yield Transfer("store", level, name, core, box, box_bytes(t, box), counter[0] + 1, ident)
+

@@ -1,0 +1,276 @@
+"""The workload IR: dims, tensors indexed by affine expressions, ops, and fused chains.
+
+A workload is a :class:`Chain` of one or more :class:`Op` over named :class:`Dim` s. Every tensor
+axis is an :class:`~tilewise.ir.affine.Affine` expression of dims, so a GEMM operand is
+``A[m, k]`` and a convolution input row is ``I[p*stride + r*dilation - padding]``. Example::
+
+    >>> from tilewise import gemm
+    >>> w = gemm(512, 768, 768, dtype="i8")
+    >>> w.sizes, [str(t) for t in w.tensors]
+    ({'m': 512, 'n': 768, 'k': 768}, ['A[m, k]:i8', 'B[k, n]:i8', 'C[m, n]:i32'])
+
+Op kinds: ``mac`` (multiply-accumulate over the reduction dims: dims of the op not indexing the
+output), ``norm`` (mergeable statistics such as Welford mean/M2 over the reduction dims),
+``softmax`` (row-softmax along ``attrs["along"]`` with online rescaling: its running max and
+denominator are per-row ``state`` tensors), ``elementwise`` (no reduction).
+
+Chains (Chimera's operator chains, seed 004): a tensor produced by one op and read by a later op
+is an *intermediate*; it is fused: produced and consumed tile by tile in the innermost memory
+level, never moved. The dims indexing intermediates are the chain's *spine*: the loops over them
+are shared by all ops; every other loop is private to the op that uses it and runs inside the
+spine loops. Every op must index every spine dim (else it would be recomputed per spine tile).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Mapping
+
+from ..dtypes import DType, dtype as _dtype
+from ..errors import DTypeError, WorkloadError
+from .affine import Affine
+
+_NAME = re.compile(r"[a-z]+\Z")
+_TENSOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+KINDS = ("mac", "norm", "softmax", "elementwise")
+
+
+@dataclass(frozen=True)
+class Dim:
+    """A loop dimension: a lowercase-letter name and a size in elements (>= 1)."""
+
+    name: str
+    size: int
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise WorkloadError(f"dim name {self.name!r} is invalid: use lowercase letters only (m, n, k)")
+        if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
+            raise WorkloadError(f"dim {self.name}: size {self.size!r} must be a positive integer")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor: name, element type, one affine index per axis, and its real shape (elements).
+
+    ``shape[i]`` is the stored extent of axis ``i``; indices outside ``[0, shape[i])`` are padding
+    (never stored nor moved). ``lanes`` is the number of elements per index point (2 for a
+    Welford ``(mean, M2)`` pair).
+    """
+
+    name: str
+    dtype: DType
+    axes: tuple[Affine, ...]
+    shape: tuple[int, ...]
+    lanes: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not _TENSOR_NAME.match(self.name):
+            raise WorkloadError(f"tensor name {self.name!r} is invalid: use a letter then letters/digits")
+        try:
+            object.__setattr__(self, "dtype", _dtype(self.dtype))
+        except DTypeError as e:
+            raise WorkloadError(f"tensor {self.name}: {e}") from None
+        object.__setattr__(self, "axes", tuple(Affine.of(a) for a in self.axes))
+        object.__setattr__(self, "shape", tuple(self.shape))
+        if len(self.shape) != len(self.axes):
+            raise WorkloadError(f"tensor {self.name}: {len(self.axes)} index expressions but shape "
+                                f"{self.shape} has {len(self.shape)} axes")
+        if any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in self.shape):
+            raise WorkloadError(f"tensor {self.name}: shape {self.shape} must be positive integers")
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """Dims indexing this tensor, in order of first appearance."""
+        return tuple(dict.fromkeys(d for a in self.axes for d in a.dims))
+
+    @property
+    def element_bytes(self) -> int:
+        """Bytes per index point (dtype bytes x lanes)."""
+        return self.dtype.bytes * self.lanes
+
+    def __str__(self) -> str:
+        return f"{self.name}[{', '.join(map(str, self.axes))}]:{self.dtype.name}"
+
+
+@dataclass(frozen=True)
+class Op:
+    """One operator: ``output = body(inputs)`` over the dims of its tensors.
+
+    ``dtype`` is the compute type (the key into ``Compute.macs_per_cycle``); ``ops_per_point`` the
+    vector operations per iteration point for non-mac bodies; ``state`` tensors are per-row
+    running values kept in the innermost level (softmax max and denominator).
+    """
+
+    name: str
+    kind: str
+    output: Tensor
+    inputs: tuple[Tensor, ...]
+    dtype: DType
+    state: tuple[Tensor, ...] = ()
+    ops_per_point: int = 1
+    attrs: Mapping[str, object] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise WorkloadError(f"op {self.name}: kind {self.kind!r} unknown; valid: {', '.join(KINDS)}")
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "state", tuple(self.state))
+        object.__setattr__(self, "dtype", _dtype(self.dtype))
+        object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
+        if not self.inputs:
+            raise WorkloadError(f"op {self.name}: needs at least one input")
+        red = self.reduction_dims
+        if red and self.kind in ("softmax", "elementwise"):
+            raise WorkloadError(f"op {self.name}: a {self.kind} op reduces nothing, but dims "
+                                f"{', '.join(red)} do not index its output {self.output.name}")
+        if self.kind == "norm" and not red:
+            raise WorkloadError(f"op {self.name}: a norm op needs a reduction dim")
+        if self.kind == "softmax" and self.attrs.get("along") not in self.output.dims:
+            raise WorkloadError(f"op {self.name}: softmax needs attrs['along'] naming a dim of "
+                                f"{self.output.name} ({', '.join(self.output.dims)})")
+
+    @property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """Inputs then output (state excluded)."""
+        return self.inputs + (self.output,)
+
+    @property
+    def dims(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(d for t in self.tensors for d in t.dims))
+
+    @property
+    def reduction_dims(self) -> tuple[str, ...]:
+        """Dims of the op that do not index its output (summed over)."""
+        out = set(self.output.dims)
+        return tuple(d for d in self.dims if d not in out)
+
+    @property
+    def accumulator(self) -> DType:
+        """The type partial results accumulate in (int -> i32, 16-bit float -> f32)."""
+        return _dtype(self.dtype.accumulator)
+
+
+@dataclass(frozen=True)
+class Chain:
+    """A workload: ops over shared dims; a single operator is a chain of one op."""
+
+    name: str
+    dims: tuple[Dim, ...]
+    ops: tuple[Op, ...]
+
+    def __post_init__(self):
+        object.__setattr__(self, "dims", tuple(self.dims))
+        object.__setattr__(self, "ops", tuple(self.ops))
+        names = [d.name for d in self.dims]
+        if len(set(names)) != len(names):
+            raise WorkloadError(f"workload {self.name}: duplicate dim names in {names}")
+        if not self.ops:
+            raise WorkloadError(f"workload {self.name}: has no ops")
+        sizes = self.sizes
+        by_name: dict[str, Tensor] = {}
+        produced: dict[str, int] = {}
+        for i, op in enumerate(self.ops):
+            for t in op.tensors + op.state:
+                for d in t.dims:
+                    if d not in sizes:
+                        raise WorkloadError(f"tensor {t.name} of op {op.name} is indexed by unknown "
+                                            f"dim {d!r}; dims: {', '.join(names)}")
+                if t.name in by_name and by_name[t.name] != t:
+                    raise WorkloadError(f"two different tensors are named {t.name!r}")
+                by_name[t.name] = t
+                self._check_axes(t, sizes)
+            for t in op.inputs:
+                later = next((o for o in self.ops[i:] if o.output.name == t.name), None)
+                if later is not None:
+                    raise WorkloadError(f"op {op.name} reads {t.name} before op {later.name} produces it")
+            if op.output.name in produced:
+                raise WorkloadError(f"tensor {op.output.name} is produced by two ops")
+            if any(op.output.name == t.name for t in op.inputs):
+                raise WorkloadError(f"op {op.name} reads its own output {op.output.name}")
+            produced[op.output.name] = i
+        used = {d for op in self.ops for d in op.dims}
+        unused = [n for n in names if n not in used]
+        if unused:
+            raise WorkloadError(f"workload {self.name}: dims {', '.join(unused)} index no tensor")
+        for op in self.ops:
+            for d in self.spine:
+                if d not in op.dims:
+                    raise WorkloadError(
+                        f"op {op.name} does not use dim {d!r} of the fused intermediates "
+                        f"({', '.join(t.name for t in self.intermediates)}); a fused chain shares "
+                        f"those loops, so every op must index them")
+
+    @staticmethod
+    def _check_axes(t: Tensor, sizes: dict[str, int]) -> None:
+        for ax, (a, n) in enumerate(zip(t.axes, t.shape)):
+            if a.is_plain and n != sizes[a.dims[0]]:
+                raise WorkloadError(f"tensor {t.name} axis {ax} is indexed by {a} of size "
+                                    f"{sizes[a.dims[0]]} but its shape says {n}")
+            lo = a.const
+            hi = a.extent(sizes) - 1 + a.const
+            if hi < 0 or lo > n - 1:
+                raise WorkloadError(f"tensor {t.name} axis {ax}: index {a} spans [{lo}, {hi}], "
+                                    f"outside the tensor's [0, {n - 1}]")
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """``{dim: size}`` in declaration order."""
+        return {d.name: d.size for d in self.dims}
+
+    @property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """Every tensor (inputs, intermediates, outputs; no state) in order of first appearance."""
+        seen: dict[str, Tensor] = {}
+        for op in self.ops:
+            for t in op.tensors:
+                seen.setdefault(t.name, t)
+        return tuple(seen.values())
+
+    @property
+    def state(self) -> tuple[Tensor, ...]:
+        return tuple(t for op in self.ops for t in op.state)
+
+    @property
+    def intermediates(self) -> tuple[Tensor, ...]:
+        """Tensors produced by one op and read by a later one (fused, never moved)."""
+        read = {t.name for op in self.ops for t in op.inputs}
+        return tuple(op.output for op in self.ops if op.output.name in read)
+
+    @property
+    def spine(self) -> tuple[str, ...]:
+        """Dims indexing an intermediate: loops over them are shared by every op of the chain."""
+        return tuple(d for d in self.sizes if any(d in t.dims for t in self.intermediates))
+
+    def producer(self, tensor: str) -> Op | None:
+        return next((op for op in self.ops if op.output.name == tensor), None)
+
+    def readers(self, tensor: str) -> tuple[Op, ...]:
+        return tuple(op for op in self.ops if any(t.name == tensor for t in op.inputs))
+
+    def tensor(self, name: str) -> Tensor:
+        for t in self.tensors + self.state:
+            if t.name == name:
+                return t
+        raise WorkloadError(f"workload {self.name} has no tensor {name!r}; tensors: "
+                            + ", ".join(t.name for t in self.tensors))
+
+    @property
+    def macs(self) -> int:
+        """Useful multiply-accumulates (mac ops) = product of each mac op's dim sizes."""
+        return sum(_prod(self.sizes[d] for d in op.dims) for op in self.ops if op.kind == "mac")
+
+    def __str__(self) -> str:
+        dims = " ".join(f"{d.name}={d.size}" for d in self.dims)
+        ops = "; ".join(f"{op.output} = {op.kind}({', '.join(t.name for t in op.inputs)})"
+                        for op in self.ops)
+        return f"{self.name}({dims}): {ops}"
+
+
+def _prod(xs) -> int:
+    p = 1
+    for x in xs:
+        p *= x
+    return p

@@ -1,0 +1,286 @@
+"""Mappings: how a workload is tiled over an architecture's memory levels and core array.
+
+A :class:`Mapping` has one :class:`LevelMapping` per memory level, outermost first, and an
+optional spatial split per array axis. At level ``i``:
+
+- ``tiles``: the tile (subvolume) resident at that level, elements per dim. Level 0 holds the
+  whole problem. Tiles need not divide their parent: the last tile of a loop is partial.
+  At the array level the tile is per core.
+- ``order``: the loops (outermost first) iterating the level ``i+1`` tiles inside a level-``i``
+  tile; a permutation of all dims. The innermost level has no loops (its tile is computed).
+- ``bypass``: tensors not stored at this level (streamed between its neighbours);
+  ``double_buffer``: tensors given a second (ping/pong) buffer there.
+
+``rows`` / ``cols``: the dim split across the array's rows axis (core row ``r`` gets slice ``r``)
+and columns axis, and into how many ways; the loops of the level above the array then step over
+*array tiles* of ``ways x core tile``. Seed 003's triplet (P, m, c) is the tiles at DDR,
+memtile and core (:meth:`Mapping.from_triplet`).
+
+Text form (round-trips: ``Mapping.parse(str(m)) == m``)::
+
+    ddr[m512 n768 k768] mnk | memtile[m256 n192 k768] nmk db:B | core[m64 n48 k64] db:A,B ; rows=n4 cols=m2
+
+Levels are separated by ``|``, the spatial part follows ``;``. A loop order is the dim names
+concatenated when all are single letters (``mnk``), else comma-separated (``m,n,kv``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping as TMapping, Sequence
+
+from .errors import MappingError, ParseError
+
+
+@dataclass(frozen=True)
+class Spatial:
+    """``dim`` split ``ways`` ways across one array axis."""
+
+    dim: str
+    ways: int
+
+    def __str__(self) -> str:
+        return f"{self.dim}{self.ways}"
+
+
+@dataclass(frozen=True)
+class LevelMapping:
+    """Tiles, loop order, bypassed and double-buffered tensors at one memory level."""
+
+    level: str
+    tiles: tuple[tuple[str, int], ...]
+    order: tuple[str, ...] = ()
+    bypass: frozenset[str] = frozenset()
+    double_buffer: frozenset[str] = frozenset()
+
+    def __post_init__(self):
+        tiles = self.tiles.items() if isinstance(self.tiles, TMapping) else self.tiles
+        object.__setattr__(self, "tiles", tuple((str(d), t) for d, t in tiles))
+        object.__setattr__(self, "order", tuple(self.order))
+        object.__setattr__(self, "bypass", frozenset(self.bypass))
+        object.__setattr__(self, "double_buffer", frozenset(self.double_buffer))
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        """``{dim: tile elements}``."""
+        return dict(self.tiles)
+
+    def __str__(self) -> str:
+        text = f"{self.level}[{' '.join(f'{d}{t}' for d, t in self.tiles)}]"
+        if self.order:
+            sep = "" if all(len(d) == 1 for d in self.order) else ","
+            text += " " + sep.join(self.order)
+        if self.double_buffer:
+            text += " db:" + ",".join(sorted(self.double_buffer))
+        if self.bypass:
+            text += " bypass:" + ",".join(sorted(self.bypass))
+        return text
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A complete mapping: per-level tiling plus the spatial split of the array level."""
+
+    levels: tuple[LevelMapping, ...]
+    rows: Spatial | None = None
+    cols: Spatial | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "levels", tuple(self.levels))
+
+    # ----- text and JSON -----
+
+    def __str__(self) -> str:
+        text = " | ".join(map(str, self.levels))
+        spatial = [f"{k}={v}" for k, v in (("rows", self.rows), ("cols", self.cols)) if v]
+        return text + (" ; " + " ".join(spatial) if spatial else "")
+
+    @classmethod
+    def parse(cls, text: str) -> "Mapping":
+        """Parse the text form; ParseError points at the offending character."""
+        return _Parser(text).mapping()
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    def to_dict(self) -> dict:
+        return {
+            "levels": [
+                {"level": lv.level, "tiles": dict(lv.tiles), "order": list(lv.order),
+                 "bypass": sorted(lv.bypass), "double_buffer": sorted(lv.double_buffer)}
+                for lv in self.levels
+            ],
+            "rows": [self.rows.dim, self.rows.ways] if self.rows else None,
+            "cols": [self.cols.dim, self.cols.ways] if self.cols else None,
+        }
+
+    @classmethod
+    def from_json(cls, text: str | dict) -> "Mapping":
+        """Inverse of :meth:`to_json` (accepts the JSON text or the parsed dict)."""
+        data = json.loads(text) if isinstance(text, str) else text
+        try:
+            levels = tuple(
+                LevelMapping(lv["level"], tuple((d, int(t)) for d, t in lv["tiles"].items()),
+                             tuple(lv.get("order", ())), frozenset(lv.get("bypass", ())),
+                             frozenset(lv.get("double_buffer", ())))
+                for lv in data["levels"])
+            sp = {k: Spatial(data[k][0], int(data[k][1])) if data.get(k) else None
+                  for k in ("rows", "cols")}
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
+            raise MappingError(f"mapping JSON is malformed ({type(e).__name__}: {e}); expected "
+                               "{'levels': [{'level', 'tiles', 'order', 'bypass', "
+                               "'double_buffer'}], 'rows': [dim, ways] | null, 'cols': ...}") from None
+        return cls(levels, sp["rows"], sp["cols"])
+
+    # ----- construction -----
+
+    @classmethod
+    def from_triplet(cls, workload, arch, P, m, c, orders: Sequence[str] | None = None,
+                     rows: str | None = None, cols: str | None = None,
+                     double_buffer: Sequence[Iterable[str]] | None = None) -> "Mapping":
+        """Seed 003's (P, m, c): tiles at DDR, memtile and core of a 3-level arch.
+
+        ``P``, ``m``, ``c`` are dicts ``{dim: elements}`` or sequences in workload dim order;
+        ``orders`` the loop orders at the two outer levels (default: workload dim order);
+        ``rows``/``cols`` spatial splits as text (``"n4"``); ``double_buffer`` per level.
+        """
+        if len(arch.levels) != 3:
+            raise MappingError(f"a (P, m, c) triplet needs a 3-level arch; {arch.name} has "
+                               f"{len(arch.levels)} levels ({', '.join(l.name for l in arch.levels)})")
+        dims = list(workload.sizes)
+        tiles = []
+        for what, t in (("P", P), ("m", m), ("c", c)):
+            t = dict(t) if isinstance(t, TMapping) else dict(zip(dims, t))
+            if set(t) != set(dims):
+                raise MappingError(f"triplet {what} gives dims {sorted(t)}; need exactly {dims}")
+            tiles.append(tuple((d, t[d]) for d in dims))
+        orders = list(orders or ["".join(dims) if all(len(d) == 1 for d in dims) else ",".join(dims)] * 2)
+        db = list(double_buffer or [(), (), ()])
+        levels = []
+        for i, lv in enumerate(arch.levels):
+            order = _split_order(orders[i], dims) if i < 2 else ()
+            levels.append(LevelMapping(lv.name, tiles[i], order, frozenset(), frozenset(db[i])))
+        return cls(tuple(levels), _spatial(rows), _spatial(cols))
+
+    # ----- validation -----
+
+    def validate(self, workload, arch) -> None:
+        """Raise MappingError naming the level, dim or tensor if this mapping is illegal.
+
+        Checks: levels match the arch; tiles are positive, cover every dim, equal the problem at
+        level 0 and do not exceed the parent tile (at the array level: ways x tile, and the
+        innermost tile may round the parent up to the alignment); the innermost tile meets
+        ``arch.alignment``; orders are permutations; bypass/double-buffer name real tensors at
+        legal levels; spatial splits fit the array; and the chain legality rules of
+        :func:`tilewise.model.legality.check_chain`.
+        """
+        from .model.legality import check_mapping
+
+        check_mapping(workload, arch, self)
+
+
+def _spatial(text: str | None) -> Spatial | None:
+    if text is None:
+        return None
+    m = re.fullmatch(r"([a-z]+)(\d+)", text.strip())
+    if not m:
+        raise ParseError("spatial split", text, 0, "a dim followed by ways, e.g. n4")
+    return Spatial(m.group(1), int(m.group(2)))
+
+
+def _split_order(text: str, dims: Sequence[str]) -> tuple[str, ...]:
+    if "," in text:
+        return tuple(p.strip() for p in text.split(","))
+    if text in dims:
+        return (text,)
+    return tuple(text)
+
+
+class _Parser:
+    """Recursive-descent parser of the mapping text form, tracking character positions."""
+
+    def __init__(self, text: str):
+        self.text, self.pos = text, 0
+
+    def error(self, expected: str, pos: int | None = None):
+        raise ParseError("mapping", self.text, self.pos if pos is None else pos, expected)
+
+    def ws(self):
+        while self.pos < len(self.text) and self.text[self.pos] == " ":
+            self.pos += 1
+
+    def match(self, pattern: str, expected: str) -> str:
+        m = re.compile(pattern).match(self.text, self.pos)
+        if not m:
+            self.error(expected)
+        self.pos = m.end()
+        return m.group(0)
+
+    def mapping(self) -> Mapping:
+        levels = [self.level()]
+        self.ws()
+        while self.pos < len(self.text) and self.text[self.pos] == "|":
+            self.pos += 1
+            self.ws()
+            levels.append(self.level())
+            self.ws()
+        rows = cols = None
+        if self.pos < len(self.text) and self.text[self.pos] == ";":
+            self.pos += 1
+            self.ws()
+            while self.pos < len(self.text):
+                at = self.pos
+                axis = self.match(r"rows|cols", "'rows=' or 'cols='")
+                self.match(r"=", "'='")
+                dim = self.match(r"[a-z]+", "a dim name")
+                ways = int(self.match(r"\d+", "the number of ways"))
+                if (rows if axis == "rows" else cols) is not None:
+                    self.error(f"{axis} given only once", at)
+                if axis == "rows":
+                    rows = Spatial(dim, ways)
+                else:
+                    cols = Spatial(dim, ways)
+                self.ws()
+        if self.pos != len(self.text):
+            self.error("'|' then another level, ';' then the spatial split, or the end")
+        return Mapping(tuple(levels), rows, cols)
+
+    def level(self) -> LevelMapping:
+        name = self.match(r"[A-Za-z_][A-Za-z0-9_]*", "a level name")
+        self.match(r"\[", "'[' starting the tile sizes")
+        tiles = []
+        self.ws()
+        while True:
+            at = self.pos
+            dim = self.match(r"[a-z]+", "a dim name then its tile size (m64)")
+            size = self.match(r"\d+", f"the tile size of {dim}")
+            if any(d == dim for d, _ in tiles):
+                self.error(f"each dim once (duplicate {dim})", at)
+            tiles.append((dim, int(size)))
+            self.ws()
+            if self.pos < len(self.text) and self.text[self.pos] == "]":
+                self.pos += 1
+                break
+        order, db, bypass = (), set(), set()
+        while True:
+            self.ws()
+            if self.pos >= len(self.text) or self.text[self.pos] in "|;":
+                break
+            if self.text.startswith("db:", self.pos):
+                self.pos += 3
+                db |= set(self.names())
+            elif self.text.startswith("bypass:", self.pos):
+                self.pos += 7
+                bypass |= set(self.names())
+            elif not order:
+                word = self.match(r"[a-z]+(,[a-z]+)*", "a loop order, 'db:' or 'bypass:'")
+                order = _split_order(word, [d for d, _ in tiles])
+            else:
+                self.error("'db:', 'bypass:', '|' or ';'")
+        return LevelMapping(name, tuple(tiles), order, frozenset(bypass), frozenset(db))
+
+    def names(self) -> list[str]:
+        word = self.match(r"[A-Za-z][A-Za-z0-9_]*(,[A-Za-z][A-Za-z0-9_]*)*", "tensor names A,B")
+        return word.split(",")

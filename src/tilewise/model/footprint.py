@@ -1,0 +1,69 @@
+"""Buffer sizes: the bytes a tensor's tile occupies at a memory level.
+
+A buffer is allocated at the full tile size (edge tiles are smaller but reuse it): along each
+axis the halo extent ``sum(c*(t-1)) + 1`` of the tile, clipped to the extent the whole problem
+spans (the padded tensor). The byte count is rounded up to the level's ``block_bytes`` and, when
+the level is ``bank_granular``, to whole banks; a double-buffered tensor takes two buffers.
+An op's output occupies its accumulator type in the innermost level (:func:`element_bytes`).
+Footprint of a level = sum over the tensors it keeps (static allocation: buffers live for the
+whole run, which is what lets a tile be reused across the iterations of a chain's shared loops).
+Example: an i8 A tile of 64x64 in 8 KiB banks takes one bank, 8192 bytes; double-buffered 16384.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir.workload import Tensor
+
+
+def tile_elements(t: Tensor, tile: dict, sizes: dict) -> int:
+    """Index points of ``t``'s full tile for per-dim tile sizes ``tile`` (elements)."""
+    n = 1
+    for ax in t.axes:
+        full = {d: max(tile[d], sizes[d]) for d in ax.dims}
+        n *= min(ax.extent(tile), ax.extent(full))
+    return n
+
+
+def round_buffer(nbytes, level):
+    """Round buffer bytes (int or int array) up to the level's block and bank granularity."""
+    b = max(int(level.block_bytes), 1)
+    nbytes = -(-nbytes // b) * b
+    if level.bank_granular and level.bank_bytes:
+        bank = int(level.bank_bytes)
+        nbytes = -(-nbytes // bank) * bank
+    return nbytes
+
+
+def element_bytes(t: Tensor, workload, innermost: bool) -> int:
+    """Bytes per index point of ``t``'s buffer: an op's output is accumulated in the innermost
+    level in its accumulator type (i32 sums of an i8 GEMM), elsewhere stored as its own type."""
+    if innermost:
+        op = workload.producer(t.name)
+        if op is not None and op.kind in ("mac", "norm"):
+            return max(t.element_bytes, op.accumulator.bytes * t.lanes)
+    return t.element_bytes
+
+
+def buffer_bytes(t: Tensor, tile: dict, sizes: dict, level, double_buffered: bool,
+                 nbytes_per_point: int) -> int:
+    """Bytes allocated for ``t`` at ``level`` (rounded, x2 when double-buffered)."""
+    raw = tile_elements(t, tile, sizes) * nbytes_per_point
+    return int(round_buffer(raw, level)) * (2 if double_buffered else 1)
+
+
+def tile_elements_batch(t: Tensor, dims: tuple[str, ...], tiles: np.ndarray,
+                        sizes: np.ndarray) -> np.ndarray:
+    """Vectorized :func:`tile_elements`: ``tiles`` is int64 ``[batch, dims]``."""
+    n = np.ones(tiles.shape[0], dtype=np.int64)
+    full = np.maximum(tiles, sizes[None, :])
+    for ax in t.axes:
+        ext = np.ones(tiles.shape[0], dtype=np.int64)
+        span = np.ones(tiles.shape[0], dtype=np.int64)
+        for d, c in ax.terms:
+            i = dims.index(d)
+            ext = ext + c * (tiles[:, i] - 1)
+            span = span + c * (full[:, i] - 1)
+        n = n * np.minimum(ext, span)
+    return n

@@ -1,0 +1,186 @@
+"""Legality of a mapping for a workload and architecture, with errors that name the culprit.
+
+Beyond shape checks (see :meth:`tilewise.mapping.Mapping.validate`), fused chains obey three
+rules. A loop is *real* when it can iterate more than once: its step (the next level's tile, x
+ways at the array) is smaller than its level's tile.
+
+1. Spine first: in the flattened nest (level 0 loops ... innermost loops) no real loop over a
+   private dim (a dim of one op only) may enclose a real loop over a spine dim. Otherwise the
+   consumer would run inside the producer's private loop: with ``C = A·B; E = C·D`` and ``k``
+   outside ``l``, E would consume a partial C. (Chimera's model accepts such orders.)
+2. A producer's reduction over a spine dim must not be real: its output would be consumed
+   before the reduction completes (a 3-GEMM chain reducing over a shared dim). Softmax reduces
+   nothing (its statistics are online state), so attention may tile ``n``.
+3. A tensor read by several ops (X in LayerNorm) must keep its private dims whole: each op
+   walks its own private loops, so a split row would be read once per op.
+
+Spatial splits need the array at the innermost level; in a chain they may split only spine
+dims that no op reduces; a reduction split is legal only along columns of an array that
+``reduce_cols``.
+"""
+
+from __future__ import annotations
+
+from ..errors import MappingError
+from .structure import Structure
+
+
+def steps(tiles: list[dict[str, int]], ways: dict[str, int], array_level: int | None,
+          k: int, d: str) -> int:
+    """Step (elements) of the level-``k`` loop over ``d``: the level k+1 tile, x ways at the array."""
+    return tiles[k + 1][d] * (ways.get(d, 1) if array_level == k + 1 else 1)
+
+
+def ways_of(mapping) -> dict[str, int]:
+    return {sp.dim: sp.ways for sp in (mapping.rows, mapping.cols) if sp}
+
+
+def check_mapping(workload, arch, mapping) -> None:
+    st = Structure(workload, arch)
+    dims, sizes, n = st.dims, workload.sizes, st.n_levels
+    names = [lv.name for lv in arch.levels]
+    if n < 2:
+        raise MappingError(f"arch {arch.name} has one level; tiling needs at least two")
+    got = [lv.level for lv in mapping.levels]
+    if got != names:
+        raise MappingError(f"mapping levels {got} do not match arch {arch.name} levels {names}")
+    tensor_names = {t.name for t in st.tensors}
+    tiles = []
+    for i, lv in enumerate(mapping.levels):
+        t = lv.sizes
+        for d in t:
+            if d not in sizes:
+                raise MappingError(f"level {lv.level}: unknown dim {d!r}; dims: {', '.join(dims)}")
+        for d in dims:
+            if d not in t:
+                raise MappingError(f"level {lv.level}: no tile size for dim {d!r}")
+            if isinstance(t[d], bool) or not isinstance(t[d], int) or t[d] < 1:
+                raise MappingError(f"level {lv.level}: tile {d}={t[d]!r} must be a positive integer")
+        tiles.append(t)
+        if i < n - 1 and sorted(lv.order) != sorted(dims):
+            raise MappingError(f"level {lv.level}: loop order {''.join(lv.order) or '(none)'} is not a "
+                               f"permutation of the dims {', '.join(dims)}")
+        if i == n - 1 and lv.order:
+            raise MappingError(f"level {lv.level} is innermost: it has no loops, drop the order "
+                               f"{''.join(lv.order)}")
+        for kind, group in (("bypass", lv.bypass), ("double buffer", lv.double_buffer)):
+            for tn in group:
+                if tn not in tensor_names:
+                    raise MappingError(f"level {lv.level}: {kind} names unknown tensor {tn!r}; "
+                                       f"tensors: {', '.join(sorted(tensor_names))}")
+                if tn in st.intermediate_names:
+                    raise MappingError(f"level {lv.level}: {tn} is a fused intermediate (it lives in "
+                                       f"the innermost level only); it cannot be {kind}ed")
+                if i == 0:
+                    raise MappingError(f"level {lv.level} is outermost and holds every tensor; "
+                                       f"it cannot {kind} {tn}")
+        if lv.bypass and i == n - 1:
+            raise MappingError(f"level {lv.level} is innermost: compute reads its operands there, "
+                               f"so {', '.join(sorted(lv.bypass))} cannot be bypassed")
+        if lv.double_buffer and not arch.levels[i].double_buffer:
+            raise MappingError(f"level {lv.level} cannot double-buffer ({', '.join(sorted(lv.double_buffer))})")
+        both = lv.bypass & lv.double_buffer
+        if both:
+            raise MappingError(f"level {lv.level}: {', '.join(sorted(both))} both bypassed and double-buffered")
+    for d in dims:
+        if tiles[0][d] != sizes[d]:
+            raise MappingError(f"level {names[0]} holds the whole problem: tile {d}={tiles[0][d]} "
+                               f"must equal the size {sizes[d]}")
+    ways = _check_spatial(st, mapping)
+    a = st.array_level
+    for k in range(1, n):
+        for d in dims:
+            w = ways.get(d, 1) if a == k else 1
+            parent = tiles[k - 1][d]
+            if k == n - 1:
+                align = arch.alignment.get(d, 1)
+                limit = -(-(-(-parent // w)) // align) * align
+                if tiles[k][d] > limit:
+                    raise MappingError(
+                        f"level {names[k]}: tile {d}={tiles[k][d]} exceeds its parent tile "
+                        f"{d}={parent} at {names[k - 1]}" + (f" split {w} ways" if w > 1 else "")
+                        + (f" (rounded up to the alignment {align}: {limit})" if align > 1 else ""))
+                if tiles[k][d] % align:
+                    raise MappingError(f"level {names[k]}: tile {d}={tiles[k][d]} violates the "
+                                       f"alignment of {d} to multiples of {align} ({arch.name})")
+            elif tiles[k][d] * w > parent:
+                raise MappingError(f"level {names[k]}: tile {d}={tiles[k][d]}"
+                                   + (f" x {w} ways" if w > 1 else "")
+                                   + f" exceeds its parent tile {d}={parent} at {names[k - 1]}")
+    _check_chain(st, mapping, tiles, ways)
+
+
+def _check_spatial(st: Structure, mapping) -> dict[str, int]:
+    arch, wl = st.arch, st.workload
+    ways = {}
+    for axis, sp in (("rows", mapping.rows), ("cols", mapping.cols)):
+        if sp is None:
+            continue
+        if arch.array is None:
+            raise MappingError(f"{axis}={sp}: arch {arch.name} has no core array")
+        if st.array_level != st.n_levels - 1:
+            raise MappingError(f"{axis}={sp}: spatial splits need the array at the innermost level; "
+                               f"{arch.name} puts it at {arch.array.level} (run it unsplit)")
+        if sp.dim not in wl.sizes:
+            raise MappingError(f"{axis}={sp}: unknown dim {sp.dim!r}; dims: {', '.join(wl.sizes)}")
+        limit = getattr(arch.array, axis)
+        if not 1 <= sp.ways <= limit:
+            raise MappingError(f"{axis}={sp}: {sp.ways} ways, but the array has {limit} {axis}")
+        if sp.dim in ways:
+            raise MappingError(f"dim {sp.dim} is split across both rows and cols; split it once")
+        reducing = [op for op in wl.ops if sp.dim in op.reduction_dims]
+        if reducing:
+            if len(wl.ops) > 1:
+                raise MappingError(f"{axis}={sp}: {sp.dim} is reduced by op {reducing[0].name} of a "
+                                   "fused chain; a chain may split only dims no op reduces")
+            if axis != "rows" or not arch.array.reduce_cols:
+                raise MappingError(
+                    f"{axis}={sp}: splitting the reduction dim {sp.dim} needs partial sums summed "
+                    "along a column: put it on rows" + ("" if arch.array.reduce_cols else
+                                                         f", and {arch.name} cannot reduce_cols"))
+        if len(wl.ops) > 1 and sp.dim not in st.spine:
+            raise MappingError(f"{axis}={sp}: {sp.dim} is private to one op of the chain; split a "
+                               f"shared dim ({', '.join(sorted(st.spine))})")
+        ways[sp.dim] = sp.ways
+    return ways
+
+
+def _check_chain(st: Structure, mapping, tiles, ways) -> None:
+    wl = st.workload
+    if len(wl.ops) == 1:
+        return
+    names = [lv.level for lv in mapping.levels]
+    real = []  # (level, dim) of real loops in flattened order
+    for k in range(st.n_levels - 1):
+        for d in mapping.levels[k].order:
+            if steps(tiles, ways, st.array_level, k, d) < tiles[k][d]:
+                real.append((k, d))
+    spine = st.spine
+    private_seen = None
+    for k, d in real:
+        if d not in spine and private_seen is None:
+            private_seen = (k, d)
+        if d in spine and private_seen is not None:
+            pk, pd = private_seen
+            op = next(o for o in wl.ops if pd in o.dims)
+            raise MappingError(
+                f"illegal order: the loop over {pd} at {names[pk]} (private to op {op.name}) "
+                f"encloses the loop over the shared dim {d} at {names[k]}; the ops after "
+                f"{op.name} would consume partial results. Put private loops inside shared ones.")
+    real_dims = {d for _, d in real}
+    for t in wl.intermediates:
+        p = wl.producer(t.name)
+        for d in p.reduction_dims:
+            if d in spine and d in real_dims:
+                raise MappingError(f"illegal tiling: op {p.name} reduces over {d}, which indexes a "
+                                   f"fused intermediate; {t.name} would be consumed before the "
+                                   f"reduction completes. Keep {d} whole ({wl.sizes[d]}).")
+    for t in st.moved:
+        readers = [op for op in wl.ops if any(x.name == t.name for x in op.inputs)]
+        if len(readers) > 1:
+            for d in t.dims:
+                if d not in spine and d in real_dims:
+                    raise MappingError(
+                        f"{t.name} is read by ops {', '.join(o.name for o in readers)}; tiling its "
+                        f"private dim {d} would read it once per op. Keep {d} whole "
+                        f"({wl.sizes[d]}) at every level.")

@@ -1,0 +1,115 @@
+"""Workload IR: constructors, chains (intermediates, spine), and their errors."""
+
+import pytest
+
+from tilewise import Chain, Dim, Op, Tensor, batched_gemm, conv2d, einsum, gemm, gemm_chain, layernorm, mha
+from tilewise.errors import ParseError, WorkloadError
+
+
+def test_gemm():
+    w = gemm(512, 768, 768, dtype="i8")
+    assert w.sizes == {"m": 512, "n": 768, "k": 768}
+    assert [str(t) for t in w.tensors] == ["A[m, k]:i8", "B[k, n]:i8", "C[m, n]:i32"]
+    assert w.ops[0].reduction_dims == ("k",) and w.macs == 512 * 768 * 768
+    assert gemm(4, 4, 4, dtype="bf16").tensor("C").dtype.name == "f32"
+    assert gemm(4, 4, 4, dtype="i8", out_dtype="i8").tensor("C").dtype.name == "i8"
+    assert gemm(4, 4, 4, dtype="i16").ops[0].accumulator.name == "i32"
+
+
+def test_batched_gemm_and_einsum_agree():
+    b = batched_gemm(2, 3, 4, 5)
+    e = einsum("bmk,bkn->bmn", b=2, m=3, n=4, k=5)
+    assert [str(t) for t in b.tensors] == [str(t) for t in e.tensors]
+    assert b.ops[0].reduction_dims == e.ops[0].reduction_dims == ("k",)
+
+
+def test_conv2d_output_size_and_window_index():
+    w = conv2d(1, 8, 14, 14, 16, 3, 3, stride=2, padding=1)
+    assert w.sizes == {"n": 1, "k": 16, "c": 8, "p": 7, "q": 7, "r": 3, "s": 3}
+    assert str(w.tensor("I")) == "I[n, c, p*2 + r - 1, q*2 + s - 1]:i8"
+    assert w.tensor("I").shape == (1, 8, 14, 14)
+    d = conv2d(1, 1, 9, 9, 1, 3, 3, dilation=2)
+    assert d.sizes["p"] == 9 - 2 * 2 and str(d.tensor("I").axes[2]) == "p + r*2"
+
+
+def test_chains():
+    c = gemm_chain(8, 6, 10, 4)
+    assert [t.name for t in c.intermediates] == ["C"] and c.spine == ("m", "l")
+    assert c.producer("C").name == "C" and [o.name for o in c.readers("C")] == ["E"]
+    a = mha(64, 128, 32, heads=2)
+    assert [t.name for t in a.intermediates] == ["S", "P"] and a.spine == ("h", "m", "n")
+    assert a.ops[1].kind == "softmax" and a.state[0].lanes == 2
+    assert a.ops[2].reduction_dims == ("n",) and a.ops[0].reduction_dims == ("k",)
+    ln = layernorm(8, 16)
+    assert ln.spine == ("r",) and ln.ops[0].reduction_dims == ("c",)
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda: gemm(0, 4, 4), "dim m: size 0 must be a positive integer"),
+    (lambda: gemm(4, -1, 4), "dim n: size -1"),
+    (lambda: gemm(4, 4, 2.5), "dim k: size 2.5"),
+    (lambda: gemm(4, 4, 4, dtype="int3"), "unknown dtype 'int3'"),
+    (lambda: gemm(4, 4, 4, dtype="f64"), "f64 is not supported by workloads; valid: i8, i16"),
+    (lambda: conv2d(1, 1, 2, 2, 1, 5, 5), "does not fit the 2x2 input"),
+    (lambda: conv2d(1, 1, 8, 8, 1, 3, 3, stride=0), "stride 0 .* must be >= 1"),
+    (lambda: einsum("mk,kn->mn", m=2, k=3), "no size for n"),
+    (lambda: einsum("mk,kn->mn", m=2, k=3, n=4, z=1), "letters not in the spec: z"),
+    (lambda: mha(4, 4, 0), "size 0"),
+])
+def test_bad_workloads(call, message):
+    with pytest.raises(WorkloadError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("spec,pos,expected", [
+    ("mk,kn", 5, "'->'"),
+    ("mK,kn->mn", 1, "lowercase letter"),
+    ("mk,,kn->mn", 3, "operand letters"),
+    ("mm,kn->mn", 1, "distinct letters"),
+    ("mk,kn->mz", 8, "appears in an input"),
+    ("mk,kn->", 7, "at least one output letter"),
+])
+def test_einsum_spec_errors_point_at_the_character(spec, pos, expected):
+    with pytest.raises(ParseError, match=expected) as info:
+        einsum(spec, m=2, k=2, n=2)
+    assert info.value.pos == pos
+
+
+def test_inconsistent_index_expressions():
+    d = (Dim("m", 4), Dim("k", 3))
+    A = Tensor("A", "i8", ("m", "k"), (4, 3))
+    with pytest.raises(WorkloadError, match="indexed by unknown dim 'q'"):
+        Chain("x", d, (Op("Y", "mac", Tensor("Y", "i32", ("q",), (4,)), (A,), "i8"),))
+    with pytest.raises(WorkloadError, match="axis 0 is indexed by m of size 4 but its shape says 5"):
+        Chain("x", d, (Op("Y", "mac", Tensor("Y", "i32", ("m",), (5,)), (A,), "i8"),))
+    with pytest.raises(WorkloadError, match="elementwise op reduces nothing, but dims k"):
+        Op("Y", "elementwise", Tensor("Y", "i8", ("m",), (4,)), (A,), "i8")
+    with pytest.raises(WorkloadError, match="2 index expressions but shape"):
+        Tensor("B", "i8", ("m", "k"), (4,))
+    with pytest.raises(WorkloadError, match="unknown dtype"):
+        Tensor("B", "q7", ("m",), (4,))
+    with pytest.raises(WorkloadError, match="two different tensors are named 'A'"):
+        A2 = Tensor("A", "i16", ("m", "k"), (4, 3))
+        Chain("x", d, (Op("Y", "mac", Tensor("Y", "i32", ("m",), (4,)), (A, A2), "i8"),))
+    with pytest.raises(WorkloadError, match="dims k index no tensor"):
+        Chain("x", d, (Op("Y", "elementwise", Tensor("Y", "i8", ("m",), (4,)),
+                          (Tensor("X", "i8", ("m",), (4,)),), "i8"),))
+    with pytest.raises(WorkloadError, match="duplicate dim names"):
+        Chain("x", (Dim("m", 2), Dim("m", 3)), ())
+    with pytest.raises(WorkloadError, match="index p\\*2 - 9 spans"):
+        Chain("x", (Dim("p", 2),), (Op("Y", "mac", Tensor("Y", "i32", ("p",), (2,)),
+                                       (Tensor("X", "i8", ("p*2 - 9",), (4,)),), "i8"),))
+
+
+def test_chain_ops_must_share_the_spine():
+    d = (Dim("m", 4), Dim("k", 3), Dim("n", 2))
+    A = Tensor("A", "i8", ("m", "k"), (4, 3))
+    T = Tensor("T", "i32", ("m",), (4,))
+    Y = Tensor("Y", "i32", ("n",), (2,))
+    B = Tensor("B", "i8", ("n",), (2,))
+    U = Tensor("U", "i32", ("m",), (4,))
+    with pytest.raises(WorkloadError, match="op Y does not use dim 'm' of the fused intermediates"):
+        Chain("x", d, (Op("T", "mac", T, (A,), "i8"), Op("U", "elementwise", U, (T,), "i8"),
+                       Op("Y", "elementwise", Y, (B,), "i8")))
+    with pytest.raises(WorkloadError, match="reads T before op T produces it"):
+        Chain("x", d, (Op("Y", "mac", Y, (T, B), "i8"), Op("T", "mac", T, (A,), "i8")))

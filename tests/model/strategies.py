@@ -1,0 +1,122 @@
+"""Hypothesis strategies: small workloads of every constructor and valid mappings for them."""
+
+from hypothesis import strategies as st
+
+from tilewise.ir import library as lib
+from tilewise.mapping import LevelMapping, Mapping, Spatial
+from tilewise.model.structure import Structure
+
+from .archs import aie_like, array_above_innermost, four_level, two_level
+
+DTYPES = st.sampled_from(["i8", "i16", "bf16", "f32"])
+
+
+def small(lo=1, hi=9):
+    return st.integers(lo, hi)
+
+
+@st.composite
+def workloads(draw):
+    kind = draw(st.sampled_from(["gemm", "batched_gemm", "conv2d", "gemm_chain", "mha",
+                                 "layernorm", "einsum"]))
+    dt = draw(DTYPES)
+    if kind == "gemm":
+        return lib.gemm(draw(small()), draw(small()), draw(small()), dtype=dt)
+    if kind == "batched_gemm":
+        return lib.batched_gemm(draw(small(1, 3)), draw(small(1, 6)), draw(small(1, 6)),
+                                draw(small(1, 6)), dtype=dt)
+    if kind == "conv2d":
+        R, S = draw(small(1, 3)), draw(small(1, 3))
+        stride, dil, pad = draw(small(1, 2)), draw(small(1, 2)), draw(st.integers(0, 2))
+        H = draw(st.integers(max(1, dil * (R - 1) + 1 - 2 * pad), 8))
+        W = draw(st.integers(max(1, dil * (S - 1) + 1 - 2 * pad), 8))
+        return lib.conv2d(draw(small(1, 2)), draw(small(1, 3)), H, W, draw(small(1, 3)), R, S,
+                          stride=stride, padding=pad, dilation=dil, dtype=dt)
+    if kind == "gemm_chain":
+        return lib.gemm_chain(draw(small()), draw(small()), draw(small()), draw(small()), dtype=dt)
+    if kind == "mha":
+        return lib.mha(draw(small()), draw(small()), draw(small(1, 6)), heads=draw(small(1, 2)),
+                       dtype=dt)
+    if kind == "layernorm":
+        return lib.layernorm(draw(small(1, 12)), draw(small(1, 12)), dtype=dt)
+    spec = draw(st.sampled_from(["mk,kn->mn", "bik,bkj->bij", "ij->ji", "abc,c->ab"]))
+    letters = dict.fromkeys(c for c in spec if c.isalpha())
+    return lib.einsum(spec, dtype="i8", **{c: draw(small(1, 6)) for c in letters})
+
+
+ARCHS = st.sampled_from([
+    aie_like(), aie_like(2, 3, broadcast=False, reduce_cols=False),
+    aie_like(4, 2, alignment={"m": 2, "k": 2}), two_level(block_bytes=32), four_level(),
+    array_above_innermost(),
+])
+
+
+@st.composite
+def mappings(draw, workload, arch, legal_only=True):
+    """A mapping of ``workload`` onto ``arch``; legal (by construction) unless asked otherwise."""
+    s = Structure(workload, arch)
+    dims, sizes, n = s.dims, workload.sizes, s.n_levels
+    chain = len(workload.ops) > 1
+    spine = [d for d in dims if d in s.spine]
+    private = [d for d in dims if d not in s.spine]
+    shared_private = {d for t in s.moved for d in t.dims if d not in s.spine
+                      and sum(1 for op in workload.ops if t in op.inputs) > 1}
+    # spatial split (array at the innermost level only)
+    ways = {}
+    rows = cols = None
+    if arch.array is not None and s.array_level == n - 1:
+        for axis in ("rows", "cols"):
+            if draw(st.booleans()):
+                cand = [d for d in dims if d not in ways]
+                if chain:
+                    cand = [d for d in cand if d in s.spine
+                            and not any(d in op.reduction_dims for op in workload.ops)]
+                else:
+                    red = workload.ops[0].reduction_dims
+                    if axis == "cols" or not arch.array.reduce_cols:
+                        cand = [d for d in cand if d not in red]
+                if cand:
+                    d = draw(st.sampled_from(cand))
+                    w = draw(st.integers(1, getattr(arch.array, axis)))
+                    ways[d] = w
+                    if axis == "rows":
+                        rows = Spatial(d, w)
+                    else:
+                        cols = Spatial(d, w)
+    tiles = [dict(sizes)]
+    for k in range(1, n):
+        t = {}
+        for d in dims:
+            parent = tiles[k - 1][d]
+            if k == n - 1:
+                align = arch.alignment.get(d, 1)
+                w = ways.get(d, 1)
+                limit = -(-(-(-parent // w)) // align) * align
+                if legal_only and d in shared_private:
+                    t[d] = -(-parent // align) * align  # read by several ops: keep it whole
+                else:
+                    t[d] = align * draw(st.integers(1, limit // align))
+            elif legal_only and chain and d in private:
+                t[d] = parent  # private dims stay whole above the innermost loops
+            else:
+                t[d] = draw(st.integers(1, parent))
+        tiles.append(t)
+    levels = []
+    names = [x.name for x in s.tensors if x.name not in s.intermediate_names]
+    for k, lv in enumerate(arch.levels):
+        if k < n - 1:
+            if legal_only and chain:
+                order = tuple(draw(st.permutations(spine))) + tuple(draw(st.permutations(private)))
+            else:
+                order = tuple(draw(st.permutations(dims)))
+        else:
+            order = ()
+        bypass = frozenset()
+        if 0 < k < n - 1:
+            bypass = frozenset(draw(st.sets(st.sampled_from(names))))
+        db = frozenset()
+        if k > 0 and lv.double_buffer:
+            db = frozenset(draw(st.sets(st.sampled_from(names)))) - bypass
+        levels.append(LevelMapping(lv.name, tuple((d, tiles[k][d]) for d in dims), order,
+                                   bypass, db))
+    return Mapping(tuple(levels), rows, cols)

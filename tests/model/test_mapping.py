@@ -1,0 +1,128 @@
+"""Mapping text and JSON forms, and validation errors that name the level, dim or tensor."""
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from tilewise import Mapping, gemm, gemm_chain, layernorm, mha
+from tilewise.errors import MappingError, ParseError
+
+from .archs import aie_like, array_above_innermost, two_level
+from .strategies import ARCHS, mappings, workloads
+
+AIE = aie_like(alignment={"m": 4, "n": 2})
+G = gemm(20, 24, 16)
+BASE = "ddr[m20 n24 k16] mnk | memtile[m8 n24 k16] kmn db:A | core[m4 n6 k8] db:A,B ; rows=n4 cols=m2"
+
+
+def test_text_form_round_trips_and_reads_well():
+    m = Mapping.parse(BASE)
+    assert str(m) == BASE and Mapping.parse(str(m)) == m
+    assert m.levels[1].order == ("k", "m", "n") and m.levels[2].double_buffer == {"A", "B"}
+    assert m.rows.dim == "n" and m.rows.ways == 4 and m.cols.dim == "m"
+    multi = Mapping.parse("a[xy3 z2] xy,z | b[xy1 z1] bypass:T")
+    assert multi.levels[0].order == ("xy", "z") and str(multi) == "a[xy3 z2] xy,z | b[xy1 z1] bypass:T"
+
+
+@settings(max_examples=100)
+@given(st.data())
+def test_text_and_json_round_trip_for_random_mappings(data):
+    wl, arch = data.draw(workloads()), data.draw(ARCHS)
+    m = data.draw(mappings(wl, arch, legal_only=False))
+    assert Mapping.parse(str(m)) == m
+    assert Mapping.from_json(m.to_json()) == m
+
+
+@pytest.mark.parametrize("text,pos,expected", [
+    ("ddr[m20 n24 k16 mnk", 19, "the tile size of mnk"),
+    ("ddr[m20 m4] mnk", 8, "each dim once"),
+    ("ddr[m20] mnk | ", 15, "a level name"),
+    ("ddr[m20] mnk ; rows=m", 21, "the number of ways"),
+    ("ddr[m20] mnk ; rows=m2 rows=m3", 23, "rows given only once"),
+    ("ddr[m20] mnk kmn", 13, "'db:', 'bypass:'"),
+    ("ddr[m20] mnk ; diag=m2", 15, "'rows=' or 'cols='"),
+    ("ddr m20", 3, "'\\['"),
+])
+def test_parse_errors_point_at_the_character(text, pos, expected):
+    with pytest.raises(ParseError, match=expected) as info:
+        Mapping.parse(text)
+    assert info.value.pos == pos
+
+
+def test_from_json_errors():
+    with pytest.raises(MappingError, match="mapping JSON is malformed"):
+        Mapping.from_json('{"levels": [{"tiles": {}}]}')
+
+
+def _bad(text, wl=G, arch=AIE):
+    with pytest.raises(MappingError) as info:
+        Mapping.parse(text).validate(wl, arch)
+    return str(info.value)
+
+
+@pytest.mark.parametrize("text,message", [
+    ("ddr[m20 n24 k16] mnk | core[m4 n6 k8]", "levels \\['ddr', 'core'\\] do not match"),
+    (BASE.replace("memtile[m8", "memtile[x8"), "level memtile: unknown dim 'x'; dims: m, n, k"),
+    (BASE.replace("k16] kmn", "] kmn").replace("memtile[m8 n24", "memtile[m8 n24"),
+     "level memtile: no tile size for dim 'k'"),
+    (BASE.replace("ddr[m20", "ddr[m16"), "tile m=16 must equal the size 20"),
+    (BASE.replace("memtile[m8", "memtile[m24"), "level memtile: tile m=24 exceeds its parent tile m=20"),
+    (BASE.replace("core[m4", "core[m12"), "level core: tile m=12 exceeds its parent tile m=8 at memtile split 2 ways"),
+    (BASE.replace("core[m4", "core[m2"), "tile m=2 violates the alignment of m to multiples of 4"),
+    (BASE.replace("] kmn", "] kmm"), "level memtile: loop order kmm is not a permutation"),
+    (BASE.replace("db:A,B ;", "mnk db:A,B ;"), "level core is innermost: it has no loops"),
+    (BASE.replace("db:A |", "db:Z |"), "level memtile: double buffer names unknown tensor 'Z'"),
+    (BASE.replace("db:A |", "bypass:A db:A |"), "A both bypassed and double-buffered"),
+    (BASE.replace("db:A,B ;", "bypass:C ;"), "level core is innermost: .*C cannot be bypassed"),
+    (BASE.replace("rows=n4", "rows=n5"), "rows=n5: 5 ways, but the array has 4 rows"),
+    (BASE.replace("cols=m2", "cols=k2").replace("core[m4", "core[m8"),
+     "cols=k2: splitting the reduction dim k needs partial sums summed along a column"),
+    (BASE.replace("cols=m2", "cols=n2"), "dim n is split across both rows and cols"),
+])
+def test_validation_errors(text, message):
+    import re
+
+    assert re.search(message, _bad(text))
+
+
+def test_spatial_needs_an_array_and_an_innermost_array():
+    assert "has no core array" in _bad("gm[m4 n4 k4] mnk | ub[m2 n4 k4] ; rows=m2", gemm(4, 4, 4),
+                                       two_level())
+    assert "need the array at the innermost level" in _bad(
+        "l3[m4 n4 k4] mnk | l2[m2 n4 k4] mnk | l1[m2 n2 k2] ; cols=m2", gemm(4, 4, 4),
+        array_above_innermost())
+    arch = aie_like(reduce_cols=False)
+    assert "cannot reduce_cols" in _bad(BASE.replace("rows=n4", "rows=k2").replace("core[m4 n6 k8]", "core[m4 n24 k8]"), G, arch)
+
+
+def test_chain_legality_rules():
+    wl = gemm_chain(8, 6, 10, 4)
+    arch = two_level()
+    ok = Mapping.parse("gm[m8 k6 l10 n4] mlkn | ub[m4 k3 l5 n2]")
+    ok.validate(wl, arch)
+    # plain Chimera accepts k outside l; E would consume a partial C
+    assert "loop over k at gm (private to op C) encloses the loop over the shared dim l" in _bad(
+        "gm[m8 k6 l10 n4] mkln | ub[m4 k3 l5 n2]", wl, arch)
+    # the same order is fine when k is not actually tiled
+    Mapping.parse("gm[m8 k6 l10 n4] mkln | ub[m4 k6 l5 n2]").validate(wl, arch)
+    ln = layernorm(4, 8)
+    assert "X is read by ops stats, Y; tiling its private dim c" in _bad(
+        "gm[r4 c8] rc | ub[r2 c4]", ln, arch)
+    a = mha(8, 8, 4)
+    assert "n is reduced by op O of a fused chain" in _bad(
+        "ddr[h1 m8 n8 k4 e4] hmnke | memtile[h1 m8 n8 k4 e4] hmnke | core[h1 m8 n2 k4 e4] ; rows=n4",
+        a, aie_like())
+    assert "P is a fused intermediate" in _bad(
+        "ddr[h1 m8 n8 k4 e4] hmnke | memtile[h1 m8 n8 k4 e4] hmnke db:P | core[h1 m8 n8 k4 e4]",
+        a, aie_like())
+
+
+def test_from_triplet():
+    arch = aie_like()
+    m = Mapping.from_triplet(G, arch, {"m": 20, "n": 24, "k": 16}, (8, 24, 16), (4, 6, 8),
+                             orders=["mnk", "kmn"], rows="n4", cols="m2",
+                             double_buffer=[(), ("A",), ("A", "B")])
+    assert m == Mapping.parse(BASE)
+    with pytest.raises(MappingError, match="triplet m gives dims \\['m', 'n'\\]"):
+        Mapping.from_triplet(G, arch, (20, 24, 16), {"m": 8, "n": 24}, (4, 6, 8))
+    with pytest.raises(MappingError, match="needs a 3-level arch; two-level has 2"):
+        Mapping.from_triplet(G, two_level(), (20, 24, 16), (8, 24, 16), (4, 6, 8))
