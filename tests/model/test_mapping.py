@@ -126,3 +126,16 @@ def test_from_triplet():
         Mapping.from_triplet(G, arch, (20, 24, 16), {"m": 8, "n": 24}, (4, 6, 8))
     with pytest.raises(MappingError, match="needs a 3-level arch; two-level has 2"):
         Mapping.from_triplet(G, two_level(), (20, 24, 16), (8, 24, 16), (4, 6, 8))
+
+
+@settings(max_examples=50)
+@given(st.data())
+def test_mapping_batch_round_trips_mappings(data):
+    from tilewise import MappingBatch
+
+    wl, arch = data.draw(workloads()), data.draw(ARCHS)
+    ms = [data.draw(mappings(wl, arch)) for _ in range(3)]
+    batch = MappingBatch.from_mappings(wl, arch, ms)
+    assert [batch.mapping(i, wl, arch) for i in range(3)] == ms
+    with pytest.raises(MappingError, match="candidate 3 out of range: batch has 3"):
+        batch.mapping(3, wl, arch)

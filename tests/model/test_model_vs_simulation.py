@@ -27,7 +27,7 @@ def _compare(workload, arch, mapping):
     return c, trace
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(st.data())
 def test_model_traffic_and_footprint_equal_simulation(data):
     workload = data.draw(workloads())
@@ -94,5 +94,26 @@ def _convs(draw):
 def test_convolution_borders_on_larger_images(data):
     """Windows clipped by padding at both borders, partial tiles at every level."""
     workload = data.draw(_convs())
+    arch = data.draw(ARCHS)
+    _compare(workload, arch, data.draw(mappings(workload, arch)))
+
+
+@st.composite
+def _coupled_windows(draw):
+    """A tensor whose two affine axes share a dim: X[p + r - 1, p*2 + s], dims coupled in one group."""
+    from tilewise import Chain, Dim, Op, Tensor
+
+    P, R, S = draw(st.integers(1, 6)), draw(st.integers(2, 3)), draw(st.integers(1, 3))
+    X = Tensor("X", "i8", ("p + r - 1", "p*2 + s"), (draw(st.integers(1, P + R)), 2 * P + S - 1))
+    W = Tensor("W", "i8", ("r", "s"), (R, S))
+    Y = Tensor("Y", "i32", ("p",), (P,))
+    return Chain("coupled", (Dim("p", P), Dim("r", R), Dim("s", S)),
+                 (Op("Y", "mac", Y, (X, W), "i8"),))
+
+
+@settings(max_examples=60)
+@given(st.data())
+def test_several_affine_axes_sharing_dims(data):
+    workload = data.draw(_coupled_windows())
     arch = data.draw(ARCHS)
     _compare(workload, arch, data.draw(mappings(workload, arch)))

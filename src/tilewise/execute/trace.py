@@ -13,7 +13,8 @@ Counting rules:
   ``reduce_cols``.
 - ``peak``: buffers are allocated at first use (full tile, rounded, x2 when double-buffered,
   :mod:`tilewise.model.footprint`) and live to the end; fused intermediates and state live in the
-  innermost level. The peak is per instance (the largest core at the array level).
+  innermost level (a softmax result overwrites its input in place). The peak is per instance
+  (the largest core at the array level).
 - ``steps[op]``: innermost tile executions per core (the busiest core); ``padded_points[op]``
   the iteration points computed over all cores including padding; ``useful_points[op]`` the
   real ones.
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..model.footprint import buffer_bytes, element_bytes
+from ..model.footprint import buffer_bytes, element_bytes, in_place
 from ..model.structure import Structure
 from .walker import Compute, Transfer, walk
 
@@ -59,9 +60,11 @@ def simulate(workload, arch, mapping) -> Trace:
     ops = {op.name: op for op in workload.ops}
     per_core_steps: dict = defaultdict(int)
 
+    shared = in_place(workload)
+
     def allocate(level: int, instance, tensor) -> None:
         buf = allocated[(level, instance)]
-        if tensor.name not in buf:
+        if tensor.name not in buf and tensor.name not in shared:
             db = tensor.name in mapping.levels[level].double_buffer
             eb = element_bytes(tensor, workload, level == n - 1)
             buf[tensor.name] = buffer_bytes(tensor, tiles[level], sizes, arch.levels[level], db, eb)
@@ -72,6 +75,8 @@ def simulate(workload, arch, mapping) -> Trace:
         if isinstance(ev, Transfer):
             t = workload.tensor(ev.tensor)
             allocate(ev.level, ev.core, t)
+            if ev.kind == "zero":
+                continue
             if ev.core is not None and arr is not None:
                 r, c = ev.core
                 output = ev.tensor in st.outputs

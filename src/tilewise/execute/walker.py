@@ -15,14 +15,21 @@ of a tensor loaded into a level, reloaded as a partial sum, or stored back) and
   at level l. Each instance (the one logical memory above the array, each core at the array)
   holds one resident tile per tensor: when an op needs a different tile, an output's resident
   tile is stored; then an input is loaded, an output is reloaded if this instance held that tile
-  before (a partial sum), else starts from zero. At the end every resident output is stored.
+  before (a partial sum), else it starts from zero (a "zero" event that moves nothing). At the
+  end every resident output is stored.
 - Boxes are per tensor axis ``(lo, hi)`` half-open, the bounding box of the tile's indices
   clipped to the tensor: padding is never moved.
 
-Example::
+Example (GM -> UB, two row tiles of a 4x4x4 f16 GEMM)::
 
-    >>> from tilewise import gemm, Mapping
-    >>> events = list(walk(gemm(4, 4, 4), arch, Mapping.parse("ddr[m4 n4 k4] mnk | core[m2 n4 k4]")))
+    >>> arch = Arch.preset("ascend-vec")
+    >>> m = Mapping.parse("gm[m4 n4 k4] mnk | ub[m2 n4 k4]")
+    >>> for ev in list(walk(gemm(4, 4, 4, dtype="f16"), arch, m))[:5]: print(ev)
+    Transfer(kind='load', level=1, tensor='A', core=(0, 0), box=((0, 2), (0, 4)), nbytes=16, step=1, tile=((0, 2), (0, 4)))
+    Transfer(kind='load', level=1, tensor='B', core=(0, 0), box=((0, 4), (0, 4)), nbytes=32, step=1, tile=((0, 4), (0, 4)))
+    Transfer(kind='zero', level=1, tensor='C', core=(0, 0), box=((0, 2), (0, 4)), nbytes=0, step=1, tile=((0, 2), (0, 4)))
+    Compute(op='C', core=(0, 0), ranges={'m': (0, 2), 'n': (0, 4), 'k': (0, 4)}, step=1)
+    Transfer(kind='load', level=1, tensor='A', core=(0, 0), box=((2, 4), (0, 4)), nbytes=16, step=2, tile=((2, 4), (0, 4)))
 """
 
 from __future__ import annotations
@@ -39,11 +46,13 @@ Box = tuple[tuple[int, int], ...]
 
 @dataclass(frozen=True)
 class Transfer:
-    """``kind`` "load", "reload" or "store" of ``tensor``'s tile ``box`` at ``level`` (index).
+    """``kind`` "load", "reload", "store" or "zero" of ``tensor``'s tile ``box`` at ``level``.
 
     Loads and reloads move data into ``level`` from its nearest keeping ancestor; stores move
-    it back. ``core`` is ``(row, col)`` at the array level, else None; ``step`` numbers the
-    compute step the transfer serves (transfers of one step may be broadcast together);
+    it back; "zero" starts an output tile's first visit (fill with zeros, nothing moves).
+    ``level`` is the level index; ``core`` is ``(row, col)`` at the array level, else None;
+    ``step`` numbers the compute step the transfer serves (transfers of one step may be
+    broadcast together);
     ``tile`` is the tile identity (dim ranges) and ``nbytes`` the real bytes moved.
     """
 
@@ -142,6 +151,8 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
             yield Transfer("load", level, t.name, core, box, box_bytes(t, box), step, ident)
         elif (key, ident) in visited:
             yield Transfer("reload", level, t.name, core, box, box_bytes(t, box), step, ident)
+        else:
+            yield Transfer("zero", level, t.name, core, box, 0, step, ident)
         visited.add((key, ident))
         resident[key] = ident
 

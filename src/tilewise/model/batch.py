@@ -8,7 +8,7 @@ order); ``rows_dim`` / ``cols_dim[b]``: the split dim index or -1, with ``rows_w
 :meth:`MappingBatch.from_mappings`, or directly from arrays (the search does)::
 
     >>> batch = MappingBatch.from_mappings(workload, arch, [m1, m2])
-    >>> batch.mapping(1) == m2
+    >>> batch.mapping(1, workload, arch) == m2
     True
 """
 

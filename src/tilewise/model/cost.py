@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import CapacityError, SpecError
 from .batch import MappingBatch
-from .footprint import element_bytes, round_buffer, tile_elements_batch
+from .footprint import element_bytes, in_place, round_buffer, tile_elements_batch
 from .latency import latency, link_times
 from .structure import Structure
 from .tiles import DimTiles
@@ -163,7 +163,10 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
 
     # footprint (per instance at and below the array, logical above it)
     footprint = np.zeros((B, L), np.int64)
+    shared = in_place(workload)
     for ti, t in enumerate(st.tensors):
+        if t.name in shared:
+            continue
         inner_only = t.name in st.intermediate_names
         for l in range(L):
             if inner_only and l != L - 1:

@@ -4,7 +4,8 @@ A buffer is allocated at the full tile size (edge tiles are smaller but reuse it
 axis the halo extent ``sum(c*(t-1)) + 1`` of the tile, clipped to the extent the whole problem
 spans (the padded tensor). The byte count is rounded up to the level's ``block_bytes`` and, when
 the level is ``bank_granular``, to whole banks; a double-buffered tensor takes two buffers.
-An op's output occupies its accumulator type in the innermost level (:func:`element_bytes`).
+An op's output occupies its accumulator type in the innermost level (:func:`element_bytes`);
+a softmax or elementwise result may overwrite its fused input (:func:`in_place`).
 Footprint of a level = sum over the tensors it keeps (static allocation: buffers live for the
 whole run, which is what lets a tile be reused across the iterations of a chain's shared loops).
 Example: an i8 A tile of 64x64 in 8 KiB banks takes one bank, 8192 bytes; double-buffered 16384.
@@ -34,6 +35,21 @@ def round_buffer(nbytes, level):
         bank = int(level.bank_bytes)
         nbytes = -(-nbytes // bank) * bank
     return nbytes
+
+
+def in_place(workload) -> frozenset[str]:
+    """Fused intermediates computed in place of their input: the output of a softmax or
+    elementwise op whose single intermediate input has the same indices and at least as many
+    bytes per point (attention's P overwrites S). They take no buffer of their own."""
+    inter = {t.name: t for t in workload.intermediates}
+    out = set()
+    for op in workload.ops:
+        if op.kind in ("softmax", "elementwise") and op.output.name in inter:
+            src = [t for t in op.inputs if t.name in inter]
+            if (len(src) == 1 and src[0].axes == op.output.axes
+                    and src[0].element_bytes >= op.output.element_bytes):
+                out.add(op.output.name)
+    return frozenset(out)
 
 
 def element_bytes(t: Tensor, workload, innermost: bool) -> int:

@@ -56,7 +56,8 @@ def border_children(start, ext, mult, step, left: int | None, right: int):
     ``[batch, k]`` arrays."""
     s = step[:, None, None]
     n = -(-ext // step[:, None])
-    if left is None:
+    keep_all = left is None
+    if keep_all:
         left, right = int(n[mult > 0].max(initial=1)), 0
     jl = np.arange(left)[None, None, :]
     jr = n[:, :, None] - right + np.arange(right)[None, None, :]
@@ -69,7 +70,7 @@ def border_children(start, ext, mult, step, left: int | None, right: int):
     cm = mult[:, :, None] * ok
     B = start.shape[0]
     out = cs.reshape(B, -1), ce.reshape(B, -1), cm.reshape(B, -1)
-    return out if right == 0 and left >= out[0].shape[1] else keep_border(*out, left, right)
+    return out if keep_all else keep_border(*out, left, right)
 
 
 def keep_border(start, ext, mult, left: int, right: int):

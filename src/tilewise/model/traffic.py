@@ -170,23 +170,22 @@ class TrafficCounter:
     def _compute_group_value(self, g: Group, lams: dict, level: int):
         if not g.affine:
             return self.dt[g.idx[0]].powsum(lams[g.idx[0]], level, g.powers[0])
-        total = 0
+        if len(g.affine) > 1:  # several affine axes: every tile is listed, sum directly
+            shaped, weight = _combos(g, [self.dt[j].lists_x(lams[j], level) for j in g.idx])
+            for ax, n in g.affine:
+                weight = weight * _clipped(ax, n, g, shaped)[1]
+            return weight.reshape(weight.shape[0], -1).sum(1)
+        total = 0  # unclipped bytes: a polynomial in the extents, summed per dim
         for mono, coeff in _poly(g).items():
             term = coeff
             for i, j in enumerate(g.idx):
                 term = term * self.dt[j].powsum(lams[j], level, mono[i])
             total = total + term
         if all(self.dt[j].window == (0, 0) for j in g.idx):
-            return total
-        lists = [self.dt[j].lists_x(lams[j], level) for j in g.idx]
-        shaped, weight = _combos(g, lists)
-        if len(g.affine) == 1:
-            ax, n = g.affine[0]
-            unclipped, clipped = _clipped(ax, n, g, shaped)
-            return total - (weight * (unclipped - clipped)).reshape(weight.shape[0], -1).sum(1)
-        for ax, n in g.affine:  # several affine axes: every tile is listed, sum directly
-            weight = weight * _clipped(ax, n, g, shaped)[1]
-        return weight.reshape(weight.shape[0], -1).sum(1)
+            return total  # the window never reaches the tensor border
+        shaped, weight = _combos(g, [self.dt[j].lists_x(lams[j], level) for j in g.idx])
+        unclipped, clipped = _clipped(*g.affine[0], g, shaped)
+        return total - (weight * (unclipped - clipped)).reshape(weight.shape[0], -1).sum(1)
 
     def visits(self, t: Tensor, op, level: int):
         """Bytes summed over the visits of ``t``'s tiles at ``level`` (per the reuse rule)."""
