@@ -72,15 +72,15 @@ _EXPORTS: dict[str, str] = {
     "Mapping": "tilewise.mapping",
     "MappingBatch": "tilewise.model.batch",
     "Spatial": "tilewise.mapping",
-    "Trace": "tilewise.execute.trace",
+    "Trace": "tilewise.blocked.trace",
     "evaluate": "tilewise.model.cost",
     "evaluate_batch": "tilewise.model.cost",
-    "simulate": "tilewise.execute.trace",
-    "walk": "tilewise.execute.walker",
+    "simulate": "tilewise.blocked.trace",
+    "walk": "tilewise.blocked.walker",
     # --- blocked execution kernels (issue 5) ---
     "IncrementalAttention": "tilewise.attention",
     "blocked_attention": "tilewise.attention",
-    "blocked_layernorm": "tilewise.execute.layernorm",
+    "blocked_layernorm": "tilewise.blocked.layernorm",
     "naive_attention": "tilewise.attention",
 }
 

@@ -40,7 +40,7 @@ import numpy as np
 
 from .dtypes import dtype as _dtype
 from .errors import DTypeError, MappingError, WorkloadError
-from .execute.kernels import SoftmaxState, attention_tile, causal_mask, finalize_attention, tilewise_dtype
+from .blocked.kernels import SoftmaxState, attention_tile, causal_mask, finalize_attention, tilewise_dtype
 
 _FLOATS = ("f16", "bf16", "f32", "f64")
 

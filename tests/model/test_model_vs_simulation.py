@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from tilewise.errors import MappingError
-from tilewise.execute.trace import simulate
+from tilewise.blocked.trace import simulate
 from tilewise.model.batch import MappingBatch
 from tilewise.model.cost import evaluate_batch
 

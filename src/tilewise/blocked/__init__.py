@@ -1,0 +1,1 @@
+"""tilewise.blocked: blocked (tiled) loop nests — the walker, the simulation trace, tile kernels."""
