@@ -77,6 +77,8 @@ _EXPORTS: dict[str, str] = {
     "evaluate_batch": "tilewise.model.cost",
     "simulate": "tilewise.blocked.trace",
     "walk": "tilewise.blocked.walker",
+    # --- blocked execution: execute / reference (issue 5) ---
+    # --- search (issue 4) ---
     # --- blocked execution kernels (issue 5) ---
     "IncrementalAttention": "tilewise.attention",
     "blocked_attention": "tilewise.attention",
