@@ -16,7 +16,9 @@ of a tensor loaded into a level, reloaded as a partial sum, or stored back) and
   holds one resident tile per tensor: when an op needs a different tile, an output's resident
   tile is stored; then an input is loaded, an output is reloaded if this instance held that tile
   before (a partial sum), else it starts from zero (a "zero" event that moves nothing). At the
-  end every resident output is stored.
+  end every resident output is stored. Within a step (and at the end) all stores come first,
+  innermost level first, so a tile is drained into its parent before the parent tile is itself
+  stored; then loads, reloads and zeros, outermost level first.
 - Boxes are per tensor axis ``(lo, hi)`` half-open, the bounding box of the tile's indices
   clipped to the tensor: padding is never moved.
 
@@ -137,15 +139,19 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
             ranges[k + 1][d] = (s, min(s + step, hi))
             yield from nest(todo, i + 1, leaf)
 
+    def evict(level, t, core, rng, step):
+        key = (level, t.name, core)
+        old = resident.get(key)
+        if old is not None and old != tuple(rng[d] for d in t.dims):
+            box = tensor_box(t, dict(zip(t.dims, old)))
+            yield Transfer("store", level, t.name, core, box, box_bytes(t, box), step, old)
+
     def touch(level, t, core, rng, is_output, step):
         key = (level, t.name, core)
         ident = tuple(rng[d] for d in t.dims)
         old = resident.get(key)
         if old == ident:
             return
-        if old is not None and is_output:
-            box = tensor_box(t, dict(zip(t.dims, old)))
-            yield Transfer("store", level, t.name, core, box, box_bytes(t, box), step, old)
         box = tensor_box(t, rng)
         if not is_output:
             yield Transfer("load", level, t.name, core, box, box_bytes(t, box), step, ident)
@@ -160,12 +166,16 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
         counter[0] += 1
         step = counter[0]
         moved = [t for t in op.tensors if t.name not in st.intermediate_names]
-        for level in range(1, n):
-            for core in (cores if level >= a else [None]):
-                rng = core_ranges(level, core) if core is not None else ranges[level]
-                for t in moved:
-                    if t.name in kept[level]:
-                        yield from touch(level, t, core, rng, t is op.output, step)
+        visits = [(level, core, core_ranges(level, core) if core is not None else ranges[level], t)
+                  for level in range(1, n) for core in (cores if level >= a else [None])
+                  for t in moved if t.name in kept[level]]
+        # Stores first, innermost level first: a tile drains into its parent before the parent
+        # tile is itself stored and replaced (the executor moves real data along these events).
+        for level, core, rng, t in sorted(visits, key=lambda v: -v[0]):
+            if t is op.output:
+                yield from evict(level, t, core, rng, step)
+        for level, core, rng, t in visits:
+            yield from touch(level, t, core, rng, t is op.output, step)
         for core in cores:
             yield Compute(op.name, core, core_ranges(n - 1, core), step)
 
@@ -175,7 +185,7 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
             yield from nest(private, 0, lambda op=op: execute(op))
 
     yield from nest([(k, d) for k, d in loops if d in spine], 0, spine_leaf)
-    for (level, name, core), ident in list(resident.items()):
+    for (level, name, core), ident in sorted(resident.items(), key=lambda kv: -kv[0][0]):
         if name in st.outputs:
             t = workload.tensor(name)
             box = tensor_box(t, dict(zip(t.dims, ident)))

@@ -1,0 +1,473 @@
+"""Execute a mapping numerically by following the one loop-nest walker, and verify it.
+
+``execute(workload, mapping, inputs=None, seed=0, arch=...)`` replays the events of
+:func:`tilewise.blocked.walker.walk` — the very events :func:`tilewise.simulate` counts — with
+real numpy tiles:
+
+- the outermost level holds the whole input arrays and the outputs (zeros at the start);
+- ``load``/``reload`` copies the tile's box out of the nearest level above that keeps the
+  tensor (its resident buffer must contain the box) into a buffer of this level and instance
+  (the logical memory above the array, one buffer per core at the array); ``zero`` starts an
+  output tile at 0; ``store`` writes the tile back into the parent's resident tile, cast to the
+  tensor's dtype there (the innermost level holds an op's output in its accumulator type, i32
+  or f32). Partial sums of one tile held by several cores of a column (a reduction split over
+  the array's rows) are summed into the parent;
+- buffers are allocated at first use with the model's byte count (full tile, rounded to blocks
+  and whole banks, x2 when double-buffered, accumulator types in the innermost level; see
+  :mod:`tilewise.model.footprint`) and live to the end; the allocation that would take a level
+  instance past its capacity raises CapacityError naming the level, the tensors and the bytes;
+- each ``Compute`` event runs one tile kernel on the core's resident tiles: ``mac`` with
+  :func:`~tilewise.blocked.kernels.einsum_tile` (int8/int16 -> int32, 16-bit floats -> f32) or
+  :func:`~tilewise.blocked.kernels.conv_tile` on the halo tile of a convolution input (zero
+  outside the tensor); ``softmax`` with :func:`~tilewise.blocked.kernels.online_softmax` (causal
+  and bool masks, a fully masked row gives 0), its consumer rescaled by alpha and divided by
+  the denominator once its reduction over the keys is complete; ``norm`` merging Welford
+  triples of column tiles (:func:`~tilewise.blocked.layernorm.merge_moments`) and
+  ``elementwise`` with :func:`~tilewise.blocked.layernorm.normalize_tile`.
+  Fused intermediates (C of a GEMM chain, S and P of attention, LayerNorm's statistics) exist
+  only in the innermost level: the walker never moves them and no outer buffer is ever created
+  for them.
+
+Example (an int8 GEMM, K split at the memtile, on the seed's 4x2 AIE array)::
+
+    >>> from tilewise import gemm, Mapping
+    >>> w = gemm(40, 48, 32)
+    >>> m = Mapping.parse("ddr[m40 n48 k32] mnk | memtile[m32 n32 k16] kmn db:A | "
+    ...                   "core[m16 n8 k16] db:A,B ; rows=n4 cols=m2")
+    >>> out = execute(w, m, seed=1, arch="aie-4x2")
+    >>> out["C"].dtype.name, out["C"].shape
+    ('int32', (40, 48))
+    >>> print(verify(w, m, seed=1, arch="aie-4x2"))
+    C i32 (40, 48): max abs error 0, max rel error 0 (exact) PASS
+
+``verify`` runs both ``execute`` and :func:`tilewise.reference` and reports the max error per
+output against a tolerance (exact for integer outputs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import CapacityError, MappingError, WorkloadError
+from ..model.footprint import buffer_bytes, element_bytes, in_place
+from ..model.structure import Structure
+from .kernels import conv_tile, einsum_tile, online_softmax, read_tile
+from .layernorm import Moments, merge_moments, normalize_tile, tile_moments
+from .reference import (array_shape, check_inputs, check_supported, gather, letters,
+                        normalization, output_tensors, random_inputs, reference, visibility)
+from .walker import Compute, walk
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def execute(workload, mapping, inputs=None, seed: int = 0, *, arch=None) -> dict[str, np.ndarray]:
+    """Run ``mapping`` of ``workload`` tile by tile on ``arch``; the final outputs by name.
+
+    ``mapping``: a :class:`~tilewise.mapping.Mapping` or its text form. ``inputs``: name -> array
+    for every input tensor (converted to the tensor's dtype); None draws them from ``seed``
+    (:func:`~tilewise.blocked.reference.random_inputs`). ``arch``: an Arch or a preset name;
+    None picks the one shipped preset whose level names match the mapping (MappingError if
+    several or none do). Raises CapacityError when a buffer would exceed a level's capacity.
+    """
+    arch, mapping = resolve(workload, mapping, arch)
+    check_supported(workload)
+    data = check_inputs(workload, random_inputs(workload, seed) if inputs is None else inputs)
+    return _Executor(workload, arch, mapping, data).run()
+
+
+@dataclass(frozen=True)
+class OutputCheck:
+    """Error of one output against the reference. ``max_abs``: max |executed - reference|
+    (in the output's units); ``max_rel``: max_abs / max |reference| (max_abs when the reference
+    is all 0);
+    ``tolerance``: the bound on max_rel (0: exact)."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    max_abs: float
+    max_rel: float
+    tolerance: float
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.max_rel <= self.tolerance)  # False for NaN
+
+    def __str__(self) -> str:
+        tol = "exact" if self.tolerance == 0 else f"tolerance {self.tolerance:.1e}"
+        return (f"{self.name} {self.dtype} {self.shape}: max abs error {self.max_abs:.3g}, "
+                f"max rel error {self.max_rel:.3g} ({tol}) {'PASS' if self.passed else 'FAIL'}")
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """``execute`` against ``reference`` on the same inputs: one check per final output."""
+
+    outputs: tuple[OutputCheck, ...]
+
+    @property
+    def passed(self) -> bool:
+        return all(o.passed for o in self.outputs)
+
+    def __str__(self) -> str:
+        return "\n".join(map(str, self.outputs))
+
+
+def verify(workload, mapping, inputs=None, seed: int = 0, *, arch=None) -> VerifyReport:
+    """Execute ``mapping`` and compare every output with :func:`reference` on the same inputs.
+
+    Integer outputs must be equal. Float outputs pass when max |x - ref| / max |ref| is at
+    most :func:`tolerance` (a few units of the lowest precision any value is rounded to).
+    """
+    arch, mapping = resolve(workload, mapping, arch)
+    check_supported(workload)
+    data = check_inputs(workload, random_inputs(workload, seed) if inputs is None else inputs)
+    got = execute(workload, mapping, data, arch=arch)
+    want = reference(workload, data)
+    checks = []
+    for t in output_tensors(workload):
+        x, r = got[t.name].astype(np.float64), want[t.name].astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            err = float(np.abs(x - r).max()) if r.size else 0.0
+        scale = float(np.abs(r).max()) if r.size else 0.0
+        checks.append(OutputCheck(t.name, t.dtype.name, r.shape, err, err / scale if scale else err,
+                                  tolerance(workload, t)))
+    return VerifyReport(tuple(checks))
+
+
+def tolerance(workload, t) -> float:
+    """Relative tolerance of output ``t`` (0 for integers): 4 units of the coarsest float type a
+    result is rounded to on the way (the output, intermediates such as attention's P) plus one
+    unit of the accumulator per sqrt(term) of the longest reduction (f32 sums of many terms)."""
+    if t.dtype.is_integer:
+        return 0.0
+    inter = {x.name for x in workload.intermediates}
+    stored = [t.dtype] + [op.output.dtype for op in workload.ops
+                          if op.output.name in inter and not op.output.dtype.is_integer]
+    accs = [op.accumulator for op in workload.ops if not op.accumulator.is_integer] or [t.dtype]
+    longest = max(int(np.prod([workload.sizes[d] for d in op.reduction_dims] or [1]))
+                  for op in workload.ops)
+    eps = (lambda types: max(float(ml_dtypes.finfo(d.numpy).eps) for d in types))
+    return 4 * eps(stored) + eps(accs) * float(np.sqrt(longest))
+
+
+def resolve(workload, mapping, arch):
+    """(Arch, Mapping) from an Arch / preset name / None and a Mapping / its text; validated."""
+    from ..arch.spec import Arch
+    from ..mapping import Mapping
+
+    if isinstance(mapping, str):
+        mapping = Mapping.parse(mapping)
+    if not isinstance(mapping, Mapping):
+        raise MappingError(f"mapping must be a Mapping or its text form, got {type(mapping).__name__}")
+    if arch is None:
+        names = [lv.level for lv in mapping.levels]
+        hits = [p for p in Arch.presets() if [lv.name for lv in Arch.preset(p).levels] == names]
+        if len(hits) != 1:
+            raise MappingError(f"mapping levels {', '.join(names)} match "
+                               + (f"the presets {', '.join(hits)}" if hits else "no preset")
+                               + "; pass arch= (an Arch or a preset name)")
+        arch = hits[0]
+    if isinstance(arch, str):
+        arch = Arch.preset(arch)
+    if not isinstance(arch, Arch):
+        raise MappingError(f"arch must be an Arch or a preset name, got {type(arch).__name__}")
+    mapping.validate(workload, arch)
+    return arch, mapping
+
+
+# --------------------------------------------------------------------------- the executor
+
+
+class _Buffer:
+    """A resident tile: identity (dim ranges), box (per axis [lo, hi)), the data, and for a
+    partial sum shared by a column of cores the value it started from (to sum deltas)."""
+
+    __slots__ = ("ident", "box", "data", "start")
+
+    def __init__(self, ident, box, data, start=None):
+        self.ident, self.box, self.data, self.start = ident, box, data, start
+
+    def region(self, box) -> tuple:
+        """Index of ``box`` inside this buffer; MappingError (an executor invariant) if outside."""
+        if any(lo < blo or hi > bhi for (lo, hi), (blo, bhi) in zip(box, self.box) if hi > lo):
+            raise MappingError(f"internal: tile box {box} is not inside the resident box {self.box}")
+        return tuple(slice(lo - blo, hi - blo) for (lo, hi), (blo, _) in zip(box, self.box))
+
+
+class _Executor:
+    def __init__(self, workload, arch, mapping, inputs):
+        self.w, self.arch, self.m = workload, arch, mapping
+        self.st = Structure(workload, arch)
+        self.n = self.st.n_levels
+        self.a = self.st.array_level if self.st.array_level is not None else self.n - 1
+        self.ops = {op.name: op for op in workload.ops}
+        self.inter = self.st.intermediate_names
+        self.shared = in_place(workload)
+        self.kept = [{t.name for t in self.st.moved} - mapping.levels[l].bypass
+                     for l in range(self.n)]
+        self.split_reduction = {op.output.name for op in workload.ops
+                                if any(sp and sp.dim in op.reduction_dims
+                                       for sp in (mapping.rows, mapping.cols))}
+        self.allocated: dict = {}   # (level, instance) -> {tensor: bytes}
+        self.buffers: dict = {}     # (level, instance, tensor) -> _Buffer
+        self.fused: dict = {}       # (core, tensor) -> (identity, array or Moments)
+        self.state: dict = {}       # core -> (rows identity, max, denom) resident softmax state
+        self.spilled: dict = {}     # (core, rows identity) -> (max, denom) of evicted rows
+        self.alpha: dict = {}       # (core, softmax op) -> rescale factors of this step
+        self.covered: dict = {}     # (core, output, identity) -> reduction points summed
+        for t in self.st.moved:
+            self._allocate(0, None, t)
+            shape = array_shape(t)
+            data = inputs[t.name] if t.name in inputs else np.zeros(shape, t.dtype.numpy)
+            self.buffers[(0, None, t.name)] = _Buffer(None, tuple((0, s) for s in t.shape), data)
+
+    def run(self) -> dict[str, np.ndarray]:
+        for ev in walk(self.w, self.arch, self.m):
+            if isinstance(ev, Compute):
+                self._compute(ev)
+            else:
+                self._transfer(ev)
+        return {t.name: self.buffers[(0, None, t.name)].data for t in output_tensors(self.w)}
+
+    # ----- memory
+
+    def _allocate(self, level: int, inst, t) -> None:
+        buf = self.allocated.setdefault((level, inst), {})
+        if t.name in buf or t.name in self.shared:
+            return
+        lv = self.arch.levels[level]
+        db = t.name in self.m.levels[level].double_buffer
+        eb = element_bytes(t, self.w, level == self.n - 1)
+        buf[t.name] = buffer_bytes(t, self.m.levels[level].sizes, self.w.sizes, lv, db, eb)
+        if lv.capacity_bytes is None:
+            return
+        cap = lv.capacity_bytes * (lv.instances if level < self.a else 1)
+        need = sum(buf.values())
+        if need > cap:
+            where = f"level {lv.name}" + (f" (core {inst})" if inst is not None and self.arch.array else "")
+            held = ", ".join(f"{k} {v}" + (" (double-buffered)" if k in self.m.levels[level].double_buffer
+                                           else "") for k, v in buf.items())
+            raise CapacityError(f"{where}: allocating {t.name} ({buf[t.name]} bytes) needs {need} bytes "
+                                f"but it holds {cap}; buffers: {held}")
+
+    def _dtype(self, level: int, t) -> np.dtype:
+        """Element type of ``t``'s buffer at ``level`` (an op's accumulator in the innermost)."""
+        if level == self.n - 1:
+            op = self.w.producer(t.name)
+            if op is not None and op.kind in ("mac", "norm"):
+                return op.accumulator.numpy
+        return t.dtype.numpy
+
+    def _source(self, level: int, t, core):
+        """The resident buffer of the nearest level above ``level`` that keeps ``t``."""
+        j = max(l for l in range(level) if t.name in self.kept[l])
+        return self.buffers[(j, core if j >= self.a else None, t.name)]
+
+    def _transfer(self, ev) -> None:
+        if ev.tensor in self.inter:  # fused: produced and consumed in the core, never moved
+            raise MappingError(f"internal: the walker moved fused intermediate {ev.tensor}")
+        t = self.w.tensor(ev.tensor)
+        self._allocate(ev.level, ev.core, t)
+        key = (ev.level, ev.core, ev.tensor)
+        shape = tuple(hi - lo for lo, hi in ev.box) + array_shape(t)[len(t.shape):]
+        dt = self._dtype(ev.level, t)
+        if ev.kind == "store":
+            buf = self.buffers[key]
+            if buf.ident != ev.tile:
+                raise MappingError(f"internal: store of {t.name} tile {ev.tile} but {buf.ident} is resident")
+            parent = self._source(ev.level, t, ev.core)
+            region = parent.region(ev.box)
+            if buf.start is not None:  # partial sums of a column of cores: add this core's part
+                acc = parent.data[region].astype(buf.data.dtype) + (buf.data - buf.start)
+                parent.data[region] = acc.astype(parent.data.dtype)
+            else:
+                parent.data[region] = buf.data.astype(parent.data.dtype)
+            return
+        if ev.kind == "zero":
+            data = np.zeros(shape, dt)
+        else:
+            parent = self._source(ev.level, t, ev.core)
+            data = parent.data[parent.region(ev.box)].astype(dt, copy=True)
+        start = data.copy() if ev.tensor in self.split_reduction and ev.level >= self.a else None
+        self.buffers[key] = _Buffer(ev.tile, ev.box, data, start)
+
+    # ----- compute
+
+    def _compute(self, ev) -> None:
+        op = self.ops[ev.op]
+        r = {d: ev.ranges[d] for d in op.dims}
+        if any(hi <= lo for lo, hi in r.values()):
+            return  # an idle core (empty slice of a partial array tile)
+        for t in op.tensors + op.state:
+            if t.name in self.inter or t in op.state:
+                self._allocate(self.n - 1, ev.core, t)
+        getattr(self, "_" + op.kind)(op, ev.core, r)
+
+    def _resident(self, t, core, r) -> _Buffer:
+        buf = self.buffers[(self.n - 1, core, t.name)]
+        if buf.ident != tuple(r[d] for d in t.dims):
+            raise MappingError(f"internal: {t.name} tile {buf.ident} resident, {r} needed")
+        return buf
+
+    def _operand(self, t, core, r) -> np.ndarray:
+        """Input tile over the op's ranges, one axis per dim of ``t`` (zero outside the tensor)."""
+        if t.name in self.inter:
+            return self._fused(t, core, r, create=False)
+        buf = self._resident(t, core, r)
+        return gather(t, buf.data, r, tuple(lo for lo, _ in buf.box))
+
+    def _fused(self, t, core, r, create: bool, dtype=None):
+        """The innermost-level tile of fused intermediate ``t`` for this spine point; a fresh
+        zero tile when ``create`` and the spine point changed."""
+        ident = tuple(r[d] for d in self.w.spine if d in r) + tuple(r[d] for d in t.dims)
+        held = self.fused.get((core, t.name))
+        if held is not None and held[0] == ident:
+            return held[1]
+        if not create:
+            raise MappingError(f"internal: {t.name} is read before its producer ran at {r}")
+        shape = tuple(r[d][1] - r[d][0] for d in t.dims) + array_shape(t)[len(t.shape):]
+        value = np.zeros(shape, dtype)
+        self.fused[(core, t.name)] = (ident, value)
+        return value
+
+    def _output(self, op, core, r, dtype) -> np.ndarray:
+        t = op.output
+        if t.name in self.inter:
+            return self._fused(t, core, r, create=True, dtype=dtype)
+        return self._resident(t, core, r).data
+
+    def _mac(self, op, core, r) -> None:
+        acc = self._output(op, core, r, op.accumulator.numpy)
+        rescale = op.attrs.get("online_rescale")
+        if rescale is not None:
+            acc *= _broadcast(self.alpha[(core, rescale)], self._rows_dims(rescale), op.output.dims)
+        conv = _conv_form(op)
+        if conv is not None:
+            (I, W), stride, dilation = op.inputs, conv[0], conv[1]
+            buf = self._resident(I, core, r)
+            origin = [I.axes[i].bounds(r)[0] for i in range(4)]
+            extent = [I.axes[i].bounds(r)[1] - origin[i] + 1 for i in range(4)]
+            x = read_tile(buf.data, tuple(o - lo for o, (lo, _) in zip(origin, buf.box)), tuple(extent))
+            conv_tile(acc, x, self._operand(W, core, r), stride, dilation)
+        else:
+            idx = letters(op.dims)
+            spec = ",".join("".join(idx[d] for d in t.dims) for t in op.inputs)
+            einsum_tile(spec + "->" + "".join(idx[d] for d in op.output.dims), acc,
+                        *(self._operand(t, core, r) for t in op.inputs))
+        if rescale is not None:
+            self._finish_attention(op, core, r, acc, rescale)
+
+    def _rows_dims(self, softmax: str) -> tuple:
+        sm = self.ops[softmax]
+        return tuple(d for d in sm.output.dims if d != sm.attrs["along"])
+
+    def _softmax(self, op, core, r) -> None:
+        scores_t = next(t for t in op.inputs if t.name in self.inter)
+        scores = np.array(self._operand(scores_t, core, r), dtype=op.accumulator.numpy)
+        scale = float(op.attrs.get("scale", 1.0))
+        if scale != 1.0:
+            scores *= scores.dtype.type(scale)
+        masks = [(t, self._operand(t, core, r)) for t in op.inputs if t.name not in self.inter]
+        vis = visibility(op, r, masks)
+        along = op.output.dims.index(op.attrs["along"])
+        scores = np.moveaxis(scores, along, -1)
+        vis = None if vis is None else np.moveaxis(vis, along, -1)
+        row_max, denom = self._state(op, core, r)
+        alpha = online_softmax(row_max, denom, scores, vis)
+        self.alpha[(core, op.name)] = alpha
+        p = self._fused(op.output, core, r, create=True, dtype=op.output.dtype.numpy)
+        p[...] = np.moveaxis(scores, -1, along).astype(p.dtype)
+
+    def _state(self, op, core, r):
+        """(running max, denominator) of the rows of ``r`` on ``core``; rows evicted earlier (a
+        key loop outside a query loop, FlashAttention-1's order) are restored."""
+        rows = self._rows_dims(op.name)
+        ident = tuple(r[d] for d in rows)
+        held = self.state.get(core)
+        if held is not None and held[0] == ident:
+            return held[1], held[2]
+        if held is not None:
+            self.spilled[(core, held[0])] = (held[1], held[2])
+        shape = tuple(r[d][1] - r[d][0] for d in rows)
+        acc = op.accumulator.numpy
+        mx, den = self.spilled.pop((core, ident), (np.full(shape, -np.inf, acc), np.zeros(shape, acc)))
+        self.state[core] = (ident, mx, den)
+        return mx, den
+
+    def _finish_attention(self, op, core, r, acc, softmax: str) -> None:
+        """Divide the numerator by the denominator once every key of the rows was folded in."""
+        key = (core, op.output.name, tuple(r[d] for d in op.output.dims))
+        points = int(np.prod([r[d][1] - r[d][0] for d in op.reduction_dims]))
+        self.covered[key] = self.covered.get(key, 0) + points
+        if self.covered[key] == int(np.prod([self.w.sizes[d] for d in op.reduction_dims])):
+            _, _, denom = self.state[core]
+            d = _broadcast(denom, self._rows_dims(softmax), op.output.dims)
+            np.divide(acc, d, out=acc, where=d > 0)  # no visible key: N = 0 stays 0
+
+    def _norm(self, op, core, r) -> None:
+        (x_t,) = op.inputs
+        x = self._operand(x_t, core, r)
+        red = [x_t.dims.index(d) for d in op.reduction_dims]
+        keep = [i for i in range(x.ndim) if i not in red]
+        rows = int(np.prod([x.shape[i] for i in keep]))
+        tile = np.transpose(x, keep + red).reshape(rows, -1)
+        ident = tuple(r[d] for d in self.w.spine if d in r) + tuple(r[d] for d in op.output.dims)
+        held = self.fused.get((core, op.output.name))
+        moments = tile_moments(tile)
+        if held is not None and held[0] == ident:
+            moments = merge_moments(held[1], moments)
+        self.fused[(core, op.output.name)] = (ident, moments)
+
+    def _elementwise(self, op, core, r) -> None:
+        x_t, stats_t, g_t, b_t, norm = normalization(self.w, op)
+        ident = tuple(r[d] for d in self.w.spine if d in r) + tuple(r[d] for d in stats_t.dims)
+        held = self.fused.get((core, stats_t.name))
+        if held is None or held[0] != ident:
+            raise MappingError(f"internal: statistics {stats_t.name} missing for {r}")
+        moments: Moments = held[1]
+        x = self._operand(x_t, core, r)
+        rows_dims = [d for d in x_t.dims if d in stats_t.dims]
+        cols_dims = [d for d in x_t.dims if d not in stats_t.dims]
+        perm = [x_t.dims.index(d) for d in rows_dims + cols_dims]
+        tile = np.transpose(x, perm)
+        shp = tile.shape
+        tile = tile.reshape(moments.mean.shape[0], -1)
+        g = self._operand(g_t, core, r).reshape(-1)
+        b = self._operand(b_t, core, r).reshape(-1)
+        y = normalize_tile(tile, moments, g, b, float(norm.attrs.get("eps", 1e-5)),
+                           dtype=op.output.dtype.numpy)
+        y = np.transpose(y.reshape(shp), np.argsort(perm))
+        out = self._output(op, core, r, op.output.dtype.numpy)
+        out[...] = np.transpose(y, [x_t.dims.index(d) for d in op.output.dims])
+
+
+def _broadcast(values: np.ndarray, dims: tuple, out_dims: tuple) -> np.ndarray:
+    """``values`` over ``dims`` (a subset of ``out_dims``, same order) with size-1 axes added."""
+    return values.reshape(tuple(values.shape[dims.index(d)] if d in dims else 1 for d in out_dims))
+
+
+def _conv_form(op):
+    """((stride), (dilation)) when ``op`` is conv2d's ``O[n,k,p,q] += I[n, c, p*sh + r*dh - ph,
+    q*sw + s*dw - pw] * W[k,c,r,s]``, else None (then windows are gathered generically)."""
+    if len(op.inputs) != 2:
+        return None
+    I, W = op.inputs
+    if len(I.axes) != 4 or len(W.axes) != 4 or len(op.output.axes) != 4:
+        return None
+    if not (I.axes[0].is_plain and I.axes[1].is_plain and all(a.is_plain for a in W.axes)
+            and all(a.is_plain for a in op.output.axes)):
+        return None
+    win = [I.axes[2].terms, I.axes[3].terms]
+    if any(len(t) != 2 for t in win):
+        return None
+    n, c = I.axes[0].dims[0], I.axes[1].dims[0]
+    (p, sh), (rr, dh) = win[0]
+    (q, sw), (ss, dw) = win[1]
+    if W.dims != (op.output.dims[1], c, rr, ss) or op.output.dims != (n, W.dims[0], p, q):
+        return None
+    return (sh, sw), (dh, dw)

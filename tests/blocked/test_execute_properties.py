@@ -1,0 +1,45 @@
+"""Property tests: for every constructor, random sizes x random valid mappings (the model's own
+strategies: non-divisible tiles, loop orders, bypass, double buffering, spatial splits, six
+architectures) execute to the reference (exact for integers, dtype tolerance for floats), and
+the executor runs out of memory exactly where the simulation's buffers exceed a capacity."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tilewise.blocked.interpreter import verify
+from tilewise.blocked.trace import simulate
+from tilewise.errors import CapacityError
+
+from ..model.strategies import ARCHS, mappings
+from .workloads import KINDS, constructor
+
+
+def _over_capacity(workload, arch, mapping) -> list[str]:
+    """Levels whose simulated peak (the model's footprint rule) exceeds the capacity."""
+    peak = simulate(workload, arch, mapping).peak
+    st_a = [lv.name for lv in arch.levels].index(arch.array.level) if arch.array else len(arch.levels) - 1
+    return [lv.name for l, lv in enumerate(arch.levels) if lv.capacity_bytes is not None
+            and peak[lv.name] > lv.capacity_bytes * (lv.instances if l < st_a else 1)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_execute_equals_reference(kind, data):
+    workload = data.draw(constructor(kind))
+    arch = data.draw(ARCHS)
+    mapping = data.draw(mappings(workload, arch))
+    over = _over_capacity(workload, arch, mapping)
+    seed = data.draw(st.integers(0, 2**16))
+    if over:
+        with pytest.raises(CapacityError, match=rf"^level ({'|'.join(over)})\b.* needs \d+ bytes"):
+            verify(workload, mapping, seed=seed, arch=arch)
+        return
+    with np.errstate(invalid="raise", divide="raise"):  # no NaN from -inf - -inf, no 0/0
+        report = verify(workload, mapping, seed=seed, arch=arch)
+    assert report.passed, f"{workload}\n{arch.name}: {mapping}\n{report}"
+    for check in report.outputs:
+        dtype = workload.tensor(check.name).dtype
+        assert (check.tolerance == 0) == dtype.is_integer
+        assert check.max_rel <= check.tolerance
