@@ -3,17 +3,20 @@
 For each row, in one process and interleaved (every round times each candidate once, in
 turn), it measures:
 
-* ``memcpy``: ``np.copyto`` of an array with the same bytes as the source, into a
-  preallocated destination (glibc memcpy);
+* ``memcpy``: ``np.copyto`` of the unpacked tensor's bytes, read from the op's own source
+  array (the same buffer tilewise and numpy read), into a preallocated destination (glibc
+  memcpy);
 * ``numpy``: numpy's reshape + transpose copy into a preallocated ``out``
   (``np.copyto(out, view)``; for padded packs the padded source is built outside the timing,
   which favours numpy; padded unpacks copy twice: reshape, then the slice);
-* ``tilewise``: ``pack``/``unpack`` with ``out=`` (includes argument checks and the cached
-  plan lookup).
+* ``tilewise``: ``pack``/``unpack`` with ``out=`` (the whole public call: argument checks,
+  the cached plan, the kernel).
 
-GB/s counts the unpacked tensor's bytes once per call (as memcpy's bytes_per_second does).
-Ratios are medians over rounds of per-round time ratios. Results go to
-``benchmarks/results/pack.json``.
+Every timed call starts from the same cache state: a 4 MiB scratch buffer (twice the L2) is
+rewritten just before it, so no candidate finds the source in L2 because the previous
+candidate just read it. GB/s counts the unpacked tensor's bytes once per call (as memcpy's
+bytes_per_second does). Ratios are medians over rounds of per-round time ratios. Results go
+to ``benchmarks/results/pack.json``.
 
     .venv/bin/python benchmarks/pack.py            # full run (~1 min)
     .venv/bin/python benchmarks/pack.py --quick    # a few rounds
@@ -56,12 +59,14 @@ def _candidates(kind: str, dt: str, shape, tiles):
     packed = pack_reference(x, pos, tiles, padding_value=pad)
     src, dst_shape = (x, packed.shape) if kind == "pack" else (packed, x.shape)
     out = np.empty(dst_shape, dtype=x.dtype)
-    mem_src = np.ascontiguousarray(x)
+    mem_src = src.reshape(-1)[: x.size]  # the same buffer the op reads, the unpacked bytes
     mem_dst = np.empty_like(mem_src)
     o0, o1 = packing.outer_shape
     if kind == "pack":
-        padded = np.zeros(packing.padded_shape, dtype=x.dtype)
-        padded[: shape[0], : shape[1]] = x
+        padded = x
+        if packing.needs_padding:
+            padded = np.zeros(packing.padded_shape, dtype=x.dtype)
+            padded[: shape[0], : shape[1]] = x
         view = padded.reshape(o0, tiles[0], o1, tiles[1]).transpose(0, 2, 1, 3)
         run_tw = lambda: tilewise.pack(x, pos, tiles, padding_value=pad, out=out)  # noqa: E731
         numpy_out = np.empty(view.shape, dtype=x.dtype)
@@ -85,6 +90,14 @@ def _candidates(kind: str, dt: str, shape, tiles):
     }
 
 
+_SCRATCH = np.zeros(4 << 20, dtype=np.uint8)
+
+
+def _evict() -> None:
+    """Rewrite 4 MiB (twice the L2) so every candidate starts with the same cache state."""
+    _SCRATCH.view(np.uint64)[::8] += 1  # one store per 64-byte line
+
+
 def _measure(cands, rounds: int) -> dict[str, list[float]]:
     times = {name: [] for name in cands}
     for f in cands.values():  # warm up (JIT, page faults)
@@ -92,6 +105,7 @@ def _measure(cands, rounds: int) -> dict[str, list[float]]:
         f()
     for _ in range(rounds):
         for name, f in cands.items():
+            _evict()
             t = time.perf_counter()
             f()
             times[name].append(time.perf_counter() - t)
@@ -128,7 +142,9 @@ def main() -> None:
                   flush=True)
     meta = dict(machine=platform.machine(), processor=platform.processor(),
                 cpus=os.cpu_count(), numpy=np.__version__, threads=1,
-                note="single-threaded kernels; GB/s = unpacked bytes / time")
+                load_average=os.getloadavg(),
+                note="single-threaded kernels; GB/s = unpacked bytes / time; L2 evicted "
+                     "before every timed call")
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(dict(meta=meta, rows=results), indent=1) + "\n")
     print(f"wrote {args.out}")

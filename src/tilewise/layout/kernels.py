@@ -1,229 +1,176 @@
-"""Compiled data movement: copy and fill strided boxes of bytes at memcpy speed (numba).
+"""Compiled data movement for pack/unpack: one loop nest walked in destination order (numba).
 
-Pack and unpack are pure data movement, so they are expressed here as a list of *boxes*: a box
-is a loop nest ``sizes[0] x ... x sizes[-1]`` with a source offset and stride per loop and a
-destination offset and stride per loop (all in elements). ``plan`` turns element boxes into
-kernel boxes:
+A pack or unpack is planned as a single *nest* of loops over the destination, outermost
+first; each loop has a size, a source and a destination stride, and may be *clipped*: the
+inner tile loop of a dim with a partial last tile runs only ``rem`` iterations when its
+*partner* (the dim's outer loop) is at its last index. Clipped iterations read nothing; in a
+pack (``fill``) they are written with the padding value, so the destination -- the packed
+tensor -- is written once, in address order, padding included. ``plan`` turns element loops
+into a kernel nest:
 
-1. drops unit loops and coalesces adjacent loops that walk memory contiguously on both sides;
-2. appends the element's bytes as the innermost loop and re-coalesces, so a tile row of
-   ``tile_cols`` elements becomes one run of ``tile_cols * itemsize`` bytes;
-3. picks the widest unsigned unit (8, 4, 2 or 1 bytes) that divides every offset, stride and
-   run, so a run of two f32 (8 bytes) is one ``uint64`` move and dtypes never matter;
-4. orders the loops to write the destination sequentially, and caps the rows read at once
-   (tiles of 128 rows are read 32 rows per pass: fewer streams for the prefetchers and TLB).
+1. drops unit loops and merges adjacent loops that are contiguous on both sides (a clipped
+   loop may absorb the loops inside it, its ``rem`` scaled; a partner never merges);
+2. appends the element's bytes as the innermost loop, so a tile row of ``tile`` elements
+   becomes one run of ``tile * itemsize`` bytes;
+3. picks the widest unsigned unit (8, 4, 2 or 1 bytes) that divides every stride, run,
+   clipped run and the base addresses, so dtypes never matter;
+4. caps the concurrent source streams of unclipped copies: runs a page or more apart are
+   read ``SEGMENT // run`` (8 to 32) at a time.
 
-Example: packing f32[4096, 4096] with tiles (16, 2) gives the element box
-``sizes (256, 2048, 16, 2)``, source strides ``(65536, 2, 4096, 1)``; it becomes the kernel box
-``sizes (256, 2048, 16)`` of ``uint64`` with source strides ``(32768, 1, 2048)`` -- a
-transpose of 8-byte words -- and destination strides ``(32768, 16, 1)``.
+Example: packing f32[4096, 4096] with tiles (16, 2) is the nest ``(256, 2048, 16)`` of
+``uint64`` with source strides ``(32768, 1, 2048)`` and destination strides
+``(32768, 16, 1)``: a transpose of 8-byte words.
 
-The kernel (``run_boxes``) walks the outer loops with an odometer and the two innermost loops
-as a tight 2-D block with four variants: contiguous runs (vectorized), broadcast fill (source
-stride 0), a transpose of short rows (cache-blocked) and a general strided copy.
-``run_boxes_streaming`` is the same with non-temporal stores, used for destinations larger
-than the caches: like memcpy, it skips reading each destination line before overwriting it,
-which is a third of the memory traffic of a plain copy loop. Kernels are single-threaded,
-release the GIL and are cached on disk.
+The walker runs the two innermost loops as a 2-D block: contiguous runs (vectorized), or a
+gather done with 8x8 register transposes (LLVM ``shufflevector``) when consecutive rows read
+consecutive units. Gathers whose rows reread the same source lines and overflow L1 go in
+column chunks. Destinations of ``STREAMING_BYTES`` or more are written with non-temporal
+stores, as memcpy does: runs with scalar ``movnti``; gathers are staged in an L1 scratch and
+streamed out as aligned 64-byte vector stores (never a partial line in the middle of a
+chunk). Kernels are single-threaded, release the GIL and are cached on disk.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import gcd
+from math import gcd, lcm
 
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.core import cgutils
 from numba.extending import intrinsic
+
+# Destinations at least this large (bytes) bypass the cache: with their source they overflow
+# a 2 MiB L2, and measured from L3 (benchmarks/pack.py) streaming stores win from 512 KiB on.
+STREAMING_BYTES = 1 << 20
+# Source runs at least a page apart are read this many bytes of destination at a time.
+SEGMENT = 4096
+_PAGE = 4096
+_LINE = 64
+_L1_BYTES = 16384   # source lines a gather may keep live
+_STAGE_BYTES = 8192  # scratch for streamed gathers
 
 _UNITS = {8: np.uint64, 4: np.uint32, 2: np.uint16, 1: np.uint8}
 
-# Transposes of short rows (2-D blocks whose inner loop gathers with a large source stride)
-# are copied in square sub-blocks of this many units per side so that both the rows read and
-# the rows written stay in L1 (16 x 16 x 8 bytes = 2 KiB each).
-_BLOCK = 16
-_STREAMS = 32
+
+# --- LLVM primitives ---------------------------------------------------------------------
+
+@intrinsic
+def _data(typingctx, arr):
+    """The data pointer of an array (no reference counting in the loops that use it)."""
+
+    def codegen(context, builder, signature, args):
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+    return types.CPointer(arr.dtype)(arr), codegen
 
 
-@dataclass(frozen=True)
-class Box:
-    """One loop nest of element moves: ``dst[doff + i . dstrides] = src[soff + i . sstrides]``.
+def _make_cast(dtype):
+    def _cast(typingctx, arr):
+        """The data pointer of a byte array, as a pointer to ``dtype`` units."""
 
-    Offsets and strides are in elements of the arrays' own dtype; a source stride of 0 (all
-    loops) reads the same source element everywhere (a fill).
-    """
+        def codegen(context, builder, signature, args):
+            data = context.make_array(signature.args[0])(context, builder, args[0]).data
+            return builder.bitcast(data, context.get_value_type(types.CPointer(dtype)))
 
-    soff: int
-    doff: int
-    sizes: tuple[int, ...]
-    sstrides: tuple[int, ...]
-    dstrides: tuple[int, ...]
+        return types.CPointer(dtype)(arr), codegen
 
-    @property
-    def volume(self) -> int:
-        """Number of elements moved."""
-        v = 1
-        for s in self.sizes:
-            v *= s
-        return v
+    return intrinsic(_cast)
 
 
-@dataclass(frozen=True)
-class KernelBoxes:
-    """Boxes ready for ``run_boxes``: unit width in bytes and an int64 table.
-
-    Each row of ``table`` is ``soff, doff, sizes[ndim], sstrides[ndim], dstrides[ndim]`` in
-    units of ``unit`` bytes, outermost loop first.
-    """
-
-    unit: int
-    table: np.ndarray
-
-
-def _coalesce(dims: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Drop unit loops and merge loops that are contiguous on both sides (outer first)."""
-    out: list[tuple[int, int, int]] = []
-    for size, ss, ds in dims:
-        if size == 1:
-            continue
-        if out:
-            osize, oss, ods = out[-1]
-            if oss == size * ss and ods == size * ds:
-                out[-1] = (osize * size, ss, ds)
-                continue
-        out.append((size, ss, ds))
-    return out
-
-
-def _byte_box(box: Box, itemsize: int):
-    """A box in bytes, in destination order (the destination is written sequentially, which
-    streaming stores need), coalesced, with the element bytes as the innermost loop."""
-    dims = sorted(_coalesce(list(zip(box.sizes, box.sstrides, box.dstrides))),
-                  key=lambda dim: -dim[2])
-    dims = _coalesce(dims)
-    fill = not any(box.sstrides)
-    scaled = [(n, s * itemsize, d * itemsize) for n, s, d in dims]
-    # For a fill the source holds one element: its bytes are the innermost loop (stride 1 on
-    # both sides) and every element loop has source stride 0.
-    scaled.append((itemsize, 1, 1))
-    return box.soff * (0 if fill else itemsize), box.doff * itemsize, _coalesce(scaled), fill
-
-
-def _unit_for(soff: int, doff: int, dims, max_unit: int) -> int:
-    g = gcd(soff, doff, max_unit)
-    for i, (n, s, d) in enumerate(dims):
-        if i == len(dims) - 1 and s == 1 and d == 1:
-            g = gcd(g, n)
-        else:
-            g = gcd(g, s, d)
-    return g  # a divisor of max_unit, itself a power of two
-
-
-def _split_streams(dims: list[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """Cap the rows of the inner 2-D block at ``_STREAMS`` when it copies contiguous runs.
-
-    A tile of 128 rows read in destination order has 128 concurrent source streams, more
-    than the hardware prefetchers and the TLB follow; splitting the row loop and hoisting the
-    outer part above the next loop keeps each pass at ``_STREAMS`` rows.
-    """
-    if len(dims) < 3:
-        return dims
-    (n2, ss2, ds2), (n1, ss1, ds1), (n0, ss0, ds0) = dims[-3:]
-    if not (ss0 == 1 and ds0 == 1 and n1 > _STREAMS and n1 % _STREAMS == 0):
-        return dims
-    c = _STREAMS
-    return dims[:-3] + [(n1 // c, ss1 * c, ds1 * c), (n2, ss2, ds2), (c, ss1, ds1),
-                        (n0, ss0, ds0)]
-
-
-def plan(boxes: list[Box], itemsize: int, max_unit: int = 8) -> list[KernelBoxes]:
-    """Group ``boxes`` (element units) by the widest unit that moves them; see module doc.
-
-    ``max_unit`` caps the unit (pass the alignment of the arrays' base addresses). Fills (all
-    source strides 0) are limited to the widest unit that divides ``itemsize``, since their
-    source is a single element.
-    """
-    groups: dict[int, list[list[int]]] = {}
-    for box in boxes:
-        if box.volume == 0:
-            continue
-        soff, doff, dims, fill = _byte_box(box, itemsize)
-        unit = _unit_for(soff, doff, dims, gcd(itemsize, max_unit) if fill else max_unit)
-        udims = []
-        for i, (n, s, d) in enumerate(dims):
-            if i == len(dims) - 1 and s == 1 and d == 1:
-                udims.append((n // unit, 1, 1))
-            else:
-                udims.append((n, s // unit, d // unit))
-        udims = _split_streams(_coalesce(udims) or [(1, 0, 0)])
-        groups.setdefault(unit, []).append([soff // unit, doff // unit, udims])
-    out = []
-    for unit, rows in sorted(groups.items(), reverse=True):
-        ndim = max(2, max(len(r[2]) for r in rows))
-        table = np.zeros((len(rows), 2 + 3 * ndim), dtype=np.int64)
-        for k, (soff, doff, udims) in enumerate(rows):
-            udims = [(1, 0, 0)] * (ndim - len(udims)) + udims
-            table[k, 0], table[k, 1] = soff, doff
-            for i, (n, s, d) in enumerate(udims):
-                table[k, 2 + i], table[k, 2 + ndim + i], table[k, 2 + 2 * ndim + i] = n, s, d
-        out.append(KernelBoxes(unit, table))
-    return out
-
-
-def as_units(a: np.ndarray, unit: int) -> np.ndarray:
-    """A C-contiguous array's bytes as a 1-D array of ``unit``-byte unsigned ints (a view;
-    a tail shorter than a unit is left out: planned boxes never reach into it)."""
-    raw = a.reshape(-1).view(np.uint8)
-    return raw[: raw.size - raw.size % unit].view(_UNITS[unit])
-
-
-def execute(plans: list[KernelBoxes], src: np.ndarray, dst: np.ndarray,
-            streaming: bool = False) -> None:
-    """Run planned boxes from ``src`` to ``dst`` (both C-contiguous; any dtypes)."""
-    run = run_boxes_streaming if streaming else run_boxes
-    for kb in plans:
-        run(as_units(src, kb.unit), as_units(dst, kb.unit), kb.table)
+_ptr8, _ptr4, _ptr2, _ptr1 = (_make_cast(t) for t in (types.uint64, types.uint32,
+                                                      types.uint16, types.uint8))
 
 
 @intrinsic
-def _load(typingctx, arr, idx):
-    """``arr[idx]`` without the negative-index wraparound numba adds (it blocks vectorizing)."""
-
+def _load(typingctx, ptr, idx):
     def codegen(context, builder, signature, args):
-        aryty = signature.args[0]
-        ary = context.make_array(aryty)(context, builder, args[0])
-        ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]],
-                                       wraparound=False, boundscheck=False)
-        return builder.load(ptr)
+        return builder.load(builder.gep(args[0], [args[1]]))
 
-    return arr.dtype(arr, types.intp), codegen
+    return ptr.dtype(ptr, types.intp), codegen
+
+
+def _nontemporal(builder, store):
+    store.set_metadata("nontemporal",
+                       builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
 
 
 def _make_store(streaming: bool):
-    def _store(typingctx, arr, idx, val):
+    def _store(typingctx, ptr, idx, val):
         def codegen(context, builder, signature, args):
-            aryty = signature.args[0]
-            ary = context.make_array(aryty)(context, builder, args[0])
-            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]],
-                                           wraparound=False, boundscheck=False)
-            st = builder.store(args[2], ptr)
+            st = builder.store(args[2], builder.gep(args[0], [args[1]]))
             if streaming:
-                st.set_metadata("nontemporal",
-                                builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+                _nontemporal(builder, st)
             return context.get_dummy_value()
 
-        return types.void(arr, types.intp, arr.dtype), codegen
+        return types.void(ptr, types.intp, ptr.dtype), codegen
 
     return intrinsic(_store)
 
 
-# ``arr[idx] = val`` without wraparound. ``_stream`` is a non-temporal store (``movnti``): it
-# writes around the cache, saving the read-for-ownership of every destination line when the
-# destination does not fit in cache (what memcpy does for large copies).
+# ``ptr[idx] = val``; ``_stream`` is a non-temporal store (``movnti``), which writes around
+# the cache and saves the read-for-ownership of each destination line.
 _put = _make_store(False)
 _stream = _make_store(True)
+
+
+@intrinsic
+def _stream_line(typingctx, srcp, s, dstp, d):
+    """``dst[d:d + 64 bytes] = src[s:...]``: one 64-byte vector load and an aligned
+    non-temporal vector store; ``dst + d`` must be 64-byte aligned."""
+
+    def codegen(context, builder, signature, args):
+        sp, s, dp, d = args
+        elty = context.get_value_type(signature.args[0].dtype)
+        vty = ir.VectorType(elty, 8 * _LINE // elty.width)
+        v = builder.load(builder.bitcast(builder.gep(sp, [s]), vty.as_pointer()),
+                         align=elty.width // 8)
+        st = builder.store(v, builder.bitcast(builder.gep(dp, [d]), vty.as_pointer()),
+                           align=_LINE)
+        _nontemporal(builder, st)
+        return context.get_dummy_value()
+
+    return types.void(srcp, types.intp, dstp, types.intp), codegen
+
+
+def _mask(values):
+    i32 = ir.IntType(32)
+    return ir.Constant(ir.VectorType(i32, len(values)), [ir.Constant(i32, v) for v in values])
+
+
+# Three rounds of 2-input shuffles transpose 8 vectors of 8 (unpack lo/hi, then pairs, then
+# halves): out[i][k] = in[k][i].
+_ROUNDS = [([0, 8, 2, 10, 4, 12, 6, 14], [1, 9, 3, 11, 5, 13, 7, 15], 1),
+           ([0, 1, 8, 9, 4, 5, 12, 13], [2, 3, 10, 11, 6, 7, 14, 15], 2),
+           ([0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15], 4)]
+
+
+@intrinsic
+def _transpose8(typingctx, srcp, s, ss, dstp, d, ds):
+    """``dst[d + i*ds + k] = src[s + i + k*ss]`` for i, k < 8, in registers."""
+
+    def codegen(context, builder, signature, args):
+        sp, s, ss, dp, d, ds = args
+        elty = context.get_value_type(signature.args[0].dtype)
+        vty = ir.VectorType(elty, 8)
+        align = elty.width // 8
+        rows = []
+        for k in range(8):
+            ptr = builder.gep(sp, [builder.add(s, builder.mul(ss, ir.Constant(ss.type, k)))])
+            rows.append(builder.load(builder.bitcast(ptr, vty.as_pointer()), align=align))
+        for lo, hi, step in _ROUNDS:
+            out = [None] * 8
+            for base in range(0, 8, 2 * step):
+                for j in range(base, base + step):
+                    out[j] = builder.shuffle_vector(rows[j], rows[j + step], _mask(lo))
+                    out[j + step] = builder.shuffle_vector(rows[j], rows[j + step], _mask(hi))
+            rows = out
+        for i in range(8):
+            ptr = builder.gep(dp, [builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))])
+            builder.store(rows[i], builder.bitcast(ptr, vty.as_pointer()), align=align)
+        return context.get_dummy_value()
+
+    return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), codegen
 
 
 @intrinsic
@@ -237,115 +184,365 @@ def _fence(typingctx):
     return types.void(), codegen
 
 
+# --- kernels (pointers and offsets in units) ---------------------------------------------
+# Integer arguments are always typed variables (``zero``, ``one``), never literals: numba
+# would compile one specialization per literal value.
+
 @njit(cache=True, nogil=True)
-def _rows(src, dst, s, d, n1, ss1, ds1, n0, nt):
-    """``n1`` contiguous runs of ``n0`` units."""
+def _copy_rows(src, dst, s, d, a0, a1, ss1, ds1, n):
+    """``n`` contiguous units per row, plain stores (vectorized)."""
+    for a in range(a0, a1):
+        sa = s + a * ss1
+        da = d + a * ds1
+        for b in range(n):
+            _put(dst, da + b, _load(src, sa + b))
+
+
+@njit(cache=True, nogil=True)
+def _stream_rows(src, dst, s, d, a0, a1, ss1, ds1, n):
+    """``n`` contiguous units per row, non-temporal stores."""
+    for a in range(a0, a1):
+        sa = s + a * ss1
+        da = d + a * ds1
+        for b in range(n):
+            _stream(dst, da + b, _load(src, sa + b))
+
+
+@njit(cache=True, nogil=True)
+def _fill_put(dst, d, a0, a1, ds1, n, pad, period):
+    """``n`` units of padding per row (``n`` a multiple of ``period``), plain stores."""
+    for a in range(a0, a1):
+        da = d + a * ds1
+        for b in range(0, n, period):
+            for j in range(period):
+                _put(dst, da + b + j, _load(pad, j))
+
+
+@njit(cache=True, nogil=True)
+def _fill_stream(dst, d, a0, a1, ds1, n, pad, period):
+    """``_fill_put`` with non-temporal stores."""
+    for a in range(a0, a1):
+        da = d + a * ds1
+        for b in range(0, n, period):
+            for j in range(period):
+                _stream(dst, da + b + j, _load(pad, j))
+
+
+@njit(cache=True, nogil=True)
+def _gather(src, dst, s, d, a0, a1, ss1, ds1, b0, b1, ss0):
+    """``dst[d + a*ds1 + b] = src[s + a*ss1 + b*ss0]`` for a in [a0, a1), b in [b0, b1);
+    8x8 register transposes when consecutive rows read consecutive units (``ss1 == 1``)."""
+    a = a0
+    if ss1 == 1:
+        while a + 8 <= a1:
+            b = b0
+            while b + 8 <= b1:
+                _transpose8(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+                b += 8
+            for r in range(a, a + 8):
+                for c in range(b, b1):
+                    _put(dst, d + r * ds1 + c, _load(src, s + r + c * ss0))
+            a += 8
+    for r in range(a, a1):
+        for c in range(b0, b1):
+            _put(dst, d + r * ds1 + c, _load(src, s + r * ss1 + c * ss0))
+
+
+@njit(cache=True, nogil=True)
+def _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0):
+    """Columns [b0, b1) of rows [a0, a1), plain stores: copied below ``e0``, padding from
+    ``e0`` on."""
+    c1 = min(b1, e0)
+    if b0 < c1:
+        if ss0 == 1:
+            _copy_rows(src, dst, s + b0, d + b0, a0, a1, ss1, ds1, c1 - b0)
+        else:
+            _gather(src, dst, s, d, a0, a1, ss1, ds1, b0, c1, ss0)
+    f0 = max(b0, e0)
+    if f0 < b1:
+        _fill_put(dst, d + f0, a0, a1, ds1, b1 - f0, pad, period)
+
+
+@njit(cache=True, nogil=True)
+def _stream_out(scr, s, dst, d, n, daddr, unit):
+    """``dst[d:d+n] = scr[s:s+n]``, non-temporal: whole aligned lines as vector stores."""
+    lineu = _LINE // unit
+    head = min(n, (lineu - (daddr // unit + d) % lineu) % lineu)
+    for i in range(head):
+        _stream(dst, d + i, _load(scr, s + i))
+    i = head
+    while i + lineu <= n:
+        _stream_line(scr, s + i, dst, d + i)
+        i += lineu
+    while i < n:
+        _stream(dst, d + i, _load(scr, s + i))
+        i += 1
+
+
+@njit(cache=True, nogil=True)
+def _block(src, dst, scr, pad, period, unit, daddr, s, d, a0, a1, ss1, ds1, e0, n0, ss0, fill,
+           nt):
+    """Rows [a0, a1) of the 2-D block: the first ``e0`` of the ``n0`` units of each row are
+    copied, the rest padded when ``fill``."""
+    if a0 >= a1:
+        return
+    zero = np.int64(0)
+    one = np.int64(1)
+    if nt and ss0 == 1:
+        if fill and e0 < n0:
+            for a in range(a0, a1):
+                _stream_rows(src, dst, s + a * ss1, d + a * ds1, zero, one, ss1, ds1, e0)
+                _fill_stream(dst, d + a * ds1 + e0, zero, one, ds1, n0 - e0, pad, period)
+        else:
+            _stream_rows(src, dst, s, d, a0, a1, ss1, ds1, e0)
+        return
+    w = n0 if fill else e0
+    lineu = _LINE // unit
+    stage = _STAGE_BYTES // unit
+    chunk = w
+    if ss0 != 1:
+        lines = e0 if ss0 * unit >= _LINE else e0 * ss0 * unit // _LINE
+        if lines * _LINE > _L1_BYTES and ss1 * unit < _LINE and a1 - a0 > 1:
+            chunk = max(lineu, _L1_BYTES // (ss0 * unit))
     if nt:
-        for a in range(n1):
-            sa = s + a * ss1
-            da = d + a * ds1
-            for b in range(n0):
-                _stream(dst, da + b, _load(src, sa + b))
-    else:
-        for a in range(n1):
-            sa = s + a * ss1
-            da = d + a * ds1
-            for b in range(n0):
-                _put(dst, da + b, _load(src, sa + b))
+        chunk = min(chunk, stage)
+    first = w
+    if chunk < w:  # chunks start on destination lines
+        phase = (daddr // unit + d) % lineu if (ds1 * unit) % _LINE == 0 else 0
+        first = min(w, (lineu - phase) % lineu or chunk)
+    b0 = zero
+    b1 = first
+    while b0 < w:
+        if nt:  # gather into the scratch, then stream whole lines out
+            cw = b1 - b0
+            rows = max(1, stage // cw)
+            for r0 in range(a0, a1, rows):
+                r1 = min(a1, r0 + rows)
+                _columns(src, scr, pad, period, s + r0 * ss1, -b0, zero, r1 - r0, ss1, cw,
+                         b0, b1, e0, ss0)
+                if ds1 == cw:
+                    _stream_out(scr, zero, dst, d + r0 * ds1 + b0, (r1 - r0) * cw, daddr, unit)
+                else:
+                    for a in range(r0, r1):
+                        _stream_out(scr, (a - r0) * cw, dst, d + a * ds1 + b0, cw, daddr, unit)
+        else:
+            _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0)
+        b0 = b1
+        b1 = min(w, b1 + chunk)
 
 
-@njit(cache=True, nogil=True)
-def _fill(src, dst, s, d, n1, ds1, n0, ds0, nt):
-    """``n1 x n0`` copies of ``src[s]``."""
-    v = _load(src, s)
+@njit(nogil=True, inline="always")
+def _fill(dst, d, n, pad, period, nt):
+    """``n`` contiguous units of padding."""
+    zero = np.int64(0)
+    one = np.int64(1)
     if nt:
-        for a in range(n1):
-            for b in range(n0):
-                _stream(dst, d + a * ds1 + b * ds0, v)
+        _fill_stream(dst, d, zero, one, zero, n, pad, period)
     else:
-        for a in range(n1):
-            for b in range(n0):
-                _put(dst, d + a * ds1 + b * ds0, v)
+        _fill_put(dst, d, zero, one, zero, n, pad, period)
 
 
 @njit(cache=True, nogil=True)
-def _transpose(src, dst, s, d, n1, ds1, n0, ss0, nt):
-    """``dst[d + a*ds1 + b] = src[s + a + b*ss0]``: a transpose of short rows, in square
-    sub-blocks so that the rows read and the rows written stay in L1."""
-    for a0 in range(0, n1, _BLOCK):
-        a1 = min(a0 + _BLOCK, n1)
-        for b0 in range(0, n0, _BLOCK):
-            b1 = min(b0 + _BLOCK, n0)
-            if nt:
-                for a in range(a0, a1):
-                    for b in range(b0, b1):
-                        _stream(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
-            else:
-                for a in range(a0, a1):
-                    for b in range(b0, b1):
-                        _put(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt):
+    """Walk ``nest`` (see ``Nest``): an odometer over the outer loops, clipped extents
+    updated when a partner reaches its last index, clipped tails padded when ``fill``."""
+    nl = nest.shape[0]
+    nb = nl - 2
+    ext = np.empty(nl, np.int64)
+    idx = np.zeros(nl, np.int64)
+    for i in range(nl):
+        ext[i] = nest[i, 0]
+        p = nest[i, 3]
+        if 0 <= p < nb and nest[p, 0] == 1:
+            ext[i] = nest[i, 4]
+    n1, ss1, ds1 = nest[nb, 0], nest[nb, 1], nest[nb, 2]
+    n0, ss0 = nest[nb + 1, 0], nest[nb + 1, 1]
+    inner_clip = nest[nb + 1, 3] == nb  # the block's last row is shorter
+    rem0 = nest[nb + 1, 4]
+    zero = np.int64(0)
+    s = zero
+    d = zero
+    while True:
+        e1 = ext[nb]
+        e0 = ext[nb + 1]
+        if inner_clip and e1 == n1:
+            _block(src, dst, scr, pad, period, unit, daddr, s, d, zero, n1 - 1, ss1, ds1, e0,
+                   n0, ss0, fill, nt)
+            _block(src, dst, scr, pad, period, unit, daddr, s, d, n1 - 1, n1, ss1, ds1, rem0,
+                   n0, ss0, fill, nt)
+        else:
+            _block(src, dst, scr, pad, period, unit, daddr, s, d, zero, e1, ss1, ds1, e0, n0,
+                   ss0, fill, nt)
+        if fill and e1 < n1:
+            _fill(dst, d + e1 * ds1, (n1 - e1) * ds1, pad, period, nt)
+        j = nb - 1
+        while j >= 0:
+            idx[j] += 1
+            s += nest[j, 1]
+            d += nest[j, 2]
+            if idx[j] < ext[j]:
+                if idx[j] == nest[j, 0] - 1:
+                    for c in range(j + 1, nl):
+                        if nest[c, 3] == j:
+                            ext[c] = nest[c, 4]
+                break
+            if fill and ext[j] < nest[j, 0]:
+                _fill(dst, d, (nest[j, 0] - ext[j]) * nest[j, 2], pad, period, nt)
+            s -= nest[j, 1] * idx[j]
+            d -= nest[j, 2] * idx[j]
+            idx[j] = 0
+            for c in range(j + 1, nl):
+                if nest[c, 3] == j:
+                    ext[c] = nest[c, 4] if nest[j, 0] == 1 else nest[c, 0]
+            j -= 1
+        if j < 0:
+            return
+
+
+@njit(nogil=True, inline="always")
+def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt):
+    sa = src.ctypes.data
+    da = dst.ctypes.data
+    if src.size and dst.size and sa < da + dst.size and da < sa + src.size:
+        return 1
+    unit = pad.itemsize
+    if sa % unit or da % unit:
+        return 2
+    _walk(srcp, dstp, _data(scr), _data(pad), pad.size, unit, da, nest, fill, nt)
+    if nt:
+        _fence()
+    return 0
+
+
+# One entry point per unit, compiled on first use. ``src`` and ``dst`` are 1-D byte views.
+@njit(cache=True, nogil=True)
+def _run8(src, dst, pad, nest, fill, nt):
+    scr = np.empty(_STAGE_BYTES // 8 + _LINE, np.uint64)
+    return _entry(_ptr8(src), _ptr8(dst), scr, src, dst, pad, nest, fill, nt)
 
 
 @njit(cache=True, nogil=True)
-def _strided(src, dst, s, d, n1, ss1, ds1, n0, ss0, ds0, nt):
-    """The general 2-D block."""
-    for a in range(n1):
-        for b in range(n0):
-            v = _load(src, s + a * ss1 + b * ss0)
-            if nt:
-                _stream(dst, d + a * ds1 + b * ds0, v)
-            else:
-                _put(dst, d + a * ds1 + b * ds0, v)
+def _run4(src, dst, pad, nest, fill, nt):
+    scr = np.empty(_STAGE_BYTES // 4 + _LINE, np.uint32)
+    return _entry(_ptr4(src), _ptr4(dst), scr, src, dst, pad, nest, fill, nt)
 
 
 @njit(cache=True, nogil=True)
-def _run(src, dst, table, nt):
-    ndim = (table.shape[1] - 2) // 3
-    idx = np.zeros(ndim, dtype=np.int64)
-    for k in range(table.shape[0]):
-        s = table[k, 0]
-        d = table[k, 1]
-        outer = 1
-        for i in range(ndim - 2):
-            outer *= table[k, 2 + i]
-            idx[i] = 0
-        n1 = table[k, 2 + ndim - 2]
-        n0 = table[k, 2 + ndim - 1]
-        ss1 = table[k, 2 + 2 * ndim - 2]
-        ss0 = table[k, 2 + 2 * ndim - 1]
-        ds1 = table[k, 2 + 3 * ndim - 2]
-        ds0 = table[k, 2 + 3 * ndim - 1]
-        for _ in range(outer):
-            if ss0 == 1 and ds0 == 1:
-                _rows(src, dst, s, d, n1, ss1, ds1, n0, nt)
-            elif ss0 == 0 and ss1 == 0:
-                _fill(src, dst, s, d, n1, ds1, n0, ds0, nt)
-            elif ss1 == 1 and ds0 == 1 and n0 > 2 and n1 > 2:
-                # Streaming stores only when the blocks write one contiguous stream.
-                _transpose(src, dst, s, d, n1, ds1, n0, ss0, nt and ds1 == n0 <= _BLOCK)
-            else:
-                _strided(src, dst, s, d, n1, ss1, ds1, n0, ss0, ds0, nt)
-            j = ndim - 3
-            while j >= 0:
-                idx[j] += 1
-                s += table[k, 2 + ndim + j]
-                d += table[k, 2 + 2 * ndim + j]
-                if idx[j] < table[k, 2 + j]:
-                    break
-                s -= table[k, 2 + ndim + j] * table[k, 2 + j]
-                d -= table[k, 2 + 2 * ndim + j] * table[k, 2 + j]
-                idx[j] = 0
-                j -= 1
+def _run2(src, dst, pad, nest, fill, nt):
+    scr = np.empty(_STAGE_BYTES // 2 + _LINE, np.uint16)
+    return _entry(_ptr2(src), _ptr2(dst), scr, src, dst, pad, nest, fill, nt)
 
 
 @njit(cache=True, nogil=True)
-def run_boxes(src, dst, table):
-    """Move every box of ``table`` (see ``KernelBoxes``) from ``src`` to ``dst`` (1-D)."""
-    _run(src, dst, table, False)
+def _run1(src, dst, pad, nest, fill, nt):
+    scr = np.empty(_STAGE_BYTES + _LINE, np.uint8)
+    return _entry(_ptr1(src), _ptr1(dst), scr, src, dst, pad, nest, fill, nt)
 
 
-@njit(cache=True, nogil=True)
-def run_boxes_streaming(src, dst, table):
-    """``run_boxes`` with non-temporal stores, for destinations larger than the cache."""
-    _run(src, dst, table, True)
-    _fence()
+_RUN = {8: _run8, 4: _run4, 2: _run2, 1: _run1}
+
+# Statuses of ``run``.
+OK, OVERLAP, MISALIGNED = 0, 1, 2
+
+
+# --- planning ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Loop:
+    """One loop of a nest: ``size`` iterations, strides in elements (or units); ``partner``
+    (index of an outer loop, or -1) clips it to ``rem`` iterations at the partner's last
+    index."""
+
+    size: int
+    sstride: int
+    dstride: int
+    partner: int = -1
+    rem: int = 0
+
+
+@dataclass(frozen=True)
+class Nest:
+    """A planned nest: ``unit`` bytes per move and an int64 ``table`` with one row per loop,
+    outermost first: ``size, sstride, dstride, partner, rem`` (strides in units)."""
+
+    unit: int
+    table: np.ndarray
+    fill: bool
+
+    def pad_pattern(self, pad: bytes) -> np.ndarray:
+        """The padding element ``pad`` repeated to a whole number of units."""
+        reps = lcm(len(pad), self.unit) // len(pad)
+        return np.frombuffer(pad * reps, dtype=_UNITS[self.unit]).copy()
+
+
+_Dim = tuple  # (size, sstride, dstride, key, partner key or None, rem)
+
+
+def _coalesce(dims: list[_Dim]) -> list[_Dim]:
+    """Drop unit loops (not partners) and merge loops contiguous on both sides."""
+    partners = {d[4] for d in dims if d[4] is not None}
+    out: list[_Dim] = []
+    for dim in dims:
+        size, ss, ds, key, partner, rem = dim
+        if size == 1 and key not in partners:
+            continue
+        if out:
+            osize, oss, ods, okey, opartner, orem = out[-1]
+            if (oss == size * ss and ods == size * ds and okey not in partners
+                    and key not in partners and partner is None):
+                out[-1] = (osize * size, ss, ds, okey, opartner, orem * size)
+                continue
+        out.append(dim)
+    return out
+
+
+def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
+    """Read runs that are a page or more apart ``SEGMENT // run`` (8 to 32) at a time: the
+    outer part of the run loop is hoisted above the next outer loop (unclipped nests only)."""
+    if len(dims) < 3 or any(d[4] is not None for d in dims):
+        return dims
+    (n2, s2, d2, k2, _, _), (n1, s1, d1, k1, _, _), (n0, s0, d0, k0, _, _) = dims[-3:]
+    c = max(8, min(32, SEGMENT // (n0 * unit)))
+    if not (s0 == 1 and d0 == 1 and n1 > c and n1 % c == 0 and s1 * unit >= _PAGE):
+        return dims
+    return dims[:-3] + [(n1 // c, s1 * c, d1 * c, k1, None, 0), (n2, s2, d2, k2, None, 0),
+                        (c, s1, d1, -1, None, 0), (n0, s0, d0, k0, None, 0)]
+
+
+def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False) -> Nest:
+    """Plan element ``loops`` (destination order, outermost first) for ``itemsize``-byte
+    elements; ``max_unit`` caps the unit (the alignment of the base addresses); ``fill``
+    pads clipped iterations. See the module doc."""
+    dims = [(lp.size, lp.sstride * itemsize, lp.dstride * itemsize, k,
+             None if lp.partner < 0 else lp.partner, lp.rem) for k, lp in enumerate(loops)]
+    dims = _coalesce(dims + [(itemsize, 1, 1, len(loops), None, 0)])
+    unit = max_unit
+    for k, (n, s, d, _, _, rem) in enumerate(dims):
+        innermost = k == len(dims) - 1 and s == d == 1
+        unit = gcd(unit, n, rem) if innermost else gcd(unit, s, d)
+    udims = []
+    for k, (n, s, d, key, partner, rem) in enumerate(dims):
+        if k == len(dims) - 1 and s == d == 1:
+            udims.append((n // unit, 1, 1, key, partner, rem // unit))
+        else:
+            udims.append((n, s // unit, d // unit, key, partner, rem))
+    udims = _split_streams(_coalesce(udims), unit)
+    while len(udims) < 2:
+        udims.insert(0, (1, 0, 0, -2, None, 0))
+    where = {dim[3]: i for i, dim in enumerate(udims)}
+    table = np.array([(n, s, d, -1 if p is None else where[p], rem)
+                      for n, s, d, _, p, rem in udims], dtype=np.int64)
+    return Nest(unit, table, fill)
+
+
+def byte_view(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous array's bytes as a 1-D ``uint8`` view."""
+    return a.reshape(-1).view(np.uint8)
+
+
+def run(nest: Nest, src: np.ndarray, dst: np.ndarray, pad: np.ndarray,
+        streaming: bool) -> int:
+    """Move ``src`` to ``dst`` (1-D byte views) along ``nest``; ``pad`` is
+    ``nest.pad_pattern(...)``. Returns ``OK``, or ``OVERLAP`` / ``MISALIGNED`` (nothing
+    written) when the buffers overlap or are not aligned to the unit."""
+    return _RUN[nest.unit](src, dst, pad, nest.table, nest.fill, streaming)

@@ -39,9 +39,6 @@ from ..errors import DTypeError, PackError, ParseError
 
 _DIM = re.compile(r"\s*(\d+)\s*x")
 
-# Destinations at least this large (bytes) are written with streaming stores, around the cache.
-_STREAMING_BYTES = 8 << 20
-
 
 @dataclass(frozen=True)
 class Packing:
@@ -399,54 +396,6 @@ def _check_out(out, shape: tuple[int, ...], dtype: np.dtype, what: str, op: str,
         raise PackError(f"{op}: out= overlaps the source; {op} cannot run in place")
 
 
-def _element_boxes(packing: Packing, src_strides, dst_strides, *, packed_is_src: bool):
-    """Boxes (element units) of the valid data and of the padding, see ``kernels.Box``.
-
-    Each tiled dim with a remainder splits into whole tiles and the last, partial tile, so the
-    valid data is at most ``2**m`` boxes (``m`` dims with a remainder); the padding is one box
-    per such dim (corners are written twice, with the same value).
-    """
-    from .kernels import Box
-
-    n, perm, tiles = packing.rank, packing.perm, packing.tile_of
-    pstrides = dst_strides if not packed_is_src else src_strides  # packed tensor
-    ustrides = src_strides if not packed_is_src else dst_strides  # unpacked tensor
-    q_outer = {d: q for q, d in enumerate(perm)}
-    q_inner = {d: n + j for j, d in enumerate(packing.inner_dims_pos)}
-    # Per packed dim: the unpacked stride that it walks.
-    walk = [ustrides[perm[q]] * tiles.get(perm[q], 1) for q in range(n)]
-    walk += [ustrides[d] for d in packing.inner_dims_pos]
-    choices = []  # per tiled dim with a remainder: (whole tiles, last partial tile)
-    for d, t in tiles.items():
-        full, rem = divmod(packing.shape[d], t)
-        if rem:
-            choices.append((d, full, rem))
-    copies = []
-    for mask in range(1 << len(choices)):
-        sizes = list(packing.packed_shape)
-        uoff = poff = 0
-        for bit, (d, full, rem) in enumerate(choices):
-            if mask >> bit & 1:
-                sizes[q_outer[d]], sizes[q_inner[d]] = 1, rem
-                uoff += full * tiles[d] * ustrides[d]
-                poff += full * pstrides[q_outer[d]]
-            else:
-                sizes[q_outer[d]] = full
-        if prod(sizes):
-            src_off, dst_off = (poff, uoff) if packed_is_src else (uoff, poff)
-            s_str, d_str = (pstrides, walk) if packed_is_src else (walk, pstrides)
-            copies.append(Box(src_off, dst_off, tuple(sizes), tuple(s_str), tuple(d_str)))
-    fills = []
-    if not packed_is_src:
-        for d, full, rem in choices:
-            sizes = list(packing.packed_shape)
-            sizes[q_outer[d]], sizes[q_inner[d]] = 1, tiles[d] - rem
-            off = full * pstrides[q_outer[d]] + rem * pstrides[q_inner[d]]
-            if prod(sizes):
-                fills.append(Box(0, off, tuple(sizes), (0,) * len(sizes), tuple(pstrides)))
-    return copies, fills
-
-
 def _c_strides(shape) -> tuple[int, ...]:
     strides, acc = [], 1
     for s in reversed(shape):
@@ -455,19 +404,71 @@ def _c_strides(shape) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def _loops(packing: Packing, packed_is_src: bool):
+    """The element loops of a pack (packed order) or unpack (unpacked order): the
+    destination's own order, so it is written sequentially. The inner tile loop of a dim
+    with a partial last tile is clipped to the remainder when its outer loop is last."""
+    from .kernels import Loop
+
+    n, tiles, outer = packing.rank, packing.tile_of, packing.outer_shape
+    ustr, pstr = _c_strides(packing.shape), _c_strides(packing.packed_shape)
+    q_outer = {d: q for q, d in enumerate(packing.perm)}
+    loops = []
+    if not packed_is_src:
+        for q, d in enumerate(packing.perm):
+            loops.append(Loop(outer[d], ustr[d] * tiles.get(d, 1), pstr[q]))
+        for j, d in enumerate(packing.inner_dims_pos):
+            rem = packing.shape[d] % tiles[d]
+            loops.append(Loop(tiles[d], ustr[d], pstr[n + j], q_outer[d] if rem else -1, rem))
+        return loops
+    j_of = {d: j for j, d in enumerate(packing.inner_dims_pos)}
+    for d in range(n):
+        t = tiles.get(d, 1)
+        loops.append(Loop(outer[d], pstr[q_outer[d]], ustr[d] * t))
+        if d in tiles:
+            rem = packing.shape[d] % t
+            loops.append(Loop(t, pstr[n + j_of[d]], ustr[d], len(loops) - 1 if rem else -1, rem))
+    return loops
+
+
 @lru_cache(maxsize=256)
-def _plans(packing: Packing, itemsize: int, max_unit: int, packed_is_src: bool):
+def _nest(packing: Packing, itemsize: int, max_unit: int, packed_is_src: bool):
     from .kernels import plan
 
-    ustr, pstr = _c_strides(packing.shape), _c_strides(packing.packed_shape)
-    src, dst = (pstr, ustr) if packed_is_src else (ustr, pstr)
-    copies, fills = _element_boxes(packing, src, dst, packed_is_src=packed_is_src)
-    return plan(copies, itemsize, max_unit), plan(fills, itemsize, max_unit)
+    return plan(_loops(packing, packed_is_src), itemsize, max_unit, fill=not packed_is_src)
+
+
+@dataclass(frozen=True)
+class _FastPlan:
+    """Everything a repeated call needs: the verified result shape, the kernel nest, the
+    padding pattern and the store kind."""
+
+    out_shape: tuple[int, ...]
+    nest: object
+    pad: np.ndarray
+    streaming: bool
+
+
+# Verified plans by (op, source shape, dtype, attributes, padding or unpacked shape); a call
+# that hits it skips verification and planning. Cleared when full (NaN paddings never hit).
+_FAST: dict = {}
+_FAST_SIZE = 512
+
+
+def _fast_key(op: str, x, pos, tiles, perm, extra):
+    try:
+        key = (op, x.shape, x.dtype, tuple(map(operator.index, pos)),
+               tuple(map(operator.index, tiles)), tuple(map(operator.index, perm)), extra)
+        hash(key)
+    except TypeError:  # not a list of integers, or an unhashable padding: the slow path
+        return None
+    return key
 
 
 def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: bool,
-          pad: np.ndarray | None) -> None:
-    from .kernels import execute
+          pad: np.ndarray | None, key=None) -> None:
+    """Move ``src`` into ``dst`` (both C-contiguous, checked); remember the plan as ``key``."""
+    from .kernels import OK, STREAMING_BYTES, byte_view, run
 
     if dst.size == 0:
         return
@@ -479,11 +480,30 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
         dst[...] = ref
         return
     max_unit = gcd(src.__array_interface__["data"][0], dst.__array_interface__["data"][0], 8)
-    copies, fills = _plans(packing, src.dtype.itemsize, max_unit, packed_is_src)
-    streaming = dst.nbytes >= _STREAMING_BYTES
-    execute(copies, src, dst, streaming)
-    if fills:
-        execute(fills, pad.reshape(1), dst, streaming)
+    nest = _nest(packing, src.dtype.itemsize, max_unit, packed_is_src)
+    pattern = nest.pad_pattern(bytes(src.dtype.itemsize) if pad is None else pad.tobytes())
+    streaming = dst.nbytes >= STREAMING_BYTES
+    status = run(nest, byte_view(src), byte_view(dst), pattern, streaming)
+    assert status == OK, status  # _check_out rejected overlaps; the unit fits the alignment
+    if key is not None and max_unit == 8:
+        if len(_FAST) >= _FAST_SIZE:
+            _FAST.clear()
+        _FAST[key] = _FastPlan(dst.shape, nest, pattern, streaming)
+
+
+def _run_fast(fast: _FastPlan, src: np.ndarray, out):
+    """Run a remembered plan; None when the slow path must decide (bad ``out=``, overlap,
+    a base address not aligned to the unit)."""
+    from .kernels import OK, byte_view, run
+
+    if out is None:
+        out = np.empty(fast.out_shape, dtype=src.dtype)
+    elif not (type(out) is np.ndarray and out.shape == fast.out_shape
+              and out.dtype == src.dtype and out.flags.c_contiguous and out.flags.writeable):
+        return None
+    if run(fast.nest, byte_view(src), byte_view(out), fast.pad, fast.streaming) == OK:
+        return out
+    return None
 
 
 def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None, out=None):
@@ -492,8 +512,16 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
     ``x``: any array (any dtype, incl. ml_dtypes bfloat16); ``padding_value``: required when a
     tile does not divide its dim, and must be representable in ``x``'s dtype; ``out``: a
     C-contiguous array of the packed shape and ``x``'s dtype, not overlapping ``x``.
-    Compiled single-threaded kernels move the bytes at close to memcpy speed.
+    Compiled single-threaded kernels move the bytes at close to memcpy speed; a repeated call
+    (same shape, dtype, attributes and padding) reuses the verified plan (a few us).
     """
+    key = None
+    if type(x) is np.ndarray and x.flags.c_contiguous:
+        key = _fast_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm,
+                        (type(padding_value), padding_value))
+        fast = _FAST.get(key) if key is not None else None
+        if fast is not None and (done := _run_fast(fast, x, out)) is not None:
+            return done
     x = np.asarray(x)
     packing = verify(x.shape, inner_dims_pos, inner_tiles, outer_dims_perm)
     pad = None
@@ -505,7 +533,7 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
         out = np.empty(packing.packed_shape, dtype=x.dtype)
     else:
         _check_out(out, packing.packed_shape, x.dtype, "packed domain", "linalg.pack", x)
-    _move(packing, np.ascontiguousarray(x), out, False, pad)
+    _move(packing, np.ascontiguousarray(x), out, False, pad, key)
     return out
 
 
@@ -516,15 +544,26 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
     drops the padded tail, but each tiled dim must keep ``ceil(shape / tile)`` equal to its
     outer dim in ``p``.
     """
-    p = np.asarray(p)
     if shape is None and out is not None and isinstance(out, np.ndarray):
         shape = out.shape
+    key = None
+    if type(p) is np.ndarray and p.flags.c_contiguous:
+        try:
+            dims = None if shape is None else tuple(map(operator.index, shape))
+        except TypeError:
+            dims = ()
+        if dims != ():
+            key = _fast_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm, dims)
+        fast = _FAST.get(key) if key is not None else None
+        if fast is not None and (done := _run_fast(fast, p, out)) is not None:
+            return done
+    p = np.asarray(p)
     packing = unpack_packing(p.shape, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
     if out is None:
         out = np.empty(packing.shape, dtype=p.dtype)
     else:
         _check_out(out, packing.shape, p.dtype, "unpacked domain", "linalg.unpack", p)
-    _move(packing, np.ascontiguousarray(p), out, True, None)
+    _move(packing, np.ascontiguousarray(p), out, True, None, key)
     return out
 
 
