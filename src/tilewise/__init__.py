@@ -78,7 +78,16 @@ _EXPORTS: dict[str, str] = {
     "simulate": "tilewise.blocked.trace",
     "walk": "tilewise.blocked.walker",
     # --- blocked execution: execute / reference (issue 5) ---
+    "SolutionFile": "tilewise.blocked.solution",
+    "VerifyReport": "tilewise.blocked.interpreter",
+    "execute": "tilewise.blocked.interpreter",
+    "random_inputs": "tilewise.blocked.reference",
+    "reference": "tilewise.blocked.reference",
+    "verify": "tilewise.blocked.interpreter",
     # --- search (issue 4) ---
+    "Result": "tilewise.search.result",
+    "search": "tilewise.search.optimize",
+    "search_many": "tilewise.search.many",
     # --- blocked execution kernels (issue 5) ---
     "IncrementalAttention": "tilewise.attention",
     "blocked_attention": "tilewise.attention",

@@ -1,7 +1,149 @@
-"""CLI commands for this area (filled in by its issue)."""
+"""``tilewise evaluate``: the cost of one mapping, as tables or JSON, optionally proven by simulation.
+
+One subcommand per workload kind (the shared options of :mod:`tilewise.cli._workload`)::
+
+    tilewise evaluate gemm --m 512 --n 768 --k 768 --arch aie-4x2 \\
+        --mapping "ddr[m512 n768 k768] mnk | memtile[m128 n256 k768] mnk | core[m64 n64 k128] db:A,B ; rows=n4 cols=m2"
+
+prints the footprint per level against its capacity, the bytes moved per level and tensor, the
+link times and seed 003's 𝔽, then compute cycles, latency and utilization. ``--json`` prints
+the same numbers as one JSON object (bytes, cycles, seconds; an unbounded capacity is null).
+``--simulate`` also walks the nest tile by tile (:func:`tilewise.simulate`, plain Python:
+small problems or large tiles) and says whether every count agrees; a disagreement exits 1.
+A mapping that is malformed, illegal or over a level's capacity is one ``error:`` line, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import math
 
 import click
 
+from ._util import console
+from ._workload import workload_group
+
 
 def register(app: click.Group) -> None:
-    """Add this area's commands to the root click group."""
+    """Add ``tilewise evaluate`` to the root click group."""
+    options = [
+        click.option("--arch", "arch_spec", required=True,
+                     help="architecture: a preset name (tilewise arch list) or a YAML file"),
+        click.option("--mapping", "mapping_text", required=True,
+                     help="the mapping's text form, e.g. \"ddr[m512 n768 k768] mnk | ... ; rows=n4\""),
+        click.option("--json", "as_json", is_flag=True, help="print one JSON object instead of tables"),
+        click.option("--simulate", is_flag=True,
+                     help="also walk the loop nest tile by tile and check that every count agrees"),
+    ]
+    app.add_command(workload_group(
+        "evaluate", "Cost of one mapping of a workload on an architecture (tables or --json).",
+        options, _run))
+
+
+def _run(workload, arch_spec: str, mapping_text: str, as_json: bool, simulate: bool) -> int:
+    from ..arch.loader import load_arch
+    from ..mapping import Mapping
+    from ..model.cost import evaluate
+
+    arch = load_arch(arch_spec)
+    mapping = Mapping.parse(mapping_text)
+    cost = evaluate(workload, arch, mapping)
+    mismatches = None
+    if simulate:
+        from ..blocked.trace import simulate as walk_and_count
+
+        mismatches = _compare(cost, walk_and_count(workload, arch, mapping))
+    if as_json:
+        out = {"workload": str(workload), "arch": arch.name, "mapping": str(mapping),
+               "cost": _jsonable(cost.__dict__)}
+        if mismatches is not None:
+            out["simulation_agrees"] = not mismatches
+            out["mismatches"] = mismatches
+        click.echo(json.dumps(out, indent=2))
+    else:
+        _print(workload, arch, mapping, cost, mismatches)
+    return 1 if mismatches else 0
+
+
+def _compare(cost, trace) -> list[str]:
+    """Fields where the model and the simulation differ (empty: they agree)."""
+    pairs = [("reads", cost.reads, trace.reads), ("writes", cost.writes, trace.writes),
+             ("reloads", cost.reloads, trace.reloads), ("footprint", cost.footprint, trace.peak),
+             ("steps", cost.steps, trace.steps),
+             ("padded_points", cost.padded_points, trace.padded_points),
+             ("useful_points", cost.useful_points, trace.useful_points)]
+    return [f"{name}: model {model} != simulation {sim}" for name, model, sim in pairs if model != sim]
+
+
+def _jsonable(value):
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, float) and math.isinf(value):
+        return None
+    return value
+
+
+def _bytes(n: float) -> str:
+    """Bytes with thousands separators; an unbounded capacity is ``unbounded``."""
+    return "unbounded" if math.isinf(n) else f"{int(n):,}"
+
+
+def _seconds(s: float) -> str:
+    if s == 0:
+        return "0"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if s >= scale:
+            return f"{s / scale:.3f} {unit}"
+    return f"{s:.3e} s"
+
+
+def _print(workload, arch, mapping, cost, mismatches) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    out = console()
+    out.print(f"[bold]{escape(str(workload))}[/bold] on [bold]{escape(arch.name)}[/bold]")
+    out.print(f"mapping: {escape(str(mapping))}")
+    levels = list(cost.footprint)
+    memory = Table(title="levels (bytes per instance; link l joins level l to its parent)")
+    for col in ("level", "footprint B", "capacity B", "used", "link time", "𝔽"):
+        memory.add_column(col, justify="left" if col == "level" else "right")
+    for i, name in enumerate(levels):
+        cap = cost.capacity[name]
+        ratio = cost.ratio.get(name, math.inf)
+        memory.add_row(name, _bytes(cost.footprint[name]), _bytes(cap),
+                       "-" if math.isinf(cap) else f"{cost.footprint[name] / cap:.1%}",
+                       _seconds(cost.transfer_s[name]) if i else "-",
+                       ("inf" if math.isinf(ratio) else f"{ratio:.3f}") if i else "-")
+    out.print(memory)
+    traffic = Table(title="traffic (bytes into / out of each level)")
+    for col in ("level", "tensor", "reads", "writes", "of which reloads"):
+        traffic.add_column(col, justify="left" if col in ("level", "tensor") else "right")
+    for name in levels[1:]:
+        tensors = dict.fromkeys([*cost.reads[name], *cost.writes[name]])
+        for t in tensors:
+            traffic.add_row(name, t, _bytes(cost.reads[name].get(t, 0)),
+                            _bytes(cost.writes[name].get(t, 0)),
+                            _bytes(cost.reloads[name].get(t, 0)))
+    out.print(traffic)
+    summary = Table(title="compute and time", show_header=False)
+    summary.add_column("what")
+    summary.add_column("value", justify="right")
+    for op, steps in cost.steps.items():
+        summary.add_row(f"op {op}: innermost steps per core", f"{steps:,}")
+        summary.add_row(f"op {op}: useful / padded points",
+                        f"{cost.useful_points[op]:,} / {cost.padded_points[op]:,}")
+    summary.add_row("compute cycles (busiest core)", f"{cost.compute_cycles:,.0f}")
+    summary.add_row("compute time", _seconds(cost.compute_s))
+    summary.add_row("off-chip bytes", _bytes(cost.offchip_bytes))
+    summary.add_row("latency", _seconds(cost.latency_s))
+    summary.add_row("utilization", f"{cost.utilization:.1%}")
+    out.print(summary)
+    if mismatches is not None:
+        if mismatches:
+            out.print("[red]simulation disagrees:[/red]")
+            for m in mismatches:
+                out.print(f"  {escape(m)}")
+        else:
+            out.print("simulation agrees: reads, writes, reloads, footprint, steps and points "
+                      "are equal")

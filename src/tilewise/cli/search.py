@@ -1,7 +1,179 @@
-"""CLI commands for this area (filled in by its issue)."""
+"""``tilewise search OP ...`` and ``tilewise search-many problems.yaml``.
+
+``search`` has one subcommand per operator (``_workload.py``): gemm, batched-gemm, conv2d, mha,
+layernorm, chain, einsum. It prints the top mappings as a table (tiles per level, i.e. seed
+003's P / m / c; loop orders; spatial split; double-buffered tensors; K split; estimated time;
+ratio to the compute-bound minimum; utilization; bytes moved into each level) and a stats line;
+``--json`` prints the Result JSON instead; ``--plot FILE.png`` draws the exact Pareto front.
+
+    tilewise search gemm --m 512 --n 768 --k 768 --dtype i8 --arch aie-4x2 --top 5
+    tilewise search-many problems.yaml --store solutions.sqlite --workers 2
+"""
+
+from __future__ import annotations
+
+import sys
 
 import click
 
+from ._util import console
+from ._workload import workload_group
+
+_OPTIONS = [
+    click.option("--arch", default="aie-4x2", show_default=True, help="preset name or YAML file"),
+    click.option("--objective", default="latency", show_default=True,
+                 type=click.Choice(["latency", "traffic", "energy", "edp"])),
+    click.option("--top", default=5, show_default=True, type=int, help="solutions to list"),
+    click.option("--spatial", multiple=True,
+                 help="allowed spatial split, e.g. 'rows=n4 cols=m2' or 'none' (repeatable; default any)"),
+    click.option("--double-buffer", "double_buffer", default="any", show_default=True,
+                 type=click.Choice(["any", "all", "none"]), help="double-buffering choices"),
+    click.option("--json", "as_json", is_flag=True, help="print the Result as JSON"),
+    click.option("--plot", type=click.Path(dir_okay=False),
+                 help="write the traffic/latency Pareto front to this PNG"),
+]
+
+
+def _progress():
+    """A rich progress callback when stderr is a terminal, else None (never in tests/CI logs)."""
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.progress import Progress
+
+    bar = Progress(console=console(stderr=True), transient=True)
+    task = bar.add_task("searching (tile combos)", total=None)
+    bar.start()
+    return bar, lambda done, total: bar.update(task, completed=done, total=total)
+
+
+def _run(workload, arch, objective, top, spatial, double_buffer, as_json, plot):
+    from ..search.optimize import search
+
+    constraints = {"double_buffer": double_buffer}
+    if spatial:
+        constraints["spatial"] = list(spatial)
+    bar, cb = _progress()
+    try:
+        result = search(workload, arch, objective=objective, top=top, progress=cb, **constraints)
+        if plot:
+            front = result.pareto("traffic", "latency")
+    finally:
+        if bar is not None:
+            bar.stop()
+    if as_json:
+        click.echo(result.to_json())
+    else:
+        print_result(result)
+    if plot:
+        _plot(result, front, plot)
+        click.echo(f"Pareto front ({len(front)} points) written to {plot}")
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} B"
+
+
+def solution_row(rank: int, sol, workload, arch) -> list[str]:
+    m = sol.mapping
+    tiles = [" ".join(f"{d}{t}" for d, t in lv.tiles) for lv in m.levels]
+    orders = " ".join("".join(lv.order) if all(len(d) == 1 for d in lv.order) else ",".join(lv.order)
+                      for lv in m.levels[:-1])
+    spatial = " ".join(f"{a}={s}" for a, s in (("rows", m.rows), ("cols", m.cols)) if s) or "—"
+    db = " ".join(f"{lv.level}:{','.join(sorted(lv.double_buffer))}" for lv in m.levels
+                  if lv.double_buffer) or "—"
+    red = {d for op in workload.ops for d in op.reduction_dims}
+    ksplit = []
+    for d in sorted(red):
+        if len(m.levels) > 1 and m.levels[1].sizes[d] < workload.sizes[d]:
+            ksplit.append(f"{m.levels[1].level} {d}{m.levels[1].sizes[d]}")
+        for axis, s in (("rows", m.rows), ("cols", m.cols)):
+            if s and s.dim == d:
+                ksplit.append(f"{axis} {d}{s.ways}")
+    c = sol.cost
+    moved = " ".join(_fmt_bytes(sum(c.reads[lv].values()) + sum(c.writes[lv].values()))
+                     for lv in c.reads)
+    return [str(rank), *tiles, orders, spatial, db, ", ".join(ksplit) or "—",
+            f"{sol.latency_s * 1e6:,.2f}", f"{sol.xslowdown:.3f}", f"{c.utilization:.1%}", moved]
+
+
+def print_result(result) -> None:
+    from rich.table import Table
+
+    wl, arch = result.workload, result.arch
+    table = Table(title=f"{wl}  on {arch.name}: top {len(result.top)} by {result.objective}")
+    for col in ["#", *(lv.name for lv in arch.levels), "orders", "spatial", "double buffer",
+                "K split", "time µs", "× min", "util", "bytes in/out per level"]:
+        table.add_column(col, justify="right" if col in ("#", "time µs", "× min", "util") else "left")
+    for i, sol in enumerate(result.top, 1):
+        table.add_row(*solution_row(i, sol, wl, arch))
+    out = console()
+    if not out.is_terminal:
+        out.width = 220  # pipes and files get the whole table, not an 80-column squeeze
+    out.print(table)
+    s = result.stats
+    rej = ", ".join(f"{k} {v:,}" for k, v in s["rejected"].items()) or "none"
+    out.print(f"compute-bound minimum {result.min_time_s * 1e6:,.2f} µs · tile combos "
+              f"{s['tile_combos']:,} (examined {s['examined_combos']:,}, pruned by bound "
+              f"{s['pruned_by_bound']:,}) · candidates {s['candidates']:,} (evaluated in full "
+              f"{s['candidates'] - s['pruned_candidates']:,}, valid {s['valid']:,}) · rejected: {rej} · "
+              f"{s['seconds']:.2f} s, {s['candidates_per_s']:,.0f} candidates/s")
+
+
+def _plot(result, front, path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [s.offchip_bytes / 1e6 for s in front]
+    ys = [s.latency_s * 1e6 for s in front]
+    ax.step(xs, ys, where="post", marker="o")
+    ax.axhline(result.min_time_s * 1e6, ls="--", color="gray", label="compute-bound minimum")
+    ax.set_xlabel("off-chip traffic (MB)")
+    ax.set_ylabel("latency (µs)")
+    ax.set_title(f"{result.workload.name} on {result.arch.name}: Pareto front")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
 
 def register(app: click.Group) -> None:
-    """Add this area's commands to the root click group."""
+    """Add ``tilewise search`` (a group of workload subcommands) and ``tilewise search-many``."""
+    app.add_command(workload_group(
+        "search", "Exact search of the tiling space: optimum, top-k, Pareto front.", _OPTIONS, _run))
+
+    @app.command(name="search-many")
+    @click.argument("problems", type=click.Path(dir_okay=False))
+    @click.option("--store", default="solutions.sqlite", show_default=True,
+                  help="SQLite solution store (finished problems are not recomputed)")
+    @click.option("--workers", type=int, default=None, help="worker processes (default: all cores)")
+    @click.option("--json", "as_json", is_flag=True, help="print all results as JSON")
+    def search_many_command(problems, store, workers, as_json):
+        """Solve every problem of a YAML problem list in worker processes."""
+        import json
+
+        from ..search.many import load_problems, search_many
+        from ..search.optimize import _arch
+
+        spec = load_problems(problems)
+        arch = _arch(spec["arch"])
+        out = search_many(spec["workloads"], arch, objective=spec["objective"], top=spec["top"],
+                          workers=workers, store=store, **spec["constraints"])
+        if as_json:
+            click.echo(json.dumps(out))
+            return
+        from rich.table import Table
+
+        table = Table(title=f"{len(out)} problems on {arch.name} by {spec['objective']} (store {store})")
+        for col in ("workload", "best mapping", "time µs", "× min", "from store"):
+            table.add_column(col, justify="right" if col in ("time µs", "× min") else "left")
+        for w, r in zip(spec["workloads"], out):
+            b = r["top"][0]
+            table.add_row(str(w).split(":")[0], b["mapping"], f"{b['latency_s'] * 1e6:,.2f}",
+                          f"{b['xslowdown']:.3f}", "yes" if r["cached"] else "no")
+        console().print(table)

@@ -1,15 +1,30 @@
-"""``evaluate`` / ``evaluate_batch``: the vectorized cost model.
+"""``evaluate`` / ``evaluate_batch``: the cost model over a batch of candidate mappings.
 
-For a workload, an arch and mappings, numpy array operations over the whole batch give:
+For a workload, an arch and mappings, one compiled loop over the batch (:mod:`.kernel`) gives:
 
 - ``footprint[l]``: bytes allocated at level ``l`` per instance (:mod:`.footprint`; above the
   array a level is one logical memory of ``instances x capacity``), and whether it fits;
 - ``reads/writes/reloads[l][t]``: bytes moved into / out of level ``l`` per tensor
-  (:mod:`.traffic`, exact, equal to :func:`tilewise.simulate`);
+  (exact, equal to :func:`tilewise.simulate`);
 - compute: per op, ``steps`` = innermost tiles per core, ``cycles`` = steps x padded tile points
   x ops per point / rate (padding and idle cores counted as waste);
-- link times, latency and the ratio 𝔽 per link (:mod:`.latency`); ``utilization`` = ideal
-  compute time of the useful work on every core at peak / latency.
+- link times, latency and the ratio 𝔽 per link; ``utilization`` = ideal compute time of the
+  useful work on every core at peak / latency.
+
+Link ``l`` (``l >= 1``) joins level ``l`` to its parent. A transfer into level ``c`` comes from
+the nearest level above that keeps the tensor, so with bypassing it crosses several links; it
+counts on each. Per link, with ``bw = bandwidth x channels x instances`` (instances: all of them
+above the array, the cores used at and below it)::
+
+    T_l = max(bytes read into l / read bw, bytes written out of l / write bw)       seconds
+    E_l = the same with only the bytes of tensors *not* double-buffered at the receiving level
+    latency = max(T_c + sum_l E_l, max_l T_l) + sum_l (T_l - E_l) / iterations_l
+
+Double-buffered transfers overlap compute, the others stall it; ``T_c`` is the compute time
+(cycles of the busiest core / clock, ops one after another) and the last term the pipeline
+fill: one tile's worth of each overlapped link (``iterations_l`` = tiles visited at level l).
+Nothing double-buffered gives ``T_c + sum_l T_l``. Seed 003's ratio 𝔽 per link is
+``T_c / T_l`` (> 1: compute bound).
 
 Example::
 
@@ -23,13 +38,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import CapacityError, SpecError
+from ..errors import CapacityError, MappingError, SpecError, TilewiseError
 from .batch import MappingBatch
-from .footprint import element_bytes, in_place, round_buffer, tile_elements_batch
-from .latency import latency, link_times
-from .structure import Structure
-from .tiles import DimTiles
-from .traffic import TrafficCounter, border_windows, groups
+from .kernel import evaluate_into
+from .plan import plan
 
 
 @dataclass(frozen=True)
@@ -122,159 +134,55 @@ def evaluate(workload, arch, mapping, check_capacity: bool = True) -> Cost:
     return cost
 
 
-def _rate(arch, op) -> float:
-    """Per-core throughput for ``op``: MACs per cycle for mac ops; vector ops per cycle for the
-    others (MACs per cycle when the arch lists no vector rate for that type)."""
-    c = arch.compute
-    table = (c.vector_ops_per_cycle if op.kind != "mac" and op.dtype.name in c.vector_ops_per_cycle
-             else c.macs_per_cycle)
-    if op.dtype.name not in table:
-        raise SpecError(f"arch {arch.name} gives no {'MAC' if op.kind == 'mac' else 'vector'} rate "
-                        f"for {op.dtype.name} (op {op.name}); it has: {', '.join(table) or 'none'}")
-    return float(table[op.dtype.name])
-
-
 def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
-    """Evaluate a batch of mappings at once (numpy over the batch; loops over levels/dims only).
+    """Evaluate a batch of mappings at once (one compiled loop, :mod:`.kernel`).
 
     Candidates are assumed well-formed: arrays shaped for this workload and arch, orders that
     are permutations, bypass/double-buffer flags and spatial splits that
     :meth:`~tilewise.mapping.Mapping.validate` would accept. ``legal`` flags tiles over their
-    parent, misaligned innermost tiles and illegal chain orders; ``fits`` the capacity.
+    parent, misaligned innermost tiles, illegal chain orders and non-positive tiles or ways
+    (whose other fields are left zero); ``fits`` the capacity.
     """
-    st = Structure(workload, arch)
+    p = plan(workload, arch)
+    st = p.st
     b = candidates
-    B, L, D = b.tiles.shape
-    dims = st.dims
-    sizes = np.array(st.sizes, np.int64)
-    a = st.array_level if st.array_level is not None else L - 1
-    ways = b.ways(D)
-    steps = [b.tiles[:, k + 1, :] * (ways if k + 1 == a else 1) for k in range(L - 1)]
-    windows: dict = {}
-    for t in st.moved:
-        for g in groups(t, dims):
-            if g.affine:
-                for d, (left, right) in border_windows(g, st.workload.sizes).items():
-                    l0, r0 = windows.get(d, (0, 0))
-                    windows[d] = (None, 0) if left is None or l0 is None else (max(l0, left), max(r0, right))
-    dim_tiles = [DimTiles(int(sizes[j]), [s[:, j] for s in steps], b.tiles[:, a, j], ways[:, j],
-                          a, windows.get(dims[j])) for j in range(D)]
-    reads, writes, reloads = TrafficCounter(st, b, dim_tiles).count()
-
-    # footprint (per instance at and below the array, logical above it)
-    footprint = np.zeros((B, L), np.int64)
-    shared = in_place(workload)
-    for ti, t in enumerate(st.tensors):
-        if t.name in shared:
-            continue
-        inner_only = t.name in st.intermediate_names
-        for l in range(L):
-            if inner_only and l != L - 1:
-                continue
-            eb = element_bytes(t, workload, l == L - 1)
-            raw = tile_elements_batch(t, dims, b.tiles[:, l, :], sizes) * eb
-            buf = round_buffer(raw, arch.levels[l]) * (1 + b.double_buffer[:, l, ti])
-            footprint[:, l] += np.where(b.bypass[:, l, ti], 0, buf)
-    for t in st.workload.state:
-        raw = tile_elements_batch(t, dims, b.tiles[:, L - 1, :], sizes) * t.element_bytes
-        footprint[:, L - 1] += round_buffer(raw, arch.levels[L - 1])
-    capacity = np.array([np.inf if lv.capacity_bytes is None else
-                         lv.capacity_bytes * (lv.instances if l < a else 1)
-                         for l, lv in enumerate(arch.levels)], float)
-    fits = (footprint <= capacity[None, :]).all(1)
-
-    # compute
-    ops = st.workload.ops
-    n_steps = np.zeros((B, len(ops)), np.int64)
-    padded = np.zeros((B, len(ops)), np.int64)
-    useful = np.zeros(len(ops), np.int64)
-    cycles = np.zeros(B)
-    ideal = 0.0
-    for j, op in enumerate(ops):
-        idx = [dims.index(d) for d in op.dims]
-        s = np.ones(B, np.int64)
-        vol = np.ones(B, np.int64)
-        nonempty = np.ones(B, np.int64)
-        for i in idx:
-            s = s * dim_tiles[i].count[L - 1]
-            vol = vol * b.tiles[:, L - 1, i]
-            nonempty = nonempty * dim_tiles[i].powsum(L - 1, L - 1, 0)
-        n_steps[:, j] = s
-        padded[:, j] = nonempty * vol
-        useful[j] = int(np.prod(sizes[idx]))
-        rate = _rate(arch, op)
-        per_point = op.ops_per_point if op.kind != "mac" else 1
-        cycles += s * vol * per_point / rate
-        ideal += useful[j] * per_point / rate / arch.cores
-    clock = float(arch.compute.clock_hz)
-    compute_s = cycles / clock
-
-    used = b.rows_ways * b.cols_ways
-    Tt, Ex = link_times(st, b, reads, writes, used)
-    iterations = np.stack([np.prod([dim_tiles[j].count[l] for j in range(D)], axis=0)
-                           for l in range(L)], 1)
-    lat = latency(compute_s, Tt, Ex, iterations)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(Tt > 0, compute_s[:, None] / np.where(Tt > 0, Tt, 1), np.inf)
-    ratio[:, 0] = np.inf
-    util = np.where(lat > 0, ideal / clock / np.where(lat > 0, lat, 1), 0.0)
-
-    # off-chip: what crosses link 1 (DDR <-> first on-chip level), bypass included
-    kept = ~b.bypass
-    off = np.zeros(B, np.int64)
-    for ti in range(len(st.tensors)):
-        for c in range(1, L):
-            first = np.ones(B, bool)
-            for j in range(1, c):
-                first &= ~kept[:, j, ti]
-            off += np.where(first, reads[:, c, ti] + writes[:, c, ti], 0)
-
+    L, D, T, O = st.n_levels, len(st.dims), len(st.tensors), len(workload.ops)
+    tiles = np.ascontiguousarray(b.tiles, np.int64)
+    B = tiles.shape[0]
+    if tiles.shape[1:] != (L, D):
+        raise MappingError(f"batch tiles have shape {tiles.shape[1:]} per candidate; "
+                           f"{workload.name} on {arch.name} needs ({L}, {D}) (levels, dims)")
+    i64 = lambda x: np.ascontiguousarray(x, np.int64)
+    flag = lambda x: np.ascontiguousarray(x, np.bool_)
+    orders = i64(b.orders)
+    arrays = {"orders": (orders, (B, L - 1, D)), "bypass": (b.bypass, (B, L, T)),
+              "double_buffer": (b.double_buffer, (B, L, T))}
+    arrays.update({f: (getattr(b, f), (B,)) for f in ("rows_dim", "rows_ways", "cols_dim", "cols_ways")})
+    for name, (arr, shape) in arrays.items():  # the kernel indexes without bounds checks
+        if np.shape(arr) != shape:
+            raise MappingError(f"batch {name} has shape {np.shape(arr)}; expected {shape}")
+    bad_dim = lambda x, lo: bool(((x < lo) | (x >= D)).any())
+    if bad_dim(orders, 0) or bad_dim(b.rows_dim, -1) or bad_dim(b.cols_dim, -1):
+        raise MappingError(f"batch orders and split dims must be dim indices in [0, {D}) "
+                           "(-1: no split)")
+    out = dict(
+        footprint=np.zeros((B, L), np.int64), fits=np.zeros(B, bool), legal=np.zeros(B, bool),
+        reads=np.zeros((B, L, T), np.int64), writes=np.zeros((B, L, T), np.int64),
+        reloads=np.zeros((B, L, T), np.int64), offchip_bytes=np.zeros(B, np.int64),
+        steps=np.zeros((B, O), np.int64), padded_points=np.zeros((B, O), np.int64),
+        compute_cycles=np.zeros(B), compute_s=np.zeros(B), transfer_s=np.zeros((B, L)),
+        latency_s=np.zeros(B), utilization=np.zeros(B), ratio=np.zeros((B, L)))
+    flags = np.zeros(2, np.int64)
+    evaluate_into(tiles, orders, flag(b.bypass),
+                  flag(b.double_buffer), i64(b.rows_dim), i64(b.rows_ways), i64(b.cols_dim),
+                  i64(b.cols_ways), *p.args, *out.values(), flags)
+    if flags[0]:
+        raise TilewiseError(f"traffic of {st.tensors[flags[0] - 1].name} overflows int64 bytes; "
+                            "the problem is too large")
+    if flags[1]:
+        raise SpecError(f"arch {arch.name}: level {arch.levels[flags[1] - 1].name} moves data but "
+                        "has no bandwidth; give it read_bandwidth and write_bandwidth")
     return CostBatch(
         levels=tuple(lv.name for lv in arch.levels), tensors=tuple(t.name for t in st.tensors),
-        ops=tuple(op.name for op in ops), footprint=footprint, capacity=capacity, fits=fits,
-        legal=_legal(st, b, ways, steps), reads=reads, writes=writes, reloads=reloads,
-        offchip_bytes=off, steps=n_steps, padded_points=padded, useful_points=useful,
-        compute_cycles=cycles, compute_s=compute_s, transfer_s=Tt, latency_s=lat,
-        utilization=util, ratio=ratio)
-
-
-def _legal(st, b, ways, steps) -> np.ndarray:
-    """Vectorized form of the tile-size and chain rules of :mod:`.legality`."""
-    B, L, D = b.tiles.shape
-    arch = st.arch
-    a = st.array_level if st.array_level is not None else L - 1
-    ok = (b.tiles >= 1).all((1, 2)) & (b.tiles[:, 0, :] == np.array(st.sizes)[None, :]).all(1)
-    align = np.array([arch.alignment.get(d, 1) for d in st.dims], np.int64)
-    for k in range(1, L):
-        w = ways if k == a else 1
-        parent = b.tiles[:, k - 1, :]
-        if k == L - 1:
-            limit = -(-(-(-parent // w)) // align) * align
-            ok &= (b.tiles[:, k, :] <= limit).all(1) & (b.tiles[:, k, :] % align == 0).all(1)
-        else:
-            ok &= (b.tiles[:, k, :] * w <= parent).all(1)
-    wl = st.workload
-    if len(wl.ops) > 1:
-        spine = np.array([d in st.spine for d in st.dims])
-        forbidden = np.zeros(D, bool)
-        for t in wl.intermediates:
-            for d in wl.producer(t.name).reduction_dims:
-                forbidden[st.dims.index(d)] |= d in st.spine
-        for t in st.moved:
-            if sum(1 for op in wl.ops if any(x.name == t.name for x in op.inputs)) > 1:
-                for d in t.dims:
-                    forbidden[st.dims.index(d)] |= d not in st.spine
-        first_private = np.full(B, np.iinfo(np.int64).max)
-        last_spine = np.full(B, -1)
-        pos = 0
-        for k in range(L - 1):
-            for p in range(D):
-                dq = b.orders[:, k, p]
-                real = np.take_along_axis(steps[k], dq[:, None], 1)[:, 0] < \
-                    np.take_along_axis(b.tiles[:, k, :], dq[:, None], 1)[:, 0]
-                ok &= ~(real & forbidden[dq])
-                first_private = np.where(real & ~spine[dq], np.minimum(first_private, pos), first_private)
-                last_spine = np.where(real & spine[dq], pos, last_spine)
-                pos += 1
-        ok &= first_private > last_spine
-    return ok
+        ops=tuple(op.name for op in workload.ops), capacity=p.capacity,
+        useful_points=p.useful_points, **out)

@@ -13,8 +13,6 @@ Example: an i8 A tile of 64x64 in 8 KiB banks takes one bank, 8192 bytes; double
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir.workload import Tensor
 
 
@@ -68,18 +66,3 @@ def buffer_bytes(t: Tensor, tile: dict, sizes: dict, level, double_buffered: boo
     raw = tile_elements(t, tile, sizes) * nbytes_per_point
     return int(round_buffer(raw, level)) * (2 if double_buffered else 1)
 
-
-def tile_elements_batch(t: Tensor, dims: tuple[str, ...], tiles: np.ndarray,
-                        sizes: np.ndarray) -> np.ndarray:
-    """Vectorized :func:`tile_elements`: ``tiles`` is int64 ``[batch, dims]``."""
-    n = np.ones(tiles.shape[0], dtype=np.int64)
-    full = np.maximum(tiles, sizes[None, :])
-    for ax in t.axes:
-        ext = np.ones(tiles.shape[0], dtype=np.int64)
-        span = np.ones(tiles.shape[0], dtype=np.int64)
-        for d, c in ax.terms:
-            i = dims.index(d)
-            ext = ext + c * (tiles[:, i] - 1)
-            span = span + c * (full[:, i] - 1)
-        n = n * np.minimum(ext, span)
-    return n

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import SpecError
+from tilewise.errors import SpecError
 
 
 def link_times(st, batch, reads, writes, used_cores):

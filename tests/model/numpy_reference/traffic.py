@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import TilewiseError
-from ..ir.workload import Tensor
+from tilewise.errors import TilewiseError
+from tilewise.ir.workload import Tensor
 from .tiles import DimTiles
 
 

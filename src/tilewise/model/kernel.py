@@ -1,0 +1,590 @@
+"""The cost model proper: one compiled loop over candidates (numba ``@njit(cache=True)``).
+
+:func:`evaluate_into` is the only implementation of the model; ``evaluate`` and
+``evaluate_batch`` (:mod:`tilewise.model.cost`) both call it. Per candidate it computes, in
+this order (all exact int64 except times):
+
+1. *Legality*: tiles within their parent (x ways at the array level), the innermost tile
+   aligned and at most its parent rounded up to the alignment, the chain rules of
+   :mod:`tilewise.model.legality`. Candidates with a non-positive tile or way get
+   ``legal = False`` and zeros elsewhere.
+2. *Tile lists per dim*: tiles need not divide their parent, so a dim's tiles at a level have
+   a few distinct extents; they are kept as ``(extent, multiplicity)`` lists, level by level:
+   tiles of extent ``e`` cut by step ``s`` give ``e // s`` tiles of ``s`` and one of
+   ``e % s``; at the array level each array tile of ``ways x t`` is sliced into at most
+   ``ways`` non-empty core slices. Level ``l`` always has the same number of entries (empty
+   ones have multiplicity 0), so the loops are branch-free and predictable. From them,
+   ``P[j, lam, level, p]`` = ``sum(mult * extent**p)`` over the tiles at ``level`` that
+   descend from level-``lam`` tiles through loops that all iterate once (``lam == level``:
+   all tiles), and ``count[j, l]`` = loop iterations down to level ``l``. Example: a dim of
+   10 cut into tiles of 4 then 3 has, at the second level, extents ``{3: 3, 1: 2, 2: 1}``.
+   Dims under an affine index that may touch the tensor border also get explicit
+   ``(start, extent)`` lists of the border tiles only (:mod:`tilewise.model.plan`).
+3. *Traffic* (the reuse rule, the same one :mod:`tilewise.blocked.walker` follows step by
+   step): walking the flattened nest, a tensor's tile at level ``l`` is (re)loaded each time
+   its identity changes; the bytes moved are the real (clipped) bytes. Counting without
+   walking, over the iterations of the loops above ``l`` in the owning op's nest::
+
+       moved = sum_it bytes(tile(it)) - sum over non-changing transitions of bytes
+
+   A transition advances some loop ``q`` and resets the loops inside it; it keeps the tile iff
+   ``q`` does not index the tensor and every indexing loop inside ``q`` iterates once in that
+   context. The iteration space is a product over dims, so both sums are products of per-dim
+   sums over the tile lists, selected by where each dim's loop sits relative to ``q``. Outputs:
+   each visit ends in a write-back and every visit but the first starts with a reload. At the
+   array level a tensor not indexed by a split dim costs one transfer per core along that axis
+   unless the arch broadcasts along it.
+4. *Footprint* (buffers at full tile size, rounded to blocks and banks, x2 double-buffered),
+   *compute* (steps, padded points, cycles), *link times and latency*
+   (:mod:`tilewise.model.cost` states the formulas), off-chip bytes.
+
+Why compiled: the exact rule needs a few hundred scalar operations per candidate, most on
+lists of one to four entries; as numpy array operations over the batch that was ~3,000
+element operations per candidate (6 us), as one loop it is about one microsecond. The hot
+loop calls no function that takes arrays and slices no views (each costs reference-count
+updates per call: passing ~20 arrays per group value made the first version 5x slower);
+groups under affine indices (rarer, memoized per candidate) go through :func:`_affine_value`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .plan import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
+
+_BIG = 2.0 ** 62  # bytes: past this an int64 count could overflow
+
+
+@njit(cache=True)
+def _div(e, s, inv):
+    """``e // s`` for ``e >= 0``, ``s >= 1`` given ``inv = 1.0 / s``: the float quotient,
+    corrected to the exact floor (at most one correction step below 2**50). The tile lists
+    divide every extent by one step per level: one reciprocal per step, a multiply each."""
+    q = np.int64(e * inv)
+    while q * s > e:
+        q -= 1
+    while (q + 1) * s <= e:
+        q += 1
+    return q
+
+
+@njit(cache=True)
+def _near_border(s, e, size, left, right):
+    """Whether tile ``[s, s + e)`` of a dim can reach the tensor border (see :mod:`.plan`)."""
+    return s < left or s + e - 1 >= size - right
+
+
+@njit(cache=True)
+def _cut_x(X, XN, j, lm_src, lv_src, step, size, left, right, out_s, out_e):
+    """Explicit children, cut by ``step``, of the listed tiles ``X[j, lm_src, lv_src]``;
+    border tiles only. Returns the count written to ``out_s``/``out_e``."""
+    out = 0
+    for i in range(XN[j, lm_src, lv_src]):
+        s0, e0 = X[j, lm_src, lv_src, i, 0], X[j, lm_src, lv_src, i, 1]
+        nc = (e0 + step - 1) // step
+        nl = min(nc, (left - s0 + step - 1) // step) if left > s0 else 0
+        jr = nc
+        if right > 0 and s0 + e0 - 1 >= size - right:
+            jr = max(0, (size - right + 1 - s0 + step - 1) // step - 1)
+        for part in range(2):
+            lo, hi = (0, nl) if part == 0 else (max(nl, jr), nc)
+            for jj in range(lo, hi):
+                cs = s0 + jj * step
+                ce = min(step, e0 - jj * step)
+                if _near_border(cs, ce, size, left, right):
+                    out_s[out] = cs
+                    out_e[out] = ce
+                    out += 1
+    return out
+
+
+@njit(cache=True)
+def _slice_x(in_s, in_e, n, tile, ways, size, left, right, out_s, out_e):
+    """Explicit non-empty core slices of ``n`` listed array tiles; border tiles only."""
+    out = 0
+    for i in range(n):
+        for c in range(ways):
+            cs = in_s[i] + c * tile
+            ce = min(tile, in_e[i] - c * tile)
+            if ce > 0 and _near_border(cs, ce, size, left, right):
+                out_s[out] = cs
+                out_e[out] = ce
+                out += 1
+    return out
+
+
+@njit(cache=True)
+def _affine_value(g, lam, level, gi, mono, axes, P, X, XN, idx):
+    """Bytes factor (elements) of a group under affine axes, summed over its tiles at
+    ``level`` (member ``i`` from prefix level ``lam[i]``): one axis, the halo polynomial in
+    power sums minus the clipping summed over border tiles; several axes, the clipped extents
+    summed over every combination of member tiles."""
+    n = gi[g, GI_NMEM]
+    M = (gi.shape[1] - GI_MEM) // 2
+    one_axis = gi[g, GI_KIND] == 1
+    total = 0
+    if one_axis:
+        for mo in range(gi[g, GI_MONO], gi[g, GI_MONO + 1]):
+            term = mono[mo, 0]
+            for i in range(n):
+                term *= P[gi[g, GI_MEM + i], lam[i], level, mono[mo, 1 + i]]
+            total += term
+        if not gi[g, GI_BORDER]:
+            return total
+    for i in range(n):
+        idx[i] = 0
+        if XN[gi[g, GI_MEM + i], lam[i], level] == 0:
+            return total
+    clip = 0
+    while True:
+        w = 1
+        for i in range(n):
+            e = X[gi[g, GI_MEM + i], lam[i], level, idx[i], 1]
+            for _ in range(gi[g, GI_MEM + M + i]):
+                w *= e
+        for x in range(gi[g, GI_AX], gi[g, GI_AX + 1]):
+            lo = axes[x, 0]
+            hi = axes[x, 0]
+            for i in range(n):
+                c = axes[x, 2 + i]
+                s = X[gi[g, GI_MEM + i], lam[i], level, idx[i], 0]
+                lo += c * s
+                hi += c * (s + X[gi[g, GI_MEM + i], lam[i], level, idx[i], 1] - 1)
+            clipped = max(0, min(hi, axes[x, 1] - 1) - max(lo, 0) + 1)
+            w *= (hi - lo + 1 - clipped) if one_axis else clipped
+        clip += w
+        i = 0
+        while i < n:
+            idx[i] += 1
+            if idx[i] < XN[gi[g, GI_MEM + i], lam[i], level]:
+                break
+            idx[i] = 0
+            i += 1
+        if i == n:
+            return total - clip if one_axis else clip
+
+
+@njit(cache=True, error_model="numpy")
+def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways,
+                  sizes, align, a, link_a, has_array, bc_rows_split, bc_cols_split,
+                  moved, is_out, tbytes, tmask, oth, plain, affine,
+                  gi, mono, axes, max_pow, explicit, win, max_x,
+                  f_tensor, f_level, f_bytes, f_ax, ax_terms, terms, block, bank, capacity,
+                  op_mask, op_pp, op_rate, clock, ideal,
+                  read_bw, write_bw, inst, no_read, no_write, chain, spine, forbidden,
+                  footprint, fits, legal, reads, writes, reloads, offchip, n_steps, padded,
+                  cycles, compute_s, transfer_s, latency_s, util, ratio, flags):
+    """Fill the output arrays for every candidate (see the module docstring).
+
+    ``flags[0]``: 1 + the first tensor whose byte count could overflow int64 (0: none);
+    ``flags[1]``: 1 + the first level that moves data but has no bandwidth (0: none).
+    """
+    B, L, D = tiles.shape
+    T = moved.shape[0]
+    O = op_mask.shape[0]
+    G = gi.shape[0]
+    M = (gi.shape[1] - GI_MEM) // 2
+    ME = L + 3
+    ways = np.ones(D, np.int64)
+    step = np.ones((max(L - 1, 1), D), np.int64)
+    pos = np.zeros((max(L - 1, 1), D), np.int64)
+    TE = np.zeros((L, ME), np.int64)  # one dim's tiles per level: extents, multiplicities
+    TM = np.zeros((L, ME), np.int64)
+    TN = np.zeros(L, np.int64)
+    te = np.zeros(ME, np.int64)
+    tm = np.zeros(ME, np.int64)
+    count = np.zeros((D, L), np.int64)
+    P = np.zeros((D, L, L, max_pow + 1), np.int64)
+    X = np.zeros((D, L, L, max_x, 2), np.int64)
+    XN = np.zeros((D, L, L), np.int64)
+    xs = np.zeros(max_x, np.int64)
+    xe = np.zeros(max_x, np.int64)
+    xs2 = np.zeros(max_x, np.int64)
+    xe2 = np.zeros(max_x, np.int64)
+    lam = np.zeros(M, np.int64)
+    idx = np.zeros(M, np.int64)
+    keys = L ** (M + 1)
+    memo = np.zeros((G, keys), np.int64)
+    stamp = np.zeros((G, keys), np.int64)
+    src = np.zeros(T, np.int64)
+    inv_block = 1.0 / block
+    inv_bank = 1.0 / np.maximum(bank, 1)
+    rd = np.zeros(L)
+    wr = np.zeros(L)
+    rdx = np.zeros(L)
+    wrx = np.zeros(L)
+
+    for b in range(B):
+        # ---- legality ------------------------------------------------------------------
+        for j in range(D):
+            ways[j] = 1
+        if rows_dim[b] >= 0:
+            ways[rows_dim[b]] = rows_ways[b]
+        if cols_dim[b] >= 0:
+            ways[cols_dim[b]] = cols_ways[b]
+        positive = rows_ways[b] >= 1 and cols_ways[b] >= 1
+        for l in range(L):
+            for j in range(D):
+                if tiles[b, l, j] < 1:
+                    positive = False
+        if not positive:
+            legal[b] = False
+            continue
+        ok = True
+        for j in range(D):
+            if tiles[b, 0, j] != sizes[j]:
+                ok = False
+        for k in range(1, L):
+            for j in range(D):
+                w = ways[j] if k == a else 1
+                parent = tiles[b, k - 1, j]
+                t = tiles[b, k, j]
+                if k == L - 1:
+                    al = align[j]
+                    limit = ((parent + w - 1) // w + al - 1) // al * al
+                    if t > limit or t % al != 0:
+                        ok = False
+                elif t * w > parent:
+                    ok = False
+        for k in range(L - 1):
+            for j in range(D):
+                step[k, j] = tiles[b, k + 1, j] * (ways[j] if k + 1 == a else 1)
+            for p in range(D):
+                pos[k, orders[b, k, p]] = p
+        if chain:
+            first_private = 1 << 62
+            last_spine = -1
+            at = 0
+            for k in range(L - 1):
+                for p in range(D):
+                    dq = orders[b, k, p]
+                    if step[k, dq] < tiles[b, k, dq]:
+                        if forbidden[dq]:
+                            ok = False
+                        if spine[dq]:
+                            last_spine = at
+                        elif at < first_private:
+                            first_private = at
+                    at += 1
+            if first_private < last_spine:
+                ok = False
+        legal[b] = ok
+
+        # ---- tile lists per dim: (extent, multiplicity) entries, power sums P -------------
+        # Branch-free: level l always has the same number of entries (one more per cut and
+        # per array slicing; empty ones have multiplicity 0), so loops are predictable.
+        for j in range(D):
+            TE[0, 0] = sizes[j]
+            TM[0, 0] = 1
+            count[j, 0] = 1
+            n = 1
+            for k in range(L - 1):
+                s = step[k, j]
+                inv = 1.0 / s
+                full = 0
+                c = 0
+                for i in range(n):
+                    e = TE[k, i]
+                    m = TM[k, i]
+                    q = _div(e, s, inv)
+                    r = e - q * s
+                    full += m * q
+                    te[i + 1] = r
+                    tm[i + 1] = m * (r > 0)
+                    c += tm[i + 1]
+                te[0] = s
+                tm[0] = full
+                n += 1
+                count[j, k + 1] = c + full
+                if k + 1 == a:  # slice array tiles into at most `ways` core tiles
+                    ct = tiles[b, a, j]
+                    inv = 1.0 / ct
+                    full = 0
+                    for i in range(n):
+                        f = min(_div(te[i], ct, inv), ways[j])
+                        r = te[i] - f * ct
+                        full += tm[i] * f
+                        TE[k + 1, i + 1] = r
+                        TM[k + 1, i + 1] = tm[i] * (r > 0)
+                    TE[k + 1, 0] = ct
+                    TM[k + 1, 0] = full
+                    n += 1
+                else:
+                    for i in range(n):
+                        TE[k + 1, i] = te[i]
+                        TM[k + 1, i] = tm[i]
+                TN[k + 1] = n
+            TN[0] = 1
+            for lm in range(L):
+                # P[j, lm, lm]: all tiles at lm; then P[j, lm, lv]: the tiles at lv under a
+                # level-lm tile whose loops lm .. lv-1 all iterate once
+                n = TN[lm]
+                for i in range(n):
+                    te[i] = TE[lm, i]
+                    tm[i] = TM[lm, i]
+                s0 = 1
+                for lv in range(lm, L):
+                    if s0 == 0:  # no tile left whose loops all iterate once
+                        for pw in range(max_pow + 1):
+                            P[j, lm, lv, pw] = 0
+                        continue
+                    if lv > lm:
+                        st = step[lv - 1, j]
+                        if lv == a:
+                            ct = tiles[b, a, j]
+                            inv = 1.0 / ct
+                            full = 0
+                            for i in range(n - 1, -1, -1):
+                                mi = tm[i] * (te[i] <= st)
+                                f = min(_div(te[i], ct, inv), ways[j])
+                                r = te[i] - f * ct
+                                full += mi * f
+                                te[i + 1] = r
+                                tm[i + 1] = mi * (r > 0)
+                            te[0] = ct
+                            tm[0] = full
+                            n += 1
+                        else:
+                            for i in range(n):
+                                tm[i] *= te[i] <= st
+                    s0 = 0
+                    s1 = 0
+                    for i in range(n):
+                        s0 += tm[i]
+                        s1 += tm[i] * te[i]
+                    P[j, lm, lv, 0] = s0
+                    P[j, lm, lv, 1] = s1
+                    for pw in range(2, max_pow + 1):
+                        acc = 0
+                        for i in range(n):
+                            v = tm[i]
+                            for _ in range(pw):
+                                v *= te[i]
+                            acc += v
+                        P[j, lm, lv, pw] = acc
+            if explicit[j]:  # border tiles as (start, extent), same recursion
+                size, left, right = sizes[j], win[j, 0], win[j, 1]
+                XN[j, 0, 0] = 0
+                if _near_border(0, size, size, left, right):
+                    X[j, 0, 0, 0, 0] = 0
+                    X[j, 0, 0, 0, 1] = size
+                    XN[j, 0, 0] = 1
+                for k in range(L - 1):
+                    n = _cut_x(X, XN, j, k, k, step[k, j], size, left, right, xs, xe)
+                    if k + 1 == a:
+                        n = _slice_x(xs, xe, n, tiles[b, a, j], ways[j], size, left, right,
+                                     xs2, xe2)
+                        for i in range(n):
+                            xs[i] = xs2[i]
+                            xe[i] = xe2[i]
+                    for i in range(n):
+                        X[j, k + 1, k + 1, i, 0] = xs[i]
+                        X[j, k + 1, k + 1, i, 1] = xe[i]
+                    XN[j, k + 1, k + 1] = n
+                for lm in range(L - 1):
+                    n = XN[j, lm, lm]
+                    for i in range(n):
+                        xs[i] = X[j, lm, lm, i, 0]
+                        xe[i] = X[j, lm, lm, i, 1]
+                    for k in range(lm, L - 1):
+                        n2 = 0
+                        for i in range(n):
+                            if xe[i] <= step[k, j]:
+                                xs[n2] = xs[i]
+                                xe[n2] = xe[i]
+                                n2 += 1
+                        n = n2
+                        if k + 1 == a:
+                            n = _slice_x(xs, xe, n, tiles[b, a, j], ways[j], size, left, right,
+                                         xs2, xe2)
+                            for i in range(n):
+                                xs[i] = xs2[i]
+                                xe[i] = xe2[i]
+                        for i in range(n):
+                            X[j, lm, k + 1, i, 0] = xs[i]
+                            X[j, lm, k + 1, i, 1] = xe[i]
+                        XN[j, lm, k + 1] = n
+
+        # ---- traffic ---------------------------------------------------------------------
+        for t in range(T):
+            if not moved[t]:
+                continue
+            for level in range(1, L):
+                total = 1
+                check = float(tbytes[t])
+                for ii in range(1, oth[t, 0] + 1):
+                    total *= count[oth[t, ii], level]
+                    check *= count[oth[t, ii], level]
+                distinct = 1
+                for ii in range(plain[t, 0]):
+                    v = P[plain[t, 1 + 2 * ii], level, level, plain[t, 2 + 2 * ii]]
+                    distinct *= v
+                    check *= v
+                for gg in range(affine[t, 0]):
+                    g = affine[t, 1 + gg]
+                    key = level
+                    for i in range(gi[g, GI_NMEM]):
+                        lam[i] = level
+                        key = key * L + level
+                    if stamp[g, key] != b + 1:
+                        memo[g, key] = _affine_value(g, lam, level, gi, mono, axes, P, X, XN, idx)
+                        stamp[g, key] = b + 1
+                    v = memo[g, key]
+                    distinct *= v
+                    check *= v
+                total *= distinct
+                if check > _BIG and flags[0] == 0:
+                    flags[0] = t + 1
+                nc = 0
+                for k in range(level):
+                    for qq in range(1, oth[t, 0] + 1):  # transitions of a loop not indexing t
+                        q = oth[t, qq]
+                        p = pos[k, q]
+                        term = 1
+                        for ii in range(1, oth[t, 0] + 1):
+                            j = oth[t, ii]
+                            if j == q:
+                                term *= count[j, k + 1] - count[j, k]
+                            elif pos[k, j] < p:
+                                term *= count[j, k + 1]
+                            else:
+                                term *= count[j, k]
+                        for ii in range(plain[t, 0]):
+                            j = plain[t, 1 + 2 * ii]
+                            term *= P[j, k + 1 if pos[k, j] < p else k, level, plain[t, 2 + 2 * ii]]
+                        for gg in range(affine[t, 0]):
+                            g = affine[t, 1 + gg]
+                            key = level
+                            for i in range(gi[g, GI_NMEM]):
+                                lam[i] = k + 1 if pos[k, gi[g, GI_MEM + i]] < p else k
+                                key = key * L + lam[i]
+                            if stamp[g, key] != b + 1:
+                                memo[g, key] = _affine_value(g, lam, level, gi, mono, axes, P, X,
+                                                             XN, idx)
+                                stamp[g, key] = b + 1
+                            term *= memo[g, key]
+                        nc += term
+                v = (total - nc) * tbytes[t]
+                kept = 1 - bypass[b, level, t]
+                if is_out[t]:
+                    writes[b, level, t] = v * kept
+                    re = (v - distinct * tbytes[t]) * kept
+                    reloads[b, level, t] = re
+                    reads[b, level, t] = re
+                else:
+                    copies = 1
+                    if level == a and has_array:
+                        r = rows_dim[b]
+                        if not bc_rows_split and r >= 0 and not tmask[t, r]:
+                            copies *= rows_ways[b]
+                        c = cols_dim[b]
+                        if not bc_cols_split and c >= 0 and not tmask[t, c]:
+                            copies *= cols_ways[b]
+                    reads[b, level, t] = v * copies * kept
+
+        # ---- footprint -------------------------------------------------------------------
+        fit = True
+        for l in range(L):
+            fp = 0
+            for f in range(f_tensor.shape[0]):
+                ti = f_tensor[f]
+                if not f_level[f, l]:
+                    continue
+                npts = 1
+                for x in range(f_ax[f, 0], f_ax[f, 1]):
+                    ext = 1
+                    span = 1
+                    for y in range(ax_terms[x, 0], ax_terms[x, 1]):
+                        j = terms[y, 0]
+                        c = terms[y, 1]
+                        tl = tiles[b, l, j]
+                        ext += c * (tl - 1)
+                        span += c * (max(tl, sizes[j]) - 1)
+                    npts *= min(ext, span)
+                nb = npts * f_bytes[f, l]
+                if block[l] > 1:
+                    nb = _div(nb + block[l] - 1, block[l], inv_block[l]) * block[l]
+                if bank[l] > 0:
+                    nb = _div(nb + bank[l] - 1, bank[l], inv_bank[l]) * bank[l]
+                if ti >= 0:
+                    nb *= (1 + dbuf[b, l, ti]) * (1 - bypass[b, l, ti])
+                fp += nb
+            footprint[b, l] = fp
+            if fp > capacity[l]:
+                fit = False
+        fits[b] = fit
+
+        # ---- compute ---------------------------------------------------------------------
+        cyc = 0.0
+        for o in range(O):
+            s = 1
+            vol = 1
+            ne = 1
+            for j in range(D):
+                if op_mask[o, j]:
+                    s *= count[j, L - 1]
+                    vol *= tiles[b, L - 1, j]
+                    ne *= P[j, L - 1, L - 1, 0]
+            n_steps[b, o] = s
+            padded[b, o] = ne * vol
+            cyc += (s * vol * op_pp[o]) / op_rate[o]
+        cycles[b] = cyc
+        cs = cyc / clock
+        compute_s[b] = cs
+
+        # ---- links and latency -----------------------------------------------------------
+        for l in range(L):
+            rd[l] = 0.0
+            wr[l] = 0.0
+            rdx[l] = 0.0
+            wrx[l] = 0.0
+        for t in range(T):
+            src[t] = 0
+        for c in range(1, L):
+            for t in range(T):
+                r = reads[b, c, t]
+                w = writes[b, c, t]
+                rx = r * (1 - dbuf[b, c, t])
+                wx = w * (1 - dbuf[b, c, t])
+                for l in range(src[t] + 1, c + 1):
+                    rd[l] += r
+                    wr[l] += w
+                    rdx[l] += rx
+                    wrx[l] += wx
+            for t in range(T):
+                src[t] = c if not bypass[b, c, t] else src[t]
+        used = rows_ways[b] * cols_ways[b]
+        tmax = 0.0
+        ex_sum = 0.0
+        fill = 0.0
+        transfer_s[b, 0] = 0.0
+        ratio[b, 0] = np.inf
+        for l in range(1, L):
+            ins = inst[l] if l < link_a else min(inst[l], used)
+            if ((no_read[l] and rd[l] > 0) or (no_write[l] and wr[l] > 0)) and flags[1] == 0:
+                flags[1] = l + 1
+            rbw = read_bw[l] * ins
+            wbw = write_bw[l] * ins
+            tt = max(rd[l] / rbw if rd[l] > 0 else 0.0, wr[l] / wbw if wr[l] > 0 else 0.0)
+            ex = max(rdx[l] / rbw if rdx[l] > 0 else 0.0, wrx[l] / wbw if wrx[l] > 0 else 0.0)
+            transfer_s[b, l] = tt
+            ratio[b, l] = cs / tt if tt > 0 else np.inf
+            tmax = max(tmax, tt)
+            ex_sum += ex
+            iters = 1
+            for j in range(D):
+                iters *= count[j, l]
+            fill += (tt - ex) / max(iters, 1)
+        lat = max(cs + ex_sum, tmax) + fill
+        latency_s[b] = lat
+        util[b] = ideal / clock / lat if lat > 0 else 0.0
+
+        off = 0
+        for t in range(T):
+            first = True
+            for c in range(1, L):
+                if first:
+                    off += reads[b, c, t] + writes[b, c, t]
+                first = first and bypass[b, c, t]
+        offchip[b] = off

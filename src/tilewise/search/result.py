@@ -1,0 +1,95 @@
+"""The answer of a search: ranked solutions, the Pareto front on demand, and statistics.
+
+A :class:`Solution` is a mapping with its exact :class:`~tilewise.model.cost.Cost` (re-evaluated
+by :func:`tilewise.evaluate`) and the objective numbers: ``latency_s`` (seconds),
+``offchip_bytes`` (bytes), ``energy_j`` (joules, None when the arch gives no energy numbers),
+``edp`` (joule-seconds) and ``xslowdown`` = latency / the compute-bound minimum time (the time
+of the useful work at peak rate on every core; >= 1).
+
+    >>> r = tilewise.search(gemm(512, 768, 768), Arch.preset("aie-4x2"), top=5)
+    >>> r.best.mapping, r.best.latency_s, r.best.xslowdown
+    >>> r.stats["evaluated"], r.stats["valid"], r.stats["rejected"]
+    >>> r.pareto(x="traffic", y="latency")      # exact front, computed on first use
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..mapping import Mapping
+from ..model.cost import Cost
+
+METRICS = {"latency": "latency_s", "traffic": "offchip_bytes", "energy": "energy_j", "edp": "edp"}
+
+
+@dataclass(frozen=True)
+class Solution:
+    """One mapping and its cost. Seconds, bytes, joules."""
+
+    mapping: Mapping
+    cost: Cost
+    latency_s: float
+    offchip_bytes: int
+    energy_j: float | None
+    edp: float | None
+    xslowdown: float
+
+    def metric(self, name: str) -> float:
+        from ..errors import TilewiseError
+
+        if name not in METRICS:
+            raise TilewiseError(f"metric {name!r} unknown; valid: {', '.join(METRICS)}")
+        v = getattr(self, METRICS[name])
+        if v is None:
+            raise TilewiseError(f"metric {name!r} needs energy numbers the arch does not give")
+        return v
+
+    def to_dict(self) -> dict:
+        c = self.cost
+        return {"mapping": str(self.mapping), "latency_s": self.latency_s,
+                "offchip_bytes": self.offchip_bytes, "energy_j": self.energy_j, "edp": self.edp,
+                "xslowdown": self.xslowdown, "utilization": c.utilization,
+                "compute_s": c.compute_s, "transfer_s": c.transfer_s, "footprint": c.footprint,
+                "reads": c.reads, "writes": c.writes, "ratio": c.ratio}
+
+
+@dataclass
+class Result:
+    """Solutions ranked by the objective (ties: larger innermost tile, then higher 𝔽)."""
+
+    workload: object
+    arch: object
+    objective: str
+    top: list[Solution]
+    min_time_s: float
+    stats: dict
+    _front: Callable[[str, str], list[Solution]] = field(repr=False, default=None)
+    _fronts: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def best(self) -> Solution:
+        return self.top[0]
+
+    def pareto(self, x: str = "traffic", y: str = "latency") -> list[Solution]:
+        """The exact Pareto front of the whole space for metrics ``x`` and ``y`` (both
+        minimized), sorted by ``x``. Computed on first use by a full pass over the space."""
+        from ..errors import TilewiseError
+
+        for m in (x, y):
+            if m not in METRICS:
+                raise TilewiseError(f"pareto metric {m!r} unknown; valid: {', '.join(METRICS)}")
+        if x == y:
+            raise TilewiseError(f"pareto needs two different metrics, got {x!r} twice")
+        if (x, y) not in self._fronts:
+            self._fronts[(x, y)] = self._front(x, y)
+        return self._fronts[(x, y)]
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "workload": str(self.workload), "arch": self.arch.name, "objective": self.objective,
+            "min_time_s": self.min_time_s,
+            "top": [s.to_dict() for s in self.top],
+            "stats": {k: v for k, v in self.stats.items() if k != "smallest"},
+        }, default=float)

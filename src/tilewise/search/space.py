@@ -1,0 +1,425 @@
+"""The declared tiling space of a (workload, arch) pair, enumerated as numpy arrays.
+
+A candidate is: a spatial split (which dim on the array rows / cols, how many ways), a tile per
+level and dim, a loop order per level above the innermost, and per level and moved tensor
+whether it is double-buffered. Nothing is bypassed. The *declared* space:
+
+- spatial: no split, or any dim on rows / cols with 2 .. rows (cols) ways, one dim per axis;
+  a reduction dim only on rows of an array that ``reduce_cols`` (seed 003's K split across a
+  column); chains split only spine dims no op reduces (the model's rules). Needs the array at
+  the innermost level.
+- tiles, per level ``l >= 1`` and dim ``d`` of size ``S`` split ``w`` ways at the array
+  (``Q = ceil(S / w)``), with ``a`` the dim's alignment: the divisors of ``Q`` and the
+  *balanced* tiles ``ceil(Q / j)`` for ``j = 1 .. Q`` rounded up to ``a``, and the divisors of
+  ``Q`` that are multiples of ``a``; above the innermost level capped at ``Q`` (so ``Q`` itself
+  is always there), at the innermost level possibly over ``Q`` (padded). A tile is
+  used below a parent tile ``P`` only if it fits it (``t x w <= P``, innermost
+  ``t <= roundup(ceil(P / w), a)``). Example: S=512, a=16: 512 256 176 128 112 96 80 64 48 32 16.
+- loop orders: every permutation of the dims at every level above the innermost;
+- double buffering: every subset of the moved tensors at every level that can double-buffer.
+
+Pruning that provably loses nothing (:func:`canonical_orders`): the model's reuse rule treats
+a loop that iterates once (its step >= its level's tile) as transparent, so such loops are
+put last in dim order; and two adjacent loops indexed by exactly the same tensors (and used by
+the same ops) can be swapped without changing any count: for a tensor indexed by both, both
+advance it; for a tensor indexed by neither, the tensor's indexing loops inside either are the
+same set, so the transitions advancing either keep or change the tile alike, and per outer
+context the two loops give ``t_a*t_b - 1`` transitions in either order. Each run of such
+loops is kept in dim order only. Tests check pruned optimum == brute force over the unpruned
+space (:func:`iter_mappings`).
+
+    >>> sp = Space.build(gemm(64, 64, 64), Arch.preset("aie-4x2"))
+    >>> sp.values[0]["core"]["m"]      # core tile values of m without a split
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from math import ceil
+from typing import Iterator
+
+import numpy as np
+
+from ..errors import TilewiseError
+from ..mapping import LevelMapping, Mapping, Spatial
+from ..model.footprint import element_bytes, in_place, round_buffer
+from ..model.structure import Structure
+
+
+def tile_elements_batch(t, dims: tuple[str, ...], tiles: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Index points of ``t``'s full tile for tiles ``[n, dims]`` (the model's footprint rule:
+    per axis the halo extent ``sum(c*(t-1)) + 1`` clipped to the extent the problem spans)."""
+    n = np.ones(tiles.shape[0], dtype=np.int64)
+    full = np.maximum(tiles, sizes[None, :])
+    for ax in t.axes:
+        ext = np.ones(tiles.shape[0], dtype=np.int64)
+        span = np.ones(tiles.shape[0], dtype=np.int64)
+        for d, c in ax.terms:
+            i = dims.index(d)
+            ext = ext + c * (tiles[:, i] - 1)
+            span = span + c * (full[:, i] - 1)
+        n = n * np.minimum(ext, span)
+    return n
+
+
+def _divisors(n: int) -> list[int]:
+    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+def tile_values(size: int, ways: int, align: int, innermost: bool) -> list[int]:
+    """Candidate tiles (elements) of a dim of ``size`` split ``ways`` ways (see module doc)."""
+    q = -(-size // ways)
+    up = lambda t: -(-t // align) * align
+    vals = {up(-(-q // j)) for j in range(1, q + 1)}
+    vals |= {d for d in _divisors(q) if d % align == 0}
+    if not innermost:
+        vals = {min(v, q) for v in vals}
+    return sorted(vals, reverse=True)
+
+
+@dataclass(frozen=True)
+class Split:
+    """A spatial choice: ``rows`` / ``cols`` are ``(dim index, ways)`` or None."""
+
+    rows: tuple[int, int] | None
+    cols: tuple[int, int] | None
+
+    def ways(self, n_dims: int) -> np.ndarray:
+        w = np.ones(n_dims, np.int64)
+        for sp in (self.rows, self.cols):
+            if sp:
+                w[sp[0]] = sp[1]
+        return w
+
+    def text(self, dims) -> str:
+        parts = [f"{axis}={dims[sp[0]]}{sp[1]}" for axis, sp in (("rows", self.rows), ("cols", self.cols)) if sp]
+        return " ".join(parts) or "none"
+
+
+def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split]:
+    """The declared spatial splits (module doc); ``allow`` "none", "any" or a list of texts
+    such as ``"rows=n4 cols=m2"`` (``"none"`` for no split)."""
+    wl, arch, dims = st.workload, st.arch, st.dims
+    out = [Split(None, None)]
+    if arch.array is None or st.array_level != st.n_levels - 1:
+        splits = out
+    else:
+        chain = len(wl.ops) > 1
+        red = set(wl.ops[0].reduction_dims) if not chain else set()
+
+        def axis_opts(axis: str):
+            opts: list = [None]
+            for j, d in enumerate(dims):
+                if chain and (d not in st.spine or any(d in op.reduction_dims for op in wl.ops)):
+                    continue
+                if d in red and (axis != "rows" or not arch.array.reduce_cols):
+                    continue
+                opts += [(j, w) for w in range(2, getattr(arch.array, axis) + 1)]
+            return opts
+
+        splits = [Split(r, c) for r in axis_opts("rows") for c in axis_opts("cols")
+                  if not (r and c and r[0] == c[0])]
+    if allow == "any":
+        return splits
+    wanted = ["none"] if allow == "none" else list(allow)
+    by_text = {s.text(dims): s for s in splits}
+    out = []
+    for text in wanted:
+        key = " ".join(sorted(text.split(), key=lambda p: not p.startswith("rows"))) or "none"
+        if key not in by_text:
+            raise TilewiseError(f"spatial={text!r} is not in the space of {arch.name}; valid: "
+                                + ", ".join(sorted(by_text)))
+        out.append(by_text[key])
+    return out
+
+
+def signatures(st: Structure) -> list[tuple]:
+    """Per dim: the tensors indexing it and the ops using it (loops with equal signatures commute)."""
+    wl = st.workload
+    return [(frozenset(t.name for t in wl.tensors if d in t.dims),
+             frozenset(op.name for op in wl.ops if d in op.dims)) for d in st.dims]
+
+
+def canonical_orders(real: tuple[bool, ...], sig: list[tuple]) -> np.ndarray:
+    """Loop orders (dim indices, outermost first) kept for one level whose real loops are
+    ``real``: permutations of the real dims with each run of adjacent equal-signature dims in
+    increasing dim order, then the loops that iterate once in dim order. ``[n, D]`` int64."""
+    r = [j for j, x in enumerate(real) if x]
+    rest = [j for j, x in enumerate(real) if not x]
+    out = []
+    for p in itertools.permutations(r):
+        if all(not (sig[a] == sig[b] and a > b) for a, b in zip(p, p[1:])):
+            out.append(list(p) + rest)
+    return np.array(out, np.int64).reshape(len(out), len(real))
+
+
+@dataclass(frozen=True)
+class DimChains:
+    """Tile chains of one dim: ``tiles [n, L]`` (level 0 = the size), ``counts [n, L]`` tiles
+    visited per level over the whole run (level 0: 1), ``padded [n]`` elements one core computes."""
+
+    tiles: np.ndarray
+    counts: np.ndarray
+    padded: np.ndarray
+
+
+@dataclass
+class Space:
+    """The declared space of one (workload, arch), per spatial split."""
+
+    st: Structure
+    splits: list[Split]
+    values: list[dict]                       # per split: {level name: {dim: [tile values]}}
+    moved: list[int]                         # tensor indices (Structure.tensors) that move
+    db_levels: list[int]                     # levels that may double-buffer
+    db_mode: object = "any"
+    orders_allowed: list | None = None
+    fixed: dict = field(default_factory=dict)
+    max_core: dict = field(default_factory=dict)
+
+    @classmethod
+    def build(cls, workload, arch, spatial="any", double_buffer="any", orders=None,
+              tiles=None, max_core_tile=None) -> "Space":
+        st = Structure(workload, arch)
+        dims, L = st.dims, st.n_levels
+        if L < 2:
+            raise TilewiseError(f"arch {arch.name} has one memory level; tiling needs two")
+        fixed = {}
+        for lvname, tt in (tiles or {}).items():
+            k = [lv.name for lv in arch.levels].index(arch.level(lvname).name)
+            for d, v in tt.items():
+                if d not in dims:
+                    raise TilewiseError(f"tiles={{{lvname!r}: ...}}: unknown dim {d!r}; dims: {', '.join(dims)}")
+                fixed[(k, d)] = int(v)
+        max_core = dict(max_core_tile or {})
+        for d in max_core:
+            if d not in dims:
+                raise TilewiseError(f"max_core_tile: unknown dim {d!r}; dims: {', '.join(dims)}")
+        splits = spatial_choices(st, spatial)
+        values = []
+        for sp in splits:
+            w = sp.ways(len(dims))
+            per = {}
+            for k in range(1, L):
+                inner = k == L - 1
+                vd = {}
+                for j, d in enumerate(dims):
+                    ww = int(w[j]) if k == st.array_level else 1
+                    v = tile_values(workload.sizes[d], ww, arch.alignment.get(d, 1) if inner else
+                                    arch.alignment.get(d, 1), inner)
+                    if inner and d in max_core:
+                        v = [x for x in v if x <= max_core[d]]
+                    if (k, d) in fixed:
+                        v = [fixed[(k, d)]]
+                    vd[d] = v
+                per[arch.levels[k].name] = vd
+            values.append(per)
+        moved = [i for i, t in enumerate(st.tensors) if t.name not in st.intermediate_names]
+        db_levels = [k for k in range(1, L) if arch.levels[k].double_buffer]
+        if orders is not None:
+            orders = [tuple(dims.index(c) for c in _order(o, dims)) for o in orders]
+        if double_buffer not in ("any", "all", "none") and not isinstance(double_buffer, dict):
+            raise TilewiseError(f"double_buffer={double_buffer!r}; valid: 'any', 'all', 'none' or "
+                                "a dict {level: [tensors]}")
+        return cls(st, splits, values, moved, db_levels, double_buffer, orders, fixed, max_core)
+
+    def buffer_bytes(self, k: int, tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Single-buffer bytes per moved tensor ``[n, T]`` and the other buffers ``[n]`` at level k."""
+        st, wl = self.st, self.st.workload
+        lv = st.arch.levels[k]
+        sizes = np.array(st.sizes, np.int64)
+        inner = k == st.n_levels - 1
+        out = np.zeros((len(tiles), len(self.moved)), np.int64)
+        for i, ti in enumerate(self.moved):
+            t = st.tensors[ti]
+            raw = tile_elements_batch(t, st.dims, tiles, sizes) * element_bytes(t, wl, inner)
+            out[:, i] = round_buffer(raw, lv)
+        other = np.zeros(len(tiles), np.int64)
+        if inner:
+            shared = in_place(wl)
+            for t in st.tensors:
+                if t.name in st.intermediate_names and t.name not in shared:
+                    raw = tile_elements_batch(t, st.dims, tiles, sizes) * element_bytes(t, wl, True)
+                    other += round_buffer(raw, lv)
+            for t in wl.state:
+                raw = tile_elements_batch(t, st.dims, tiles, sizes) * t.element_bytes
+                other += round_buffer(raw, lv)
+        return out, other
+
+    # ----- double buffering -----
+
+    def db_variants(self) -> np.ndarray:
+        """``[V, L, T]`` bool: the declared double-buffer choices (T = moved tensors)."""
+        L, T = self.st.n_levels, len(self.moved)
+        names = [self.st.tensors[t].name for t in self.moved]
+        if isinstance(self.db_mode, dict):
+            v = np.zeros((1, L, T), bool)
+            for lvname, tensors in self.db_mode.items():
+                k = [x.name for x in self.st.arch.levels].index(self.st.arch.level(lvname).name)
+                if k not in self.db_levels:
+                    raise TilewiseError(f"double_buffer: level {lvname} cannot double-buffer; "
+                                        f"levels that can: {', '.join(self.st.arch.levels[j].name for j in self.db_levels)}")
+                for tn in tensors:
+                    if tn not in names:
+                        raise TilewiseError(f"double_buffer: {tn!r} is not a moved tensor; valid: {', '.join(names)}")
+                    v[0, k, names.index(tn)] = True
+            return v
+        slots = [(k, t) for k in self.db_levels for t in range(T)]
+        if self.db_mode == "none" or not slots:
+            return np.zeros((1, L, T), bool)
+        if self.db_mode == "all":
+            v = np.zeros((1, L, T), bool)
+            for k, t in slots:
+                v[0, k, t] = True
+            return v
+        n = len(slots)
+        bits = (np.arange(2 ** n)[:, None] >> np.arange(n)[None, :]) & 1
+        v = np.zeros((2 ** n, L, T), bool)
+        for i, (k, t) in enumerate(slots):
+            v[:, k, t] = bits[:, i].astype(bool)
+        return v
+
+    # ----- per-dim tile chains and their products -----
+
+    def dim_chains(self, s: int, j: int) -> "DimChains":
+        """Every chain of tiles (levels 1 .. L-1) of dim ``j`` under split ``s``, with the number
+        of tiles visited per level (the model's loop iterations) and the padded extent one core
+        computes (innermost count x innermost tile)."""
+        st, arch = self.st, self.st.arch
+        L, d = st.n_levels, st.dims[j]
+        size = st.sizes[j]
+        w = int(self.splits[s].ways(len(st.dims))[j])
+        a = arch.alignment.get(d, 1)
+        rows_t, rows_c = [], []
+
+        def rec(k, parent, tl, chain, counts):
+            if k == L:
+                rows_t.append(chain)
+                rows_c.append(counts)
+                return
+            ww = w if k == st.array_level else 1
+            lim = -(-(-(-parent // ww)) // a) * a if k == L - 1 else parent // ww
+            for t in self.values[s][arch.levels[k].name][d]:
+                if t > lim:
+                    continue
+                step = t * ww
+                it = [(step, sum(m * (e // step) for e, m in tl))] + [(e % step, m) for e, m in tl if e % step]
+                child = it
+                if k == st.array_level and ww > 1:
+                    full = sum(m * min(e // t, ww) for e, m in it)
+                    child = [(t, full)] + [(e - min(e // t, ww) * t, m) for e, m in it
+                                           if e - min(e // t, ww) * t > 0]
+                rec(k + 1, t, [(e, m) for e, m in child if m and e], chain + [t],
+                    counts + [sum(m for e, m in it if e)])
+
+        rec(1, size, [(size, 1)], [size], [1])
+        tiles = np.array(rows_t, np.int64).reshape(len(rows_t), L)
+        counts = np.array(rows_c, np.int64).reshape(len(rows_c), L)
+        return DimChains(tiles, counts, counts[:, L - 1] * tiles[:, L - 1])
+
+    def fits_single(self, tiles: np.ndarray, stats: dict):
+        """Capacity check with single buffers: ``ok [n]``, ``buffers [n, L, T]``, ``fixed [n, L]``.
+        Counts rejects per level in ``stats["rejected"]`` and keeps the smallest rejected
+        candidate per level in ``stats["smallest"]`` (for the empty-space message)."""
+        st, arch = self.st, self.st.arch
+        n, L, _ = tiles.shape
+        ok = np.ones(n, bool)
+        bufs = np.zeros((n, L, len(self.moved)), np.int64)
+        fixed = np.zeros((n, L), np.int64)
+        names = [st.tensors[t].name for t in self.moved]
+        for k in range(1, L):
+            lv = arch.levels[k]
+            b, f = self.buffer_bytes(k, tiles[:, k, :])
+            bufs[:, k], fixed[:, k] = b, f
+            total = b.sum(1) + f
+            cap = np.inf if lv.capacity_bytes is None else lv.capacity_bytes * (
+                lv.instances if st.array_level is not None and k < st.array_level else 1)
+            bad = ok & (total > cap)
+            if bad.any():
+                key = f"capacity at {lv.name}"
+                stats["rejected"][key] = stats["rejected"].get(key, 0) + int(bad.sum())
+                i = int(np.argmin(np.where(bad, total, np.iinfo(np.int64).max)))
+                prev = stats["smallest"].get(lv.name)
+                if prev is None or total[i] < prev[0]:
+                    stats["smallest"][lv.name] = (
+                        int(total[i]), dict(zip(st.dims, (int(x) for x in tiles[i, k]))),
+                        dict(zip(names, (int(x) for x in b[i]))), int(f[i]), int(cap))
+            ok &= total <= cap
+        return ok, bufs, fixed
+
+    def real_loops(self, s: int, tiles: np.ndarray) -> np.ndarray:
+        """``[n, L-1, D]`` bool: loop over dim d at level k iterates more than once."""
+        st = self.st
+        w = self.splits[s].ways(len(st.dims))
+        out = np.zeros((len(tiles), st.n_levels - 1, len(st.dims)), bool)
+        for k in range(st.n_levels - 1):
+            step = tiles[:, k + 1, :] * (w[None, :] if k + 1 == st.array_level else 1)
+            out[:, k, :] = step < tiles[:, k, :]
+        return out
+
+    def orders_for(self, real: tuple[bool, ...]) -> np.ndarray:
+        """Canonical orders of one level (see :func:`canonical_orders`), filtered by ``orders=``."""
+        o = canonical_orders(real, signatures(self.st))
+        if self.orders_allowed is not None:
+            allowed = self.orders_allowed
+            # an allowed order matches a canonical one when they agree on the real loops
+            r = [j for j, x in enumerate(real) if x]
+            keep = [i for i, row in enumerate(o)
+                    if any([j for j in a if j in r] == [j for j in row if j in r] for a in allowed)]
+            o = o[keep]
+        return o
+
+
+def _order(text: str, dims) -> tuple[str, ...]:
+    parts = tuple(p.strip() for p in text.split(",")) if "," in text else tuple(text)
+    if sorted(parts) != sorted(dims):
+        raise TilewiseError(f"orders: {text!r} is not a permutation of the dims {', '.join(dims)}")
+    return parts
+
+
+def iter_mappings(space: Space) -> Iterator[Mapping]:
+    """Every mapping of the *unpruned* declared space (all permutations at every level, every
+    double-buffer choice, no capacity filter), one by one: the brute force the tests compare
+    the pruned search with. Small problems only."""
+    st, arch = space.st, space.st.arch
+    dims, L = st.dims, st.n_levels
+    names = [st.tensors[t].name for t in space.moved]
+    sizes = st.workload.sizes
+    perms = list(itertools.permutations(dims))
+    if space.orders_allowed is not None:
+        perms = [tuple(dims[j] for j in o) for o in space.orders_allowed]
+    dbs = space.db_variants()
+    for s, sp in enumerate(space.splits):
+        w = dict(zip(dims, (int(x) for x in sp.ways(len(dims)))))
+        rows = Spatial(dims[sp.rows[0]], sp.rows[1]) if sp.rows else None
+        cols = Spatial(dims[sp.cols[0]], sp.cols[1]) if sp.cols else None
+
+        def chains(k, parent):
+            if k == L:
+                yield []
+                return
+            lv = arch.levels[k]
+            per = []
+            for d in dims:
+                ww = w[d] if k == st.array_level else 1
+                a = arch.alignment.get(d, 1)
+                lim = -(-ceil(parent[d] / ww) // a) * a if k == L - 1 else parent[d] // ww
+                per.append([v for v in space.values[s][lv.name][d] if v <= lim])
+            for combo in itertools.product(*per):
+                t = dict(zip(dims, combo))
+                for rest in chains(k + 1, t):
+                    yield [t] + rest
+
+        for tl in chains(1, dict(sizes)):
+            all_tiles = [dict(sizes)] + tl
+            for ords in itertools.product(perms, repeat=L - 1):
+                for v in dbs:
+                    levels = []
+                    for k in range(L):
+                        db = frozenset(n for i, n in enumerate(names) if v[k, i])
+                        levels.append(LevelMapping(arch.levels[k].name,
+                                                   tuple((d, all_tiles[k][d]) for d in dims),
+                                                   ords[k] if k < L - 1 else (), frozenset(), db))
+                    yield Mapping(tuple(levels), rows, cols)
