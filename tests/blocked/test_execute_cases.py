@@ -127,6 +127,9 @@ def test_layernorm_keeps_precision_at_a_large_offset():
     got = execute(w, "gm[r4 c64] rc | ub[r1 c64]", x, arch=two_level())["Y"]
     ref = reference(w, x)["Y"]
     assert np.abs(got - ref).max() < 5e-3  # E[x²]-E[x]² in f32 would be off by O(1)
+    # the mean is kept as a double word (mean + low): x - mean loses nothing to the offset
+    report = verify(w, "gm[r4 c64] rc | ub[r1 c64]", x, arch=two_level())
+    assert report.passed and report.outputs[0].max_rel < 4e-7, report
 
 
 def test_attention_key_loop_outside_query_loop_restores_row_state():
@@ -235,3 +238,29 @@ def test_execute_is_the_function_even_after_importing_the_blocked_package():
             "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_executed_attention_memory_is_tiles_not_l_squared():
+    """tilewise.execute of mha holds the inputs, the L x d output and the SRAM's tiles (P in
+    S's array, one array per intermediate reused across steps), never L x L scores."""
+    import tracemalloc
+
+    from ..model.archs import gpu_like
+
+    L, d = 2048, 16
+    w = tw.mha(L, L, d, dtype="f32")
+    m = f"hbm[h1 m{L} n{L} k{d} e{d}] hmnke | sram[h1 m256 n512 k{d} e{d}]"
+    x = random_inputs(w, 0)
+    execute(tw.mha(8, 8, d, dtype="f32"), f"hbm[h1 m8 n8 k{d} e{d}] hmnke | sram[h1 m8 n8 k{d} e{d}]",
+            arch=gpu_like(1 << 20))  # one-time costs (lazy imports, caches) out of the count
+    tracemalloc.start()
+    try:
+        out = execute(w, m, x, arch=gpu_like(2 << 20))["O"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    tiles = (256 + 512 + 512 + 256) * d * 4 + 256 * 512 * 4 + 256 * 8  # Q K V O; S/P; (M, D)
+    # + a constant: tracemalloc also counts Python objects (walk events, dicts) and temporaries
+    assert peak < L * d * 4 + tiles + 512 * 1024 < L * L * 4 / 8, peak
+    want = tw.naive_attention(x["Q"], x["K"], x["V"])
+    assert np.abs(out - want).max() < 1e-5

@@ -141,3 +141,41 @@ def test_einsum_tile_three_operands_and_errors():
         einsum_tile("ij,jk->ik", np.zeros((3, 2), np.int32), a, c)
     with pytest.raises(WorkloadError, match=r"gives \(3, 5\), but the accumulator tile is \(5, 3\)"):
         einsum_tile("ij,jk->ik", np.zeros((5, 3), np.int32), a, b)
+
+
+SPECS = ["ik,kj->ij", "ik,jk->ji", "bik,bkj->bij", "kbi,jbk->jib", "bi,bj->bij", "ik,k->i",
+         "ij,jk", "abc,c->ab", "ij->ji", "ii->i", "ij,ij->i", "bik,bkj->ij"]
+
+
+@given(st.sampled_from(SPECS), st.sampled_from(["i8", "i16", "i32", "bf16", "f32"]),
+       st.booleans(), st.integers(0, 2**32 - 1))
+def test_einsum_tile_every_spec_form_matches_exact_einsum(spec, name, overwrite, seed):
+    """Batched-GEMM specs (any letter order, transposed outputs) run as one matmul, others
+    through np.einsum; integers are exact modulo 2**32 on either side of the float64-BLAS
+    bound (i32 operands go through int64); ``overwrite`` replaces instead of adding."""
+    rng = np.random.default_rng(seed)
+    ins = spec.split("->")[0].split(",")
+    sizes = {c: int(rng.integers(1, 6)) for c in "".join(ins)}
+    xs = [_data(rng, name, tuple(sizes[c] for c in s)) for s in ins]
+    exact = np.einsum(spec, *(x.astype(object) if NP[name] != ml_dtypes.bfloat16 else
+                              x.astype(np.float64) for x in xs))
+    exact = np.asarray(exact)
+    acc0 = _data(rng, name if name in ("i8", "i16", "i32") else "f32", exact.shape).astype(ACC[name])
+    acc = acc0.copy()
+    einsum_tile(spec, acc, *xs, overwrite=overwrite)
+    want = exact if overwrite else exact + acc0.astype(exact.dtype)
+    if np.dtype(ACC[name]).kind == "i":
+        np.testing.assert_array_equal(acc.astype(np.int64), _wrap32(want))
+    else:
+        scale = np.einsum(spec, *(np.abs(x.astype(np.float64)) for x in xs)) + np.abs(
+            0 if overwrite else acc0)
+        assert np.all(np.abs(acc - want.astype(np.float64)) <= 1e-5 * scale + 1e-30)
+
+
+def test_einsum_tile_int16_long_reduction_wraps_like_int32():
+    """2**15 * 2**15 * 4096 = 2**42 < 2**53: summed through float64 BLAS, exact, then wrapped."""
+    a = np.full((3, 4096), -32768, np.int16)
+    b = np.full((4096, 2), -32768, np.int16)
+    acc = einsum_tile("ik,kj->ij", np.zeros((3, 2), np.int32), a, b)
+    assert acc.dtype == np.int32
+    np.testing.assert_array_equal(acc.astype(np.int64), _wrap32(np.full((3, 2), 2**30 * 4096)))

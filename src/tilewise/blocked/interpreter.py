@@ -26,7 +26,9 @@ real numpy tiles:
   ``elementwise`` with :func:`~tilewise.blocked.layernorm.normalize_tile`.
   Fused intermediates (C of a GEMM chain, S and P of attention, LayerNorm's statistics) exist
   only in the innermost level: the walker never moves them and no outer buffer is ever created
-  for them.
+  for them. As on the core, each keeps one array per core that later tiles reuse (the first
+  contribution to a new tile overwrites it: no zero fill), and attention's P is computed in
+  S's array (the model gives P no buffer of its own).
 
 Example (an int8 GEMM, K split at the memtile, on the seed's 4x2 AIE array)::
 
@@ -206,6 +208,11 @@ class _Executor:
         self.n = self.st.n_levels
         self.a = self.st.array_level if self.st.array_level is not None else self.n - 1
         self.ops = {op.name: op for op in workload.ops}
+        # dims computed once (Tensor.dims / Op.dims / Chain.spine are derived properties)
+        self.dims = {t.name: t.dims for op in workload.ops for t in op.tensors + op.state}
+        self.op_dims = {op.name: op.dims for op in workload.ops}
+        self.op_tensors = {op.name: op.tensors + op.state for op in workload.ops}
+        self.spine = tuple(workload.spine)
         self.inter = self.st.intermediate_names
         self.shared = in_place(workload)
         self.kept = [{t.name for t in self.st.moved} - mapping.levels[l].bypass
@@ -216,6 +223,10 @@ class _Executor:
         self.allocated: dict = {}   # (level, instance) -> {tensor: bytes}
         self.buffers: dict = {}     # (level, instance, tensor) -> _Buffer
         self.fused: dict = {}       # (core, tensor) -> (identity, array or Moments)
+        self.storage: dict = {}     # (core, tensor) -> the array a fused tile last lived in
+        self.fresh = None           # (core, tensor) of the fused tile _fused just created
+        self.conv: dict = {}        # op -> _conv_form(op)
+        self.specs: dict = {}       # op -> einsum spec of its mac tile
         self.state: dict = {}       # core -> (rows identity, max, denom) resident softmax state
         self.spilled: dict = {}     # (core, rows identity) -> (max, denom) of evicted rows
         self.alpha: dict = {}       # (core, softmax op) -> rescale factors of this step
@@ -300,17 +311,17 @@ class _Executor:
 
     def _compute(self, ev) -> None:
         op = self.ops[ev.op]
-        r = {d: ev.ranges[d] for d in op.dims}
+        r = {d: ev.ranges[d] for d in self.op_dims[op.name]}
         if any(hi <= lo for lo, hi in r.values()):
             return  # an idle core (empty slice of a partial array tile)
-        for t in op.tensors + op.state:
+        for t in self.op_tensors[op.name]:
             if t.name in self.inter or t in op.state:
                 self._allocate(self.n - 1, ev.core, t)
         getattr(self, "_" + op.kind)(op, ev.core, r)
 
     def _resident(self, t, core, r) -> _Buffer:
         buf = self.buffers[(self.n - 1, core, t.name)]
-        if buf.ident != tuple(r[d] for d in t.dims):
+        if buf.ident != tuple(r[d] for d in self.dims[t.name]):
             raise MappingError(f"internal: {t.name} tile {buf.ident} resident, {r} needed")
         return buf
 
@@ -321,32 +332,50 @@ class _Executor:
         buf = self._resident(t, core, r)
         return gather(t, buf.data, r, tuple(lo for lo, _ in buf.box))
 
-    def _fused(self, t, core, r, create: bool, dtype=None):
+    def _fused_ident(self, t, r) -> tuple:
+        """Identity of fused ``t``'s tile: the spine point and ``t``'s dim ranges."""
+        return tuple(r[d] for d in self.spine if d in r) + tuple(r[d] for d in self.dims[t.name])
+
+    def _fused(self, t, core, r, create: bool, dtype=None, zero: bool = True):
         """The innermost-level tile of fused intermediate ``t`` for this spine point; a fresh
-        zero tile when ``create`` and the spine point changed."""
-        ident = tuple(r[d] for d in self.w.spine if d in r) + tuple(r[d] for d in t.dims)
+        tile when ``create`` and the spine point changed: zeros, or undefined values when not
+        ``zero`` (the caller overwrites it; :attr:`fresh` names it)."""
+        ident = self._fused_ident(t, r)
         held = self.fused.get((core, t.name))
         if held is not None and held[0] == ident:
             return held[1]
         if not create:
             raise MappingError(f"internal: {t.name} is read before its producer ran at {r}")
-        shape = tuple(r[d][1] - r[d][0] for d in t.dims) + array_shape(t)[len(t.shape):]
-        value = np.zeros(shape, dtype)
+        shape = tuple(r[d][1] - r[d][0] for d in self.dims[t.name]) + array_shape(t)[len(t.shape):]
+        # One live tile per core and intermediate (an older one is never read again): reuse its
+        # storage, as the core reuses its buffer, instead of allocating a fresh array per step.
+        value = self.storage.get((core, t.name))
+        if value is not None and value.shape == shape and value.dtype == dtype:
+            if zero:
+                value.fill(0)
+        else:
+            value = self.storage[(core, t.name)] = np.zeros(shape, dtype)
         self.fused[(core, t.name)] = (ident, value)
+        self.fresh = (core, t.name)
         return value
 
-    def _output(self, op, core, r, dtype) -> np.ndarray:
+    def _output(self, op, core, r, dtype, zero: bool = True) -> np.ndarray:
         t = op.output
         if t.name in self.inter:
-            return self._fused(t, core, r, create=True, dtype=dtype)
+            return self._fused(t, core, r, create=True, dtype=dtype, zero=zero)
         return self._resident(t, core, r).data
 
     def _mac(self, op, core, r) -> None:
-        acc = self._output(op, core, r, op.accumulator.numpy)
+        self.fresh = None
+        conv = self.conv.get(op.name, False)
+        if conv is False:
+            conv = self.conv[op.name] = _conv_form(op)
+        # a new fused tile is written whole by the einsum path (no zero fill); conv adds to it
+        acc = self._output(op, core, r, op.accumulator.numpy, zero=conv is not None)
+        fresh = self.fresh == (core, op.output.name)  # a new tile: its first contribution
         rescale = op.attrs.get("online_rescale")
-        if rescale is not None:
+        if rescale is not None and not fresh:  # (a new tile is overwritten below)
             acc *= _broadcast(self.alpha[(core, rescale)], self._rows_dims(rescale), op.output.dims)
-        conv = _conv_form(op)
         if conv is not None:
             (I, W), stride, dilation = op.inputs, conv[0], conv[1]
             buf = self._resident(I, core, r)
@@ -355,10 +384,14 @@ class _Executor:
             x = read_tile(buf.data, tuple(o - lo for o, (lo, _) in zip(origin, buf.box)), tuple(extent))
             conv_tile(acc, x, self._operand(W, core, r), stride, dilation)
         else:
-            idx = letters(op.dims)
-            spec = ",".join("".join(idx[d] for d in t.dims) for t in op.inputs)
-            einsum_tile(spec + "->" + "".join(idx[d] for d in op.output.dims), acc,
-                        *(self._operand(t, core, r) for t in op.inputs))
+            spec = self.specs.get(op.name)
+            if spec is None:
+                idx = letters(op.dims)
+                spec = self.specs[op.name] = (
+                    ",".join("".join(idx[d] for d in t.dims) for t in op.inputs) + "->"
+                    + "".join(idx[d] for d in op.output.dims))
+            einsum_tile(spec, acc,
+                        *(self._operand(t, core, r) for t in op.inputs), overwrite=fresh)
         if rescale is not None:
             self._finish_attention(op, core, r, acc, rescale)
 
@@ -367,21 +400,28 @@ class _Executor:
         return tuple(d for d in sm.output.dims if d != sm.attrs["along"])
 
     def _softmax(self, op, core, r) -> None:
+        """One online-softmax step on the resident score tile. When P is computed in place of S
+        (:func:`~tilewise.model.footprint.in_place`: the model gives P no buffer of its own) the
+        scores are exponentiated in S's array, which then holds P (cast only if P is narrower)."""
         scores_t = next(t for t in op.inputs if t.name in self.inter)
-        scores = np.array(self._operand(scores_t, core, r), dtype=op.accumulator.numpy)
+        s = self._operand(scores_t, core, r)
+        acc = op.accumulator.numpy
+        overwrite = op.output.name in self.shared and s.dtype == acc
+        scores = s if overwrite else np.array(s, dtype=acc)
         scale = float(op.attrs.get("scale", 1.0))
         if scale != 1.0:
             scores *= scores.dtype.type(scale)
         masks = [(t, self._operand(t, core, r)) for t in op.inputs if t.name not in self.inter]
         vis = visibility(op, r, masks)
         along = op.output.dims.index(op.attrs["along"])
-        scores = np.moveaxis(scores, along, -1)
+        last = np.moveaxis(scores, along, -1)  # a view: the kernel works in place
         vis = None if vis is None else np.moveaxis(vis, along, -1)
         row_max, denom = self._state(op, core, r)
-        alpha = online_softmax(row_max, denom, scores, vis)
-        self.alpha[(core, op.name)] = alpha
-        p = self._fused(op.output, core, r, create=True, dtype=op.output.dtype.numpy)
-        p[...] = np.moveaxis(scores, -1, along).astype(p.dtype)
+        self.alpha[(core, op.name)] = online_softmax(row_max, denom, last, vis)
+        ident = self._fused_ident(op.output, r)
+        if overwrite:  # S's storage now holds P: S is gone
+            del self.fused[(core, scores_t.name)]
+        self.fused[(core, op.output.name)] = (ident, scores.astype(op.output.dtype.numpy, copy=False))
 
     def _state(self, op, core, r):
         """(running max, denominator) of the rows of ``r`` on ``core``; rows evicted earlier (a
@@ -416,7 +456,7 @@ class _Executor:
         keep = [i for i in range(x.ndim) if i not in red]
         rows = int(np.prod([x.shape[i] for i in keep]))
         tile = np.transpose(x, keep + red).reshape(rows, -1)
-        ident = tuple(r[d] for d in self.w.spine if d in r) + tuple(r[d] for d in op.output.dims)
+        ident = self._fused_ident(op.output, r)
         held = self.fused.get((core, op.output.name))
         moments = tile_moments(tile)
         if held is not None and held[0] == ident:
@@ -425,7 +465,7 @@ class _Executor:
 
     def _elementwise(self, op, core, r) -> None:
         x_t, stats_t, g_t, b_t, norm = normalization(self.w, op)
-        ident = tuple(r[d] for d in self.w.spine if d in r) + tuple(r[d] for d in stats_t.dims)
+        ident = self._fused_ident(stats_t, r)
         held = self.fused.get((core, stats_t.name))
         if held is None or held[0] != ident:
             raise MappingError(f"internal: statistics {stats_t.name} missing for {r}")

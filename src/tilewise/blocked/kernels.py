@@ -117,29 +117,113 @@ def mac_tile(acc: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return acc
 
 
-def einsum_tile(spec: str, acc: np.ndarray, *operands: np.ndarray) -> np.ndarray:
+def einsum_tile(spec: str, acc: np.ndarray, *operands: np.ndarray,
+                overwrite: bool = False) -> np.ndarray:
     """``acc += np.einsum(spec, *operands)`` with products summed in ``acc``'s type; returns acc.
 
     The generic tile of a ``mac`` op (batched GEMM, einsum): ``einsum_tile("bmk,bkn->bmn", c, a,
-    b)``. Integers are summed exactly (int64, then wrapped to the accumulator), floats in the
-    accumulator type. WorkloadError if ``spec`` does not fit the operand and accumulator shapes.
+    b)``. Integers are summed exactly (float64 BLAS while every partial sum is an integer below
+    2**53, else int64; then wrapped to the accumulator), floats in the accumulator type. A
+    two-operand contraction that is a batched GEMM (every letter a batch, free or contracted
+    one) runs as one ``np.matmul`` on views (BLAS); others through ``np.einsum``. ``overwrite``:
+    ``acc = ...`` instead of ``+=`` (the first contribution to a fresh tile: no temporary, one
+    pass less). WorkloadError if ``spec`` does not fit the operand and accumulator shapes.
     """
     operands = tuple(np.asarray(x) for x in operands)
     _check_accumulator(acc, operands, f"einsum tile {spec!r}")
+    shapes = ", ".join(str(x.shape) for x in operands)
+    parsed = _parse_spec(spec, operands)  # None: ellipsis or a mismatch np.einsum reports
+    if parsed is None:
+        terms = _F64_EXACT + 1
+    else:
+        ins, out_letters, sizes = parsed
+        terms = int(np.prod([n for c, n in sizes.items() if c not in out_letters]))
     if acc.dtype.kind in "fc":
         ops = tuple(x.astype(acc.dtype, copy=False) for x in operands)
+    elif (all(x.dtype.kind in "iub" for x in operands) and terms * int(np.prod(
+            [1 if x.dtype.kind == "b" else _int_bound(x.dtype) for x in operands])) <= _F64_EXACT):
+        ops = tuple(x.astype(np.float64) for x in operands)
     else:
         ops = tuple(x.astype(np.int64) for x in operands)
-    shapes = ", ".join(str(x.shape) for x in operands)
-    try:
-        partial = np.einsum(spec, *ops, optimize=len(ops) > 2)
-    except ValueError as e:
-        raise WorkloadError(f"einsum tile {spec!r} does not fit operands {shapes}: {e}") from None
+    gemm = None if parsed is None or len(ops) != 2 else _batched_gemm(ins, out_letters)
+    if gemm is not None and tuple(sizes[c] for c in out_letters) == acc.shape:
+        direct = overwrite and ops[0].dtype == acc.dtype and ops[1].dtype == acc.dtype
+        partial = _matmul(gemm, ins, out_letters, ops, sizes, acc if direct else None)
+        if direct:
+            return acc
+    else:
+        try:
+            partial = np.einsum(spec, *ops, optimize=len(ops) > 2)
+        except ValueError as e:
+            raise WorkloadError(f"einsum tile {spec!r} does not fit operands {shapes}: {e}") from None
     if partial.shape != acc.shape:
         raise WorkloadError(f"einsum tile {spec!r} over operands {shapes} gives {partial.shape}, "
                             f"but the accumulator tile is {acc.shape}")
-    _accumulate(acc, partial)
+    if partial.dtype == np.float64 and acc.dtype.kind not in "fc":
+        partial = partial.astype(np.int64)  # exact integers (< 2**53) back to integers
+    if overwrite:
+        acc[...] = partial.astype(acc.dtype, copy=False)  # integers wrap modulo 2**bits
+    else:
+        _accumulate(acc, partial)
     return acc
+
+
+def _parse_spec(spec: str, operands):
+    """(input letter strings, output letters, size per letter) of an ``np.einsum`` spec without
+    ellipsis whose letters fit the operands' shapes; None otherwise."""
+    spec = spec.replace(" ", "")
+    if "." in spec:
+        return None
+    ins = spec.split("->")[0].split(",")
+    if len(ins) != len(operands):
+        return None
+    sizes: dict = {}
+    for letters_, x in zip(ins, operands):
+        if len(letters_) != x.ndim:
+            return None
+        for c, n in zip(letters_, x.shape):
+            if sizes.setdefault(c, n) != n:
+                return None
+    joined = "".join(ins)
+    out = spec.split("->")[1] if "->" in spec else "".join(
+        sorted(c for c in sizes if joined.count(c) == 1))  # np.einsum's implicit output
+    if any(c not in sizes for c in out):
+        return None
+    return ins, out, sizes
+
+
+def _batched_gemm(ins, out):
+    """(batch, free of A, free of B, contracted) letters when ``A, B -> out`` is a batched GEMM
+    (no repeated letter, every letter of one input only is an output letter); else None."""
+    a, b = ins
+    if len(set(a)) != len(a) or len(set(b)) != len(b) or len(set(out)) != len(out):
+        return None
+    batch = [c for c in a if c in b and c in out]
+    contr = [c for c in a if c in b and c not in out]
+    fa = [c for c in a if c not in b]
+    fb = [c for c in b if c not in a]
+    if any(c not in out for c in fa + fb) or len(batch) + len(fa) + len(fb) != len(out):
+        return None
+    return batch, fa, fb, contr
+
+
+def _matmul(gemm, ins, out_letters, ops, sizes, out=None) -> np.ndarray:
+    """The batched GEMM of :func:`_batched_gemm` as one ``np.matmul`` on transposed views; the
+    result with its axes in ``out_letters`` order (written into ``out`` when given)."""
+    (batch, fa, fb, contr), (a, b), (ia, ib) = gemm, ops, ins
+    n = lambda letters_: int(np.prod([sizes[c] for c in letters_]))
+    a2 = a.transpose([ia.index(c) for c in batch + fa + contr]).reshape(n(batch), n(fa), n(contr))
+    b2 = b.transpose([ib.index(c) for c in batch + contr + fb]).reshape(n(batch), n(contr), n(fb))
+    order = batch + fa + fb
+    if out is not None and order == list(out_letters) and out.flags.c_contiguous:
+        np.matmul(a2, b2, out=out.reshape(n(batch), n(fa), n(fb)))
+        return out
+    r = np.matmul(a2, b2).reshape([sizes[c] for c in order]).transpose(
+        [order.index(c) for c in out_letters])
+    if out is not None:
+        out[...] = r
+        return out
+    return r
 
 
 # --------------------------------------------------------------------------- online softmax

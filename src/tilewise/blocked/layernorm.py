@@ -19,7 +19,9 @@ off-chip data, and never the cancellation-prone ``E[x²] - E[x]²``. Example::
     >>> m.count, float(m.mean[0]), float(m.variance[0])   # np.var(np.arange(8) / 8) = 0.08203125
     (8, 10000.4375, 0.08203125)
 
-Statistics are kept in the accumulator type (float32 for f16/bf16/f32 inputs, float64 for f64).
+Statistics are kept in the accumulator type (float32 for f16/bf16/f32 inputs, float64 for f64),
+the mean as a double word ``mean + low`` (TwoSum), so that ``x - mean`` does not inherit the
+rounding of a mean far larger than the deviations.
 """
 
 from __future__ import annotations
@@ -45,16 +47,27 @@ def _acc(x: np.ndarray) -> np.dtype:
 @dataclass(frozen=True)
 class Moments:
     """Welford's statistics of ``count`` elements per row: ``mean`` and ``m2`` (sum of squared
-    deviations from the mean), arrays of shape (rows,) in the accumulator type."""
+    deviations from the mean), arrays of shape (rows,) in the accumulator type. ``low`` (same
+    shape, or None for 0) is the part of the mean below ``mean``'s precision (the exact mean is
+    ``mean + low``, a double-word value): with it, ``x - mean`` keeps full precision when the
+    deviations are small next to the mean (a row near 1000 with std 0.01 in f32)."""
 
     count: int
     mean: np.ndarray
     m2: np.ndarray
+    low: np.ndarray | None = None
 
     @property
     def variance(self) -> np.ndarray:
         """Population variance ``M2 / count`` per row (NaN-free: 0 rows for count 0)."""
         return self.m2 / max(self.count, 1)
+
+
+def _two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(s, e)`` with ``s = fl(a + b)`` and ``a + b = s + e`` exactly (Knuth's TwoSum)."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
 
 
 def tile_moments(x: np.ndarray) -> Moments:
@@ -72,17 +85,20 @@ def tile_moments(x: np.ndarray) -> Moments:
     cols = x.shape[1]
     if cols == 0:
         z = np.zeros(x.shape[0], acc)
-        return Moments(0, z, z.copy())
+        return Moments(0, z, z.copy(), z.copy())
     # Shifted by the tile's first column: the differences are exact for nearby values
     # (Sterbenz) and small, so their mean and M2 keep full relative precision at any offset.
     dev = xs - xs[:, :1]
     dmean = dev.mean(axis=1, dtype=acc)
     dev -= dmean[:, None]
-    return Moments(cols, xs[:, 0] + dmean, np.einsum("ij,ij->i", dev, dev))
+    mean, low = _two_sum(xs[:, 0], dmean)
+    return Moments(cols, mean, np.einsum("ij,ij->i", dev, dev), low)
 
 
 def merge_moments(a: Moments, b: Moments) -> Moments:
-    """Chan's parallel merge of the statistics of two disjoint column ranges of the same rows."""
+    """Chan's parallel merge of the statistics of two disjoint column ranges of the same rows
+    (the means' low parts carried along: the merged ``mean + low`` is the exact mean to about
+    one rounding of the accumulator relative to the deviations, not to the mean)."""
     if a.mean.shape != b.mean.shape:
         raise WorkloadError(f"layernorm: cannot merge statistics of {a.mean.shape[0]} rows with "
                             f"{b.mean.shape[0]} rows")
@@ -90,10 +106,11 @@ def merge_moments(a: Moments, b: Moments) -> Moments:
         return b if a.count == 0 else a
     n = a.count + b.count
     acc = a.mean.dtype.type
-    delta = b.mean - a.mean
-    mean = a.mean + delta * acc(b.count / n)
+    a_low = 0 if a.low is None else a.low
+    delta = (b.mean - a.mean) + ((0 if b.low is None else b.low) - a_low)
+    mean, err = _two_sum(a.mean, delta * acc(b.count / n))
     m2 = a.m2 + b.m2 + delta * delta * acc(a.count * b.count / n)
-    return Moments(n, mean, m2)
+    return Moments(n, mean, m2, a_low + err)
 
 
 def normalize_tile(x: np.ndarray, moments: Moments, gamma: np.ndarray, beta: np.ndarray,
@@ -103,7 +120,10 @@ def normalize_tile(x: np.ndarray, moments: Moments, gamma: np.ndarray, beta: np.
     ``dtype`` (default: x's)."""
     acc = moments.mean.dtype
     rstd = 1 / np.sqrt(moments.variance + acc.type(eps))
-    y = (x.astype(acc) - moments.mean[:, None]) * rstd[:, None]
+    y = x.astype(acc) - moments.mean[:, None]
+    if moments.low is not None:
+        y -= moments.low[:, None]
+    y *= rstd[:, None]
     y *= gamma.astype(acc, copy=False)
     y += beta.astype(acc, copy=False)
     return y.astype(x.dtype if dtype is None else dtype, copy=False)
