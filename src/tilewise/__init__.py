@@ -7,6 +7,7 @@ used), so ``import tilewise`` and the CLI start fast.
 from __future__ import annotations
 
 import importlib
+from . import _pickle  # noqa: F401  (frozen values picklable for worker processes)
 
 __version__ = "0.1.0"
 

@@ -31,6 +31,9 @@ _OPTIONS = [
     click.option("--json", "as_json", is_flag=True, help="print the Result as JSON"),
     click.option("--plot", type=click.Path(dir_okay=False),
                  help="write the traffic/latency Pareto front to this PNG"),
+    click.option("--verify", is_flag=True,
+                 help="execute the best mapping numerically and compare with the numpy reference "
+                      "(exit 1 on a mismatch)"),
 ]
 
 
@@ -46,7 +49,7 @@ def _progress():
     return bar, lambda done, total: bar.update(task, completed=done, total=total)
 
 
-def _run(workload, arch, objective, top, spatial, double_buffer, as_json, plot):
+def _run(workload, arch, objective, top, spatial, double_buffer, as_json, plot, verify=False):
     from ..search.optimize import search
 
     constraints = {"double_buffer": double_buffer}
@@ -67,6 +70,22 @@ def _run(workload, arch, objective, top, spatial, double_buffer, as_json, plot):
     if plot:
         _plot(result, front, plot)
         click.echo(f"Pareto front ({len(front)} points) written to {plot}")
+    if verify:
+        return _verify(result)
+    return 0
+
+
+def _verify(result) -> int:
+    """Execute the best mapping tile by tile (random inputs, seed 0) against the reference."""
+    from ..blocked.interpreter import verify
+
+    report = verify(result.workload, result.best.mapping, seed=0, arch=result.arch)
+    for o in report.outputs:
+        err = "exact" if o.tolerance == 0 else f"max rel error {o.max_rel:.3g} (tolerance {o.tolerance:.1e})"
+        click.echo(f"verify {o.name} {o.dtype} {'x'.join(map(str, o.shape))}: max |error| "
+                   f"{o.max_abs:.3g}, {err}: {'PASS' if o.passed else 'FAIL'}", err=not o.passed)
+    click.echo("verify: PASS" if report.passed else "verify: FAIL")
+    return 0 if report.passed else 1
 
 
 def _fmt_bytes(n: float) -> str:
@@ -100,6 +119,7 @@ def solution_row(rank: int, sol, workload, arch) -> list[str]:
 
 
 def print_result(result) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     wl, arch = result.workload, result.arch
@@ -108,7 +128,7 @@ def print_result(result) -> None:
                 "K split", "time µs", "× min", "util", "bytes in/out per level"]:
         table.add_column(col, justify="right" if col in ("#", "time µs", "× min", "util") else "left")
     for i, sol in enumerate(result.top, 1):
-        table.add_row(*solution_row(i, sol, wl, arch))
+        table.add_row(*map(escape, solution_row(i, sol, wl, arch)))
     out = console()
     if not out.is_terminal:
         out.width = 220  # pipes and files get the whole table, not an 80-column squeeze
@@ -167,6 +187,7 @@ def register(app: click.Group) -> None:
         if as_json:
             click.echo(json.dumps(out))
             return
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(title=f"{len(out)} problems on {arch.name} by {spec['objective']} (store {store})")
@@ -174,6 +195,9 @@ def register(app: click.Group) -> None:
             table.add_column(col, justify="right" if col in ("time µs", "× min") else "left")
         for w, r in zip(spec["workloads"], out):
             b = r["top"][0]
-            table.add_row(str(w).split(":")[0], b["mapping"], f"{b['latency_s'] * 1e6:,.2f}",
+            table.add_row(escape(str(w).split(":")[0]), escape(b["mapping"]), f"{b['latency_s'] * 1e6:,.2f}",
                           f"{b['xslowdown']:.3f}", "yes" if r["cached"] else "no")
-        console().print(table)
+        out_console = console()
+        if not out_console.is_terminal:
+            out_console.width = 200
+        out_console.print(table)

@@ -50,10 +50,13 @@ def search_many(workloads, arch, objective: str = "latency", top: int = 1, worke
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise TilewiseError(f"workers={workers!r} must be a positive integer or None (all cores)")
     st = Store(store) if isinstance(store, (str, os.PathLike)) else store
+    # the store key's "objective" also carries top and the constraints: a different question
+    # never returns a stored answer to another one
+    key = f"{objective} top={top} " + json.dumps(constraints, sort_keys=True, default=str)
     out: list = [None] * len(workloads)
     todo = []
     for i, w in enumerate(workloads):
-        hit = st.get(w, arch, objective) if st is not None else None
+        hit = st.get(w, arch, key) if st is not None else None
         if hit is not None:
             out[i] = dict(hit, cached=True)
         else:
@@ -61,7 +64,7 @@ def search_many(workloads, arch, objective: str = "latency", top: int = 1, worke
 
     def finish(i, text, seconds):
         if st is not None:
-            st.put(workloads[i], arch, objective, text, seconds)
+            st.put(workloads[i], arch, key, text, seconds)
         out[i] = dict(json.loads(text), cached=False)
         if on_done:
             on_done(i, out[i])

@@ -45,6 +45,7 @@ OBJECTIVES = ("latency", "traffic", "energy", "edp")
 CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles")
 _CHUNK = 4096        # tile combos per model call (times their loop orders)
 _PRODUCT = 1 << 21   # tile combos built at once from per-dim chains
+_ROWS = 1 << 16      # mappings (combo x loop orders) per model call
 
 
 def _rate(arch, op) -> float:
@@ -215,7 +216,10 @@ class Engine:
     # ----- enumeration of a band of tile combos -----
 
     def band(self, lo: float, hi: float, objective: str, stats: dict):
-        """Tile combos with bound in ``(lo, hi]`` that fit single-buffered, all splits."""
+        """Tile combos with bound in ``(lo, hi]``, all splits, sorted by bound: compact
+        ``s [n]``, per-dim chain indices ``idx [n, D]`` (int32) and ``lb [n]``. Tiles, counts and
+        buffers are materialized per evaluation chunk (:meth:`materialize`), so a band of
+        millions of combos costs ~40 bytes each."""
         out = []
         for s, ch in enumerate(self.chains):
             keep = [np.arange(len(c.padded)) for c in ch]
@@ -238,21 +242,33 @@ class Engine:
                 counts = np.stack([ch[j].counts[rows[j]] for j in range(self.D)], 2)  # [n, L, D]
                 lb = self.bound(s, padded, counts, objective)
                 sel = (lb > lo) & (lb <= hi)
-                if not sel.any():
-                    continue
-                rows = [r[sel] for r in rows]
-                counts = counts[sel]
-                tiles = np.stack([ch[j].tiles[rows[j]] for j in range(self.D)], 2)    # [n, L, D]
-                stats["examined_combos"] += len(tiles)
-                ok, bufs, fixed = self.space.fits_single(tiles, stats)
-                if ok.any():
-                    out.append(dict(s=np.full(int(ok.sum()), s), tiles=tiles[ok], counts=counts[ok],
-                                    bufs=bufs[ok], fixed=fixed[ok], lb=lb[sel][ok]))
+                if sel.any():
+                    out.append(dict(s=np.full(int(sel.sum()), s, np.int32),
+                                    idx=np.stack([r[sel] for r in rows], 1).astype(np.int32),
+                                    lb=lb[sel]))
         if not out:
             return None
         band = {k: np.concatenate([o[k] for o in out]) for k in out[0]}
         order = np.argsort(band["lb"], kind="stable")
         return {k: v[order] for k, v in band.items()}
+
+    def materialize(self, c: dict, stats: dict) -> dict | None:
+        """Tiles, counts and single-buffer sizes of a chunk of a band; drops (and counts in
+        ``stats``) the combos that do not fit single-buffered."""
+        tiles = np.empty((len(c["s"]), self.L, self.D), np.int64)
+        counts = np.empty_like(tiles)
+        for s in np.unique(c["s"]):
+            m = c["s"] == s
+            for j in range(self.D):
+                ch = self.chains[s][j]
+                tiles[m, :, j] = ch.tiles[c["idx"][m, j]]
+                counts[m, :, j] = ch.counts[c["idx"][m, j]]
+        stats["examined_combos"] += len(tiles)
+        ok, bufs, fixed = self.space.fits_single(tiles, stats)
+        if not ok.any():
+            return None
+        return dict(s=c["s"][ok].astype(np.int64), tiles=tiles[ok], counts=counts[ok],
+                    bufs=bufs[ok], fixed=fixed[ok], lb=c["lb"][ok])
 
     # ----- evaluation of a chunk -----
 
@@ -292,6 +308,22 @@ class Engine:
             ords.append(np.tile(o, (len(members), 1, 1)))
         rows = np.concatenate(rows)
         ords = np.concatenate(ords) if ords else np.zeros((0, L - 1, D), np.int64)
+        pools = []
+        for start in range(0, len(rows), _ROWS):  # bounded memory: <= _ROWS mappings per model call
+            if pools and top is not None:
+                merged = _Pool.concat(pools)
+                pools = [merged.take(merged.ranked()[:top])] if len(merged) else []
+                if len(pools[0] if pools else ()) >= top:
+                    kth = min(kth, pools[0].a["obj"][pools[0].ranked()[top - 1]])
+            pools.append(self._evaluate_rows(c, sp, rows[start:start + _ROWS],
+                                             ords[start:start + _ROWS], seq0 + start * len(self.db),
+                                             stats, kth, top))
+        return _Pool.concat(pools)
+
+    def _evaluate_rows(self, c: dict, sp: np.ndarray, rows: np.ndarray, ords: np.ndarray,
+                       seq0: int, stats: dict, kth: float, top: int | None) -> _Pool:
+        """Evaluate combos ``c[rows]`` under loop orders ``ords`` (every double-buffer choice)."""
+        st, L, D = self.st, self.L, self.D
         B = len(rows)
         if B == 0:
             return _Pool()
@@ -387,6 +419,9 @@ class Engine:
                     chunk = {k: v[chunk["lb"] <= kth] for k, v in chunk.items()}
                     if len(chunk["lb"]) == 0:
                         break
+                    chunk = self.materialize(chunk, stats)
+                    if chunk is None:
+                        continue
                     pool = self.evaluate_chunk(chunk, stats["candidates"], stats, kth, top)
                     merged = _Pool.concat([best, pool])
                     best = merged.take(merged.ranked()[:top]) if len(merged) else merged
@@ -413,7 +448,9 @@ class Engine:
         band = self.band(-np.inf, np.inf, "traffic", stats)
         front = _Pool()
         for start in range(0, 0 if band is None else len(band["lb"]), _CHUNK):
-            chunk = {k: v[start:start + _CHUNK] for k, v in band.items()}
+            chunk = self.materialize({k: v[start:start + _CHUNK] for k, v in band.items()}, stats)
+            if chunk is None:
+                continue
             pool = self.evaluate_chunk(chunk, stats["candidates"], stats)
             merged = _Pool.concat([front, pool])
             if len(merged):

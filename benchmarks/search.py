@@ -1,0 +1,94 @@
+"""Exact-search benchmark (issue 4): wall time, space size and candidates/s per problem.
+
+Each case runs in its own worker process (one core, BLAS single-threaded) with a time limit,
+so a case whose space is too large for the exact search shows up as "timeout" instead of
+hanging the run. Writes ``benchmarks/results/search.json`` and prints a table.
+
+    python benchmarks/search.py            # default limit 120 s per case
+    python benchmarks/search.py --limit 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import platform
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+CASES = [
+    ("gemm 512x768x768 i8", "gemm", dict(M=512, N=768, K=768, dtype="i8"), "aie-4x2", {}),
+    ("gemm 512x768x768 i16", "gemm", dict(M=512, N=768, K=768, dtype="i16"), "aie-4x2", {}),
+    ("gemm 512x768x3072 i8", "gemm", dict(M=512, N=3072, K=768, dtype="i8"), "aie-4x2", {}),
+    ("conv2d 3x3 64->64 56x56 p1 i8", "conv2d",
+     dict(N=1, C=64, H=56, W=56, K=64, R=3, S=3, padding=1, dtype="i8"), "aie-4x2", {}),
+    ("mha L=512 d=64 i16 (seed 4-core split)", "mha", dict(Lq=512, Lkv=512, d=64, dtype="i16"),
+     "aie-4x2", {}),
+    ("mha L=4096 d=64 i16", "mha", dict(Lq=4096, Lkv=4096, d=64, dtype="i16"), "aie-4x2", {}),
+]
+
+
+def _case(q, kind, kwargs, arch, cons):
+    import tilewise as tw
+
+    w = getattr(tw, kind)(**kwargs)
+    t0 = time.perf_counter()
+    r = tw.search(w, arch, top=5, **cons)
+    dt = time.perf_counter() - t0
+    q.put(dict(seconds=dt, tile_combos=r.stats["tile_combos"],
+               examined_combos=r.stats["examined_combos"], candidates=r.stats["candidates"],
+               evaluated=r.stats["evaluated"], valid=r.stats["valid"],
+               candidates_per_s=r.stats["candidates"] / dt, best=str(r.best.mapping),
+               latency_us=r.best.latency_s * 1e6, xslowdown=r.best.xslowdown))
+
+
+def run_case(name, kind, kwargs, arch, cons, limit):
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    p = ctx.Process(target=_case, args=(q, kind, kwargs, arch, cons))
+    p.start()
+    p.join(limit)
+    if p.is_alive():
+        p.terminate()
+        p.join()
+        return dict(case=name, arch=arch, status=f"timeout > {limit:g} s")
+    if q.empty():
+        return dict(case=name, arch=arch, status=f"failed (exit code {p.exitcode})")
+    return dict(case=name, arch=arch, status="ok", **q.get())
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--limit", type=float, default=120.0, help="seconds per case")
+    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "search.json"))
+    args = ap.parse_args(argv)
+    # warm the numba cache once so no case pays the compile
+    import tilewise as tw
+
+    tw.search(tw.gemm(64, 64, 64), "aie-4x2", top=1)
+    rows = []
+    print(f"{'case':40s} {'status':>16s} {'seconds':>9s} {'tile combos':>15s} "
+          f"{'candidates':>13s} {'cand/s':>11s} {'x min':>7s}")
+    for name, kind, kwargs, arch, cons in CASES:
+        r = run_case(name, kind, kwargs, arch, cons, args.limit)
+        rows.append(r)
+        if r["status"] == "ok":
+            print(f"{name:40s} {'ok':>16s} {r['seconds']:9.2f} {r['tile_combos']:15,d} "
+                  f"{r['candidates']:13,d} {r['candidates_per_s']:11,.0f} {r['xslowdown']:7.4f}",
+                  flush=True)
+        else:
+            print(f"{name:40s} {r['status']:>16s}", flush=True)
+    meta = dict(machine=platform.machine(), python=platform.python_version(),
+                cpus=os.cpu_count(), load_average=os.getloadavg(), limit_s=args.limit)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(dict(meta=meta, rows=rows), indent=2))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""search_many with the SQLite store (resume, keys), the search CLI, empty-space errors."""
+
+import json
+
+import pytest
+
+import tilewise as tw
+from tilewise.cli import main
+from tilewise.errors import CapacityError, TilewiseError
+from tilewise.search.many import search_many
+from tilewise.search.store import Store
+
+from .helpers import small_aie
+
+
+def _problems():
+    return [tw.gemm(16, 8, 32), tw.gemm(8, 8, 16, dtype="i16"), tw.gemm(16, 16, 16)]
+
+
+def test_search_many_equals_search_and_resumes_from_the_store(tmp_path):
+    arch, db = small_aie(rows=2, cols=1, memtile=False), tmp_path / "s.sqlite"
+    ws = _problems()
+    first = search_many(ws[:2], arch, workers=1, store=str(db), double_buffer="none")
+    assert [r["cached"] for r in first] == [False, False]
+    for w, r in zip(ws, first):
+        want = tw.search(w, arch, top=1, double_buffer="none").best
+        assert r["top"][0]["mapping"] == str(want.mapping)
+        assert r["top"][0]["latency_s"] == want.latency_s
+    # an "interrupted" run resumes: finished problems come from the store, the new one is solved
+    again = search_many(ws, arch, workers=2, store=str(db), double_buffer="none")
+    assert [r["cached"] for r in again] == [True, True, False]
+    assert len(Store(str(db))) == 3
+    # other constraints are another question: not answered from the store
+    other = search_many(ws[:1], arch, workers=1, store=str(db), double_buffer="all")
+    assert other[0]["cached"] is False
+
+
+def test_search_many_in_worker_processes_pickles_workloads_and_archs(tmp_path):
+    arch = small_aie(rows=2, cols=1, memtile=False)
+    out = search_many(_problems(), arch, workers=2, double_buffer="none")
+    assert [r["top"][0]["mapping"] for r in out] == [
+        str(tw.search(w, arch, top=1, double_buffer="none").best.mapping) for w in _problems()]
+
+
+def test_search_many_rejects_bad_workers():
+    with pytest.raises(TilewiseError, match="workers=0 must be a positive integer"):
+        search_many(_problems(), small_aie(), workers=0)
+
+
+def test_empty_space_is_explained_with_bytes():
+    arch = small_aie(rows=1, cols=1, core_bytes=1024, bank=512, memtile=False, alignment={"m": 64})
+    with pytest.raises(CapacityError, match=r"capacity is 1,024 B \(short by [\d,]+ B\)"):
+        tw.search(tw.gemm(64, 64, 64), arch)
+
+
+def test_unknown_constraint_and_objective_are_named():
+    with pytest.raises(TilewiseError, match="unknown search constraint 'tile'.*valid: double_buffer"):
+        tw.search(tw.gemm(16, 16, 16), small_aie(), tile={})
+    with pytest.raises(TilewiseError, match="objective 'speed' unknown; valid: latency"):
+        tw.search(tw.gemm(16, 16, 16), small_aie(), objective="speed")
+
+
+def test_cli_search_table_json_and_verify(capsys):
+    args = ["search", "gemm", "--m", "64", "--n", "96", "--k", "80", "--dtype", "i8",
+            "--arch", "aie-4x2", "--top", "2"]
+    assert main(args + ["--verify"]) == 0
+    out = capsys.readouterr().out
+    assert "ddr" in out and "m64 n96 k80" in out and "verify: PASS" in out
+    assert main(args + ["--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    best = tw.search(tw.gemm(64, 96, 80, dtype="i8"), "aie-4x2", top=2).best
+    assert res["top"][0]["mapping"] == str(best.mapping)
+    assert res["top"][0]["xslowdown"] >= 1
+
+
+def test_cli_search_many(tmp_path, capsys):
+    probs = tmp_path / "p.yaml"
+    probs.write_text("arch: aie-4x2\ntop: 1\nproblems:\n  - gemm: {m: 64, n: 64, k: 64}\n")
+    assert main(["search-many", str(probs), "--store", str(tmp_path / "s.sqlite"), "--workers", "1"]) == 0
+    assert "m64 n64 k64" in capsys.readouterr().out
+    assert main(["search-many", str(probs), "--store", str(tmp_path / "s.sqlite"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["cached"] is True
+
+
+def test_cli_problem_list_typo_is_one_clear_error(tmp_path, capsys):
+    probs = tmp_path / "p.yaml"
+    probs.write_text("arch: aie-4x2\nproblem:\n  - gemm: {m: 64, n: 64, k: 64}\n")
+    assert main(["search-many", str(probs)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown key 'problem'" in err and "Traceback" not in err
