@@ -38,6 +38,7 @@ import numpy as np
 from ..errors import CapacityError, SpecError, TilewiseError
 from ..model.batch import MappingBatch
 from ..model.cost import evaluate, evaluate_batch
+from ..model.plan import rate
 from .result import METRICS, Result, Solution
 from .space import Space
 
@@ -46,18 +47,6 @@ CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles")
 _CHUNK = 4096        # tile combos per model call (times their loop orders)
 _PRODUCT = 1 << 21   # tile combos built at once from per-dim chains
 _ROWS = 1 << 16      # mappings (combo x loop orders) per model call
-
-
-def _rate(arch, op) -> float:
-    """Per-core ops per cycle of ``op`` as the model counts them (MACs for mac ops; vector ops
-    for the others, MACs per cycle when the arch lists no vector rate for the type)."""
-    c = arch.compute
-    table = (c.vector_ops_per_cycle if op.kind != "mac" and op.dtype.name in c.vector_ops_per_cycle
-             else c.macs_per_cycle)
-    if op.dtype.name not in table:
-        raise SpecError(f"arch {arch.name} gives no {'MAC' if op.kind == 'mac' else 'vector'} rate "
-                        f"for {op.dtype.name} (op {op.name}); it has: {', '.join(table) or 'none'}")
-    return float(table[op.dtype.name])
 
 
 def link_bandwidths(arch, array_level, used) -> tuple[np.ndarray, np.ndarray]:
@@ -163,7 +152,7 @@ class Engine:
         ideal = 0.0
         for op in workload.ops:
             per_point = op.ops_per_point if op.kind != "mac" else 1
-            c = per_point / _rate(arch, op) / clock
+            c = per_point / rate(arch, op) / clock
             self.op_dims.append([st.dims.index(d) for d in op.dims])
             self.op_c.append(c)
             ideal += int(np.prod([workload.sizes[d] for d in op.dims])) * c / arch.cores
