@@ -1,5 +1,6 @@
-"""Planner: simulated result equals numpy on the tile, nothing outside is touched, and the plan
-length equals the exhaustive minimum over the same instruction family on small tiles."""
+"""Planner: simulated result equals numpy on the tile, nothing outside is touched, every lane
+keeps the footprint rule, and the plan length equals the exhaustive minimum over the planner's
+instruction family on small tiles (W out of place, F_row in place)."""
 
 import numpy as np
 import pytest
@@ -7,7 +8,10 @@ from hypothesis import given, settings, strategies as st
 
 from tilewise.dtypes import dtype
 from tilewise.errors import ISAError
-from tilewise.isa.ascend import Tile, min_plan_length, op_spec, plan, simulate, tile_of_shape
+from tilewise.isa.ascend import (Tile, lane_addresses, min_plan_length, op_spec, plan, simulate,
+                                 tile_of_shape, to_ascend_c)
+from tilewise.isa.ascend.cover import REACH
+from tilewise.isa.ascend.plan import EXACT_BLOCKS
 
 E = {"f16": 16, "i16": 16, "f32": 8, "i32": 8}
 
@@ -24,18 +28,33 @@ def tiles(draw, max_rows=300, max_cols=300):
     return dt, rows, cols, max(pitch, cols)
 
 
-def _run(op, dt, rows, cols, pitch, counter, poison, seed, scalar=None):
+def _check_reach(instrs, dst, size):
+    """Every dst lane (active or masked off) of every executed repeat lies in the tile's blocks
+    or at most REACH blocks past its last one."""
+    first = dst.base // 32
+    last = (dst.base + ((dst.rows - 1) * dst.pitch + dst.cols) * size - 1) // 32
+    for ins in instrs:
+        if ins.repeats():
+            blocks = lane_addresses(ins)[0][0] // 32
+            assert first <= blocks.min() and blocks.max() <= last + REACH
+
+
+def _run(op, dt, rows, cols, pitch, counter, poison, seed, scalar=None, inplace=False):
     d = dtype(dt)
     spec = op_spec(op)
     n_src = {"binary": 2, "unary": 1, "scalar": 1, "duplicate": 0}[spec.kind]
     foot = -(-((rows - 1) * pitch + cols) * d.bytes // 32) * 32
-    ts = [Tile(k * (foot + 256), rows, cols, pitch) for k in range(n_src + 1)]  # windows may reach 256 B past a tile
+    # masked-off lanes may reach 7 blocks (224 B) past a tile: keep 256 B between operands
+    ts = [Tile(k * (foot + 256), rows, cols, pitch) for k in range(n_src + 1)]
+    if inplace:
+        ts[1] = ts[0]
     instrs = plan(op, dt, ts[0], ts[1:], scalar=scalar, counter=counter)
+    _check_reach(instrs, ts[0], d.bytes)
     rng = np.random.default_rng(seed)
     ub = rng.integers(0, 256, (n_src + 1) * (foot + 256), dtype=np.uint8)
     view = ub.view(d.numpy)
     idx = [t.base // d.bytes + t.element_offsets() for t in ts]
-    for i in idx[1:]:
+    for i in idx[int(inplace):]:
         view[i] = rng.integers(1, 9, i.shape).astype(d.numpy)
     before = ub.copy()
     simulate(instrs, ub, poison=poison)
@@ -52,7 +71,7 @@ def _run(op, dt, rows, cols, pitch, counter, poison, seed, scalar=None):
     return instrs
 
 
-@settings(max_examples=60)
+@settings(max_examples=60, deadline=None)
 @given(t=tiles(), op=st.sampled_from(["Add", "Max", "Muls", "Relu", "Duplicate"]),
        counter=st.booleans(), poison=st.booleans(), seed=st.integers(0, 1000))
 def test_plan_computes_exactly_the_tile(t, op, counter, poison, seed):
@@ -63,27 +82,61 @@ def test_plan_computes_exactly_the_tile(t, op, counter, poison, seed):
     _run(op, dt, rows, cols, pitch, counter, poison, seed, scalar)
 
 
-@settings(max_examples=80)
-@given(t=tiles(max_rows=3, max_cols=150), counter=st.booleans())
-def test_plan_length_is_the_brute_force_minimum(t, counter):
+@settings(max_examples=40, deadline=None)
+@given(t=tiles(max_rows=120, max_cols=300), op=st.sampled_from(["Add", "Muls", "Relu"]),
+       counter=st.booleans(), seed=st.integers(0, 1000))
+def test_in_place_plan_computes_exactly_the_tile(t, op, counter, seed):
+    """dst is src(0): every element must be computed once (the simulator rejects a repeat that
+    reads an element an earlier repeat wrote)."""
     dt, rows, cols, pitch = t
-    instrs = plan("Add", dt, *([Tile(0, rows, cols, pitch)] * 3)[:1],
-                  [Tile(0, rows, cols, pitch)] * 2, counter=counter)
-    assert len(instrs) == min_plan_length(dt, rows, cols, pitch, counter=counter)
+    if op == "Relu" and dt == "i16":
+        dt = "i32"
+    scalar = 3 if op == "Muls" else None
+    instrs = _run(op, dt, rows, cols, pitch, counter, False, seed, scalar, inplace=True)
+    written = np.concatenate([a[0][m] for a, m in map(lane_addresses, instrs)])
+    assert np.unique(written).size == written.size
 
 
-@pytest.mark.parametrize("dt, rows, cols, pitch, counter, n", [
-    ("f16", 30, 100, 128, True, 1),   # row gap folded into the repeat stride (8 blocks)
-    ("f16", 1, 1000, None, True, 1),  # counter mode saves the masked tail
-    ("f16", 1, 1000, None, False, 2),  # 11 x 80 + masked tail of 120
-    ("f32", 1, 320, None, False, 1),  # 40 blocks = 5 blocks x 8 repeats, one instruction
-    ("f32", 2, 259, 264, False, 3),   # two row runs + one strip for both rows' tails
-    ("f32", 600, 64, 72, False, 3),   # 255 + 255 + 90 rows
-    ("f32", 600, 64, 72, True, 1),    # full-width strip of 600 rows in counter mode
+@settings(max_examples=80, deadline=None)
+@given(t=tiles(max_rows=4, max_cols=150), counter=st.booleans(), inplace=st.booleans())
+def test_plan_length_is_the_brute_force_minimum(t, counter, inplace):
+    dt, rows, cols, pitch = t
+    size = dtype(dt).bytes
+    if ((rows - 1) * pitch + cols) * size > 32 * EXACT_BLOCKS:
+        cols = min(cols, 32 * EXACT_BLOCKS // size)
+        rows, pitch = 1, cols
+    dst = Tile(0, rows, cols, pitch)
+    srcs = [dst if inplace else Tile(8192, rows, cols, pitch), Tile(16384, rows, cols, pitch)]
+    instrs = plan("Add", dt, dst, srcs, counter=counter)
+    assert len(instrs) == min_plan_length(dt, rows, cols, pitch, counter=counter, inplace=inplace)
+
+
+@pytest.mark.parametrize("dt, rows, cols, pitch, counter, inplace, n, reps", [
+    ("f16", 30, 100, 128, True, False, 1, 30),  # row gap folded into the repeat stride (8 blocks)
+    ("f16", 1, 1000, None, True, False, 1, 8),  # counter mode, 8 repeats (beats 56 overlapping)
+    ("f16", 1, 1000, None, False, False, 1, 56),  # repeat stride 1: 56 overlapping repeats
+    ("f16", 1, 1000, None, False, True, 2, 12),  # in place: 11 x 80 + masked tail of 120
+    ("f32", 1, 320, None, False, False, 1, 5),  # 40 blocks = 5 repeats of 8 blocks
+    ("f32", 2, 259, 264, False, False, 2, 52),  # a row run of 26 overlapping repeats per row
+    ("f32", 2, 259, 264, False, True, 3, 12),  # in place: two row runs + a strip for the tails
+    ("f32", 8, 224, 256, False, False, 1, 28),  # block stride = pitch: 8 rows per repeat
+    ("f32", 16, 192, 256, False, False, 2, 48),  # repeat stride 16: columns 0..63 and 128..191
+    ("f32", 600, 64, 72, False, False, 3, 600),  # 255 + 255 + 90 rows
+    ("f32", 600, 64, 72, True, False, 1, 600),  # full-width strip of 600 rows in counter mode
 ])
-def test_known_plans(dt, rows, cols, pitch, counter, n):
-    instrs = _run("Add", dt, rows, cols, pitch or cols, counter, False, 0)
-    assert len(instrs) == n
+def test_known_plans(dt, rows, cols, pitch, counter, inplace, n, reps):
+    instrs = _run("Add", dt, rows, cols, pitch or cols, counter, not inplace, 0, inplace=inplace)
+    assert (len(instrs), sum(i.repeats() for i in instrs)) == (n, reps)
+
+
+def test_overlapping_repeats_only_out_of_place():
+    t = [Tile(b, 1, 1000) for b in (0, 4096, 8192)]
+    (ins,) = plan("Add", "f16", t[0], t[1:], counter=False)
+    assert ins.ascend_c() == ["Add(dst[0], src0[0], src1[0], 120, 56, {1, 1, 1, 1, 1, 1});"]
+    in_place = plan("Add", "f16", t[0], [t[0], t[2]], counter=False)
+    assert to_ascend_c(in_place).splitlines() == [
+        "Add(dst[0], src0[0], src1[0], 80, 11, {1, 1, 1, 5, 5, 5});",
+        "Add(dst[880], src0[880], src1[880], 120, 1, {1, 1, 1, 8, 8, 8});"]
 
 
 def test_cli_example_plan_text():
@@ -105,6 +158,9 @@ def test_pitch_beyond_255_blocks_uses_row_runs():
     (lambda: plan("Exp", "i32", Tile(0, 2, 8), [Tile(0, 2, 8)]), "Exp does not support .* i32"),
     (lambda: plan("Add", "f16", Tile(0, 2, 8), [Tile(0, 2, 8)]), r"Add needs 2 source tile\(s\)"),
     (lambda: Tile(0, 2, 8, 4), "pitch 4 elements is smaller than its 8 columns"),
+    (lambda: plan("Add", "f16", Tile(0, 2, 8, 16), [Tile(32, 2, 8, 16), Tile(4096, 2, 8, 16)]),
+     r"src0 tile \(base 32, pitch 16\) overlaps the dst tile \(base 0, pitch 16\) without "
+     "being it"),
 ])
 def test_plan_errors(call, msg):
     with pytest.raises(ISAError, match=msg):

@@ -177,3 +177,10 @@ def test_simulator_matches_naive_reference(dt, op, repeat, strides, reps, mask, 
     want = _naive(ins, ub)
     got = simulate([ins], ub.copy())
     np.testing.assert_array_equal(got.view(dtype(dt).numpy), want.view(dtype(dt).numpy))
+
+
+def test_default_unified_buffer_is_192_kib():
+    ub = simulate([VectorInstr("Duplicate", "f16", 192 * 1024 - 256, (), 128, 1, scalar=1)])
+    assert ub.size == 192 * 1024 and (ub.view(np.float16)[-128:] == 1).all()
+    with pytest.raises(ISAError, match="outside the unified buffer of 196608 bytes"):
+        simulate([VectorInstr("Duplicate", "f16", 192 * 1024, (), 128, 1, scalar=1)])

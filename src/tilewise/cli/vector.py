@@ -1,6 +1,7 @@
 """``tilewise vector``: plan Ascend-style vector instructions over a UB tile, and DataCopy calls.
 
     tilewise vector plan add --dtype f16 --rows 30 --cols 100 --pitch 128
+    tilewise vector plan muls --dtype f32 --cols 1000 --scalar 2 --in-place --no-counter
     tilewise vector copy --dtype f16 --gm 128,256 --origin 0,64 --size 64,64
 """
 
@@ -34,39 +35,54 @@ def vector() -> None:
               help="Elements from one row start to the next (default: --cols).")
 @click.option("--scalar", type=float, default=None, help="Scalar of Adds/Muls/Maxs/Mins/Duplicate.")
 @click.option("--no-counter", is_flag=True, help="Forbid counter mode (SetMaskCount).")
+@click.option("--in-place", "in_place", is_flag=True,
+              help="dst is the (first) source tile: each element is computed exactly once.")
 @click.option("--check", is_flag=True,
               help="Simulate the plan on random data and compare with numpy.")
-def plan_cmd(op, dtype_, rows, cols, pitch, scalar, no_counter, check) -> None:
+@click.option("--poison", is_flag=True,
+              help="With --check: overwrite masked-off lanes while simulating (the result must "
+                   "not depend on them).")
+def plan_cmd(op, dtype_, rows, cols, pitch, scalar, no_counter, in_place, check,
+             poison) -> None:
     """Print the fewest Ascend C calls applying OP elementwise over a rows x cols UB tile.
 
-    Operands are placed one after another in the UB (dst at byte 0); --pitch is in elements."""
+    Operands are placed one after another in the UB (dst at byte 0), 256 bytes apart;
+    --pitch is in elements."""
     import numpy as np
 
     from ..dtypes import dtype
+    from ..errors import ISAError
     from ..isa.ascend import Tile, op_spec, plan, simulate, to_ascend_c
 
     spec = op_spec(op)
     dt = dtype(dtype_)
     first = Tile(0, rows, cols, pitch)
-    footprint = -(-((rows - 1) * first.pitch + cols) * dt.bytes // 32) * 32
+    # masked-off lanes may reach 224 bytes past a tile: keep 256 bytes between operands
+    footprint = -(-((rows - 1) * first.pitch + cols) * dt.bytes // 32) * 32 + 256
     n_src = {"binary": 2, "unary": 1, "scalar": 1, "duplicate": 0}[spec.kind]
+    if in_place and n_src == 0:
+        raise ISAError(f"{spec.name} has no source to be in place with")
     tiles = [Tile(k * footprint, rows, cols, first.pitch) for k in range(n_src + 1)]
+    if in_place:
+        tiles[1] = tiles[0]
     value = None if scalar is None else (int(scalar) if dt.is_integer else scalar)
     instrs = plan(spec.name, dt, tiles[0], tiles[1:], scalar=value, counter=not no_counter)
     click.echo(to_ascend_c(instrs))
     n_ctr = sum(i.counter for i in instrs)
-    click.echo(f"// {len(instrs)} vector instruction(s), {n_ctr} in counter mode; "
-               f"{rows}x{cols} {dt.name}, pitch {first.pitch} elements; operands at UB bytes "
-               + ", ".join(str(t.base) for t in tiles))
+    n_rep = sum(i.repeats() for i in instrs)
+    click.echo(f"// {len(instrs)} vector instruction(s), {n_rep} repeat(s), {n_ctr} in counter "
+               f"mode; {rows}x{cols} {dt.name}, pitch {first.pitch} elements; operands at UB "
+               "bytes " + ", ".join(str(t.base) for t in tiles)
+               + (" (in place)" if in_place else ""))
     if check:
         rng = np.random.default_rng(0)
         ub = rng.integers(0, 256, size=(n_src + 1) * footprint + 32, dtype=np.uint8)
         view = ub.view(dt.numpy)
         idx = [(t.base // dt.bytes + t.element_offsets()) for t in tiles]
-        for i in idx[1:]:
+        for i in idx[int(in_place):]:
             view[i] = rng.integers(1, 8, size=i.shape).astype(dt.numpy)
         before = ub.copy()
-        simulate(instrs, ub)
+        simulate(instrs, ub, poison=poison)
         args = [before.view(dt.numpy)[i] for i in idx[1:]]
         if value is not None:
             args.append(dt.numpy.type(value))
@@ -76,11 +92,12 @@ def plan_cmd(op, dtype_, rows, cols, pitch, scalar, no_counter, check) -> None:
         got = ub.view(dt.numpy)[idx[0]]
         outside = np.ones(ub.size, bool)
         outside[(idx[0][..., None] * dt.bytes + np.arange(dt.bytes)).ravel()] = False
-        ok = np.array_equal(got, want, equal_nan=True) and \
-            np.array_equal(ub[outside], before[outside])
-        click.echo(f"// check: simulated result {'equals' if ok else 'DIFFERS FROM'} numpy; "
-                   f"bytes outside dst {'untouched' if ok else 'or changed'}")
-        if not ok:
+        same = np.array_equal(got, want, equal_nan=True)
+        kept = np.array_equal(ub[outside], before[outside])
+        click.echo(f"// check: simulated result {'equals' if same else 'DIFFERS FROM'} numpy; "
+                   + ("masked-off lanes poisoned" if poison else
+                      f"bytes outside dst {'untouched' if kept else 'CHANGED'}"))
+        if not same or not (kept or poison):
             raise SystemExit(1)
 
 

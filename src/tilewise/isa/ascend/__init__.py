@@ -4,7 +4,9 @@
 - :mod:`.instr` — :class:`VectorInstr` with Ascend C's field ranges and its Ascend C text;
 - :mod:`.simulate` — execute instructions on a unified-buffer byte array;
 - :mod:`.plan` — the fewest instructions covering a strided tile;
-- :mod:`.bruteforce` — exhaustive minimum over the planner's family, for small tiles;
+- :mod:`.cover` — exact fewest instructions of the general family ``W`` on small regions;
+- :mod:`.templates` — constructive ``W`` covers (overlapping runs, column strips, windows);
+- :mod:`.bruteforce` — exhaustive minimum over the planner's families, for small tiles;
 - :mod:`.datacopy` — ``DataCopy`` / ``DataCopyPad`` parameters for a GM tile, and their simulation.
 
 Example::
@@ -16,6 +18,7 @@ Example::
 """
 
 from .bruteforce import min_plan_length
+from .cover import REACH, min_cover
 from .datacopy import (CopyCall, DataCopyExtParams, DataCopyParams, GMTensor, UBTile,
                        simulate_copies, tile_copies)
 from .instr import (OPS, BinaryRepeatParams, DuplicateParams, Operand, OpSpec,
@@ -25,9 +28,10 @@ from .plan import Tile, plan, tile_of_shape
 from .simulate import UB_BYTES, lane_addresses, poison_value, simulate
 
 __all__ = [
-    "OPS", "BinaryRepeatParams", "BitMask", "ContinuousMask", "CopyCall", "CounterMask",
+    "OPS", "REACH", "BinaryRepeatParams", "BitMask", "ContinuousMask", "CopyCall", "CounterMask",
     "DataCopyExtParams", "DataCopyParams", "DuplicateParams", "GMTensor", "OpSpec", "Operand",
     "Tile", "UBTile", "UB_BYTES", "UnaryRepeatParams", "VectorInstr", "block_elems",
-    "lane_addresses", "lanes", "min_plan_length", "op_spec", "plan", "poison_value", "simulate",
+    "lane_addresses", "lanes", "min_cover", "min_plan_length", "op_spec", "plan", "poison_value",
+    "simulate",
     "simulate_copies", "tile_copies", "tile_of_shape", "to_ascend_c",
 ]

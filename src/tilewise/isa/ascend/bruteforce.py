@@ -1,26 +1,36 @@
-"""Exhaustive minimum plan length over the planner's instruction family, for small tiles.
+"""Exhaustive minimum plan length over the planner's instruction families, for small tiles.
 
-:func:`min_plan_length` enumerates **every** instruction of the family ``F_row`` (see
-:mod:`.plan`) whose written elements lie inside the tile — runs (normal mode: one repeat with
-any continuous mask, or ``c`` adjacent repeats of ``d`` whole blocks; counter mode: any
-contiguous range from a 32-byte aligned start), strips (a column interval of ``m <= lanes``
-elements over 2..255 consecutive rows, repeat stride = pitch) and counter-mode strips (``lanes``
-columns over ``q`` rows plus a shorter last row) — and finds the fewest of them whose element
-sets partition the tile exactly, by depth-first search on the lowest uncovered element with
-iterative deepening (a depth-limited search for 1, 2, ... instructions, remembering
-which remainders failed at which depth).  Only the dst geometry matters (all operands share masks and repeat counts).
+:func:`min_plan_length` answers in the family :func:`~.plan.plan` uses for the case:
+
+- **out of place** with one geometry for all operands (contiguous, or a pitch that is a
+  multiple of 32 bytes): the family ``W`` (any strides, bitwise masks, overlapping repeats,
+  counter mode; see :mod:`.cover`), by :func:`~.cover.min_cover`;
+- **in place** (or operands with different pitches): the family ``F_row`` (see :mod:`.plan`),
+  by the search below.
+
+For ``F_row`` it enumerates **every** instruction of the family whose written elements lie
+inside the tile — runs (normal mode: one repeat with any continuous mask, or ``c`` adjacent
+repeats of ``d`` whole blocks; counter mode: any contiguous range from a 32-byte aligned start),
+strips (a column interval of ``m <= lanes`` elements over 2..255 consecutive rows, repeat
+stride = pitch) and counter-mode strips (``lanes`` columns over ``q`` rows plus a shorter last
+row) — and finds the fewest of them whose element sets partition the tile exactly, by
+depth-first search on the lowest uncovered element with iterative deepening (a depth-limited
+search for 1, 2, ... instructions, remembering which remainders failed at which depth).  Only
+the dst geometry matters (all operands share masks and repeat counts).
 
 The one pruning is sound: an interval that ends inside a row at an unaligned column can never be
 part of an exact cover (the next element would have to start an instruction at an unaligned
 address), so such candidates are skipped.
 
-Example: ``min_plan_length("f32", 2, 259, 264, counter=False)`` is 3, like the planner.
+Example: ``min_plan_length("f32", 2, 259, 264, counter=False, inplace=True)`` is 3 (two row
+runs and one strip for both rows' tails), like the planner in place; out of place it is 2.
 """
 
 from __future__ import annotations
 
 from ...dtypes import DType, dtype as _dtype
 from ...errors import ISAError
+from .cover import MAX_BLOCKS, min_cover, region_elements
 from .mask import BLOCK_BYTES, block_elems, lanes
 
 MAX_REPEAT = 255
@@ -83,12 +93,20 @@ def _candidates(dt: DType, rows: int, cols: int, pitch: int, counter: bool) -> d
 
 
 def min_plan_length(dtype: "str | DType", rows: int, cols: int, pitch: "int | None" = None, *,
-                    counter: bool = True, limit: int = 200_000) -> int:
-    """Fewest ``F_row`` instructions covering a ``rows x cols`` tile (``pitch`` elements)
-    exactly.  Raises :class:`ISAError` when the tile cannot be covered or the search would
-    visit more than ``limit`` states (the search is meant for small tiles)."""
+                    counter: bool = True, inplace: bool = False, kind: str = "binary",
+                    limit: int = 200_000) -> int:
+    """Fewest instructions covering a ``rows x cols`` tile (``pitch`` elements) in the family
+    the planner uses for it: ``W`` out of place when the rows are contiguous or start 32-byte
+    aligned, else ``F_row`` (in place: exactly, each element once).  ``kind`` is the op kind
+    (block-stride width, ``W`` only).  Raises :class:`ISAError` when the tile cannot be covered
+    or the search would visit more than ``limit`` states (it is meant for small tiles)."""
     dt = _dtype(dtype)
     pitch = cols if pitch is None else pitch
+    if not inplace and (rows == 1 or pitch == cols or pitch * dt.bytes % BLOCK_BYTES == 0):
+        frames = min_cover(region_elements(rows, cols, pitch), dt, kind=kind, counter=counter,
+                           max_depth=MAX_BLOCKS, limit=limit)
+        assert frames is not None  # one instruction per block always covers
+        return len(frames)
     by_low = _candidates(dt, rows, cols, pitch, counter)
     biggest = max((c.bit_count() for cands in by_low.values() for c in cands), default=1)
     failed: dict[int, int] = {}  # rest -> largest depth known to be insufficient

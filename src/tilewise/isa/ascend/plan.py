@@ -2,10 +2,30 @@
 
 The region is a strided 2-D :class:`Tile`: ``rows x cols`` elements, row ``r`` starting at UB
 byte ``base + r * pitch * sizeof(T)`` (``pitch`` in elements, default ``cols``).  Every operand
-(dst, and src0/src1 or src) has its own tile of the same ``rows x cols``.
+(dst, and src0/src1 or src) has its own tile of the same ``rows x cols``; tile bases are 32-byte
+aligned.  A source tile equal to dst (same base and pitch) makes the op *in place*; a source
+that shares elements with dst without being it is rejected.
 
-**The instruction family** (``F_row``) the planner chooses from, and within which its plans are
-minimal: instructions with all block strides 1 and either
+**Two instruction families**, by case:
+
+``W`` — out of place, all operands with one pitch (contiguous, or a multiple of 32 bytes).
+Every legal instruction whose active dst lanes all lie in the tile: any block stride, any
+repeat stride, any repeat count, continuous or bitwise masks, counter mode — including
+*overlapping repeats* (repeat stride smaller than the blocks a repeat spans): writing an
+element twice stores the same value twice when no source aliases dst.  For example f16
+``1 x 1000`` without counter mode is one instruction of 56 repeats at repeat stride 1 (mask 120:
+seven whole blocks and the 8 elements of the last block) where ``F_row`` needs two, and f32
+``8 x 224`` at pitch 256 one instruction with block stride = pitch (the 8 blocks of a repeat
+are the 8 rows) where ``F_row`` needs four.  Fewer instructions can mean more repeats (56
+against 8 here): plans are minimal in instructions, the measure this planner optimizes.  The
+planner takes the best of the ``F_row`` plans and of three constructions (:mod:`.templates`:
+overlapping row runs, column strips with block stride = pitch, windows at repeat stride
+``pitch / m``), and on regions spanning at most :data:`EXACT_BLOCKS` blocks the exhaustive
+minimum (:func:`~.cover.min_cover`).
+
+``F_row`` — in place (each element must be computed exactly once: a repeat must not read an
+element an earlier repeat wrote) and operands with different pitches.  Instructions with all
+block strides 1 and either
 
 - a *run*: repeats adjacent in memory inside one row (or anywhere in a tile whose operands are
   all contiguous), i.e. ``c`` repeats of ``d`` blocks with continuous mask ``d * E`` and repeat
@@ -16,18 +36,31 @@ minimal: instructions with all block strides 1 and either
   multiple of 32 bytes and at most 255 blocks), in chunks of at most 255 rows; full-width
   strips (``m == lanes``) of more than 255 rows use one counter-mode instruction;
 
-such that every element of the region is written exactly once and nothing outside it.  Counter
-mode is used only when it makes the plan strictly shorter.  The planner solves a dynamic
-program over column positions (each column interval is a strip or a run in every row); runs of
-``b`` aligned blocks are split into the fewest ``d x c`` pieces (``d <= 8``, ``c <= 255``).  For
-``rows <= 255`` this is the exact minimum over ``F_row`` (checked against
-:func:`~.bruteforce.min_plan_length`, an exhaustive search, on small regions); for more rows it
-applies the same column partition to all rows (an upper bound).
+such that every element of the region is written exactly once and nothing outside it.  A
+dynamic program over column positions (each column interval is a strip or a run in every row;
+runs of ``b`` aligned blocks split into the fewest ``d x c`` pieces, ``d <= 8``, ``c <= 255``)
+gives the exact minimum over ``F_row`` for ``rows <= 255``; for more rows it applies the same
+column partition to all rows (an upper bound).
 
-Not in the family, and sometimes shorter: repeat strides that hop between columns and rows,
-bitwise masks selecting several short rows in one repeat, block strides > 1.  For instance f32
-rows of 192 elements at pitch 256 take 3 strips here, but 2 instructions with a repeat stride of
-16 blocks covering columns 0..63 and 128..191 of every row at once.
+**Rules every plan keeps.**  The footprint rule (:data:`~.cover.REACH`): no dst lane of an
+executed repeat, active or masked off, lies before the tile's first 32-byte block or more than
+7 blocks (224 bytes) past its last block.  Plans compare by instruction count, then by
+instructions in counter mode or with overlapping repeats (counter mode costs a mode switch,
+overlapping repeats compute elements again — so counter mode is used only when it saves
+instructions), then by repeats executed, then by bitwise masks.  Out of place the
+instructions are put in an order in which no masked-off lane of an instruction falls on an
+element an earlier one wrote, so the result does not depend on masked-off lanes being
+preserved (``simulate(..., poison=True)``); in ``W`` a plan without such an order is passed over
+for the next best one.  In place no order can give that guarantee (a masked-off lane on an
+element of another instruction clobbers either its input or its result), and plans rely on the
+hardware leaving masked-off lanes untouched, as :func:`~.simulate.simulate` does by default.
+
+**Exactness.**  Out of place, on regions spanning at most :data:`EXACT_BLOCKS` blocks, the plan
+length equals :func:`~.bruteforce.min_plan_length` (the exhaustive minimum over ``W``, itself
+checked against an independent enumeration of ``W`` on tiny regions) unless the search's state
+budget runs out or no minimum plan has a poison-safe order (neither seen on 9 000 random small
+tiles); beyond that it is an upper bound.  In place it is the minimum over ``F_row`` for
+``rows <= 255``.
 
 Example: ``plan("Add", "f16", Tile(0, 30, 100, 128), [Tile(8192, 30, 100, 128),
 Tile(16384, 30, 100, 128)])`` is one instruction,
@@ -43,12 +76,21 @@ import numpy as np
 
 from ...dtypes import DType, dtype as _dtype
 from ...errors import ISAError
+from .cover import REACH, Frame, min_cover, region_elements
 from .instr import (BinaryRepeatParams, DuplicateParams, Operand, UnaryRepeatParams,
                     VectorInstr, op_spec)
-from .mask import BLOCK_BYTES, BLOCKS_PER_REPEAT, ContinuousMask, CounterMask, block_elems, lanes
+from .mask import (BLOCK_BYTES, BLOCKS_PER_REPEAT, U64, BitMask, ContinuousMask, CounterMask,
+                   block_elems, lanes)
+from .simulate import lane_addresses
+from .templates import column_strips, periodic_rows, row_windows
 
 MAX_REPEAT = 255
 """Largest ``repeatTime``."""
+EXACT_BLOCKS = 40
+"""Out-of-place regions spanning at most this many 32-byte blocks get the exhaustive search
+(:func:`~.cover.min_cover`)."""
+EXACT_STATES = 300_000
+"""State budget of that search inside :func:`plan`; past it the constructive plan is kept."""
 
 
 @dataclass(frozen=True)
@@ -237,26 +279,29 @@ def _run(b: _Builder, row: int, x: int, end: int, E: int, L: int, tail: int,
 def _solve(b: _Builder, R: int, C: int, strips: bool, counter: bool) -> list[VectorInstr]:
     E, L = block_elems(b.dt), lanes(b.dt)
     _, steps = _row_plan(R, C, E, L, strips, counter)
-    return _poison_safe_order(_emit(b, R, C, E, L, steps, counter))
+    return _emit(b, R, C, E, L, steps, counter)
 
 
-def _poison_safe_order(instrs: list[VectorInstr]) -> list[VectorInstr]:
+def _poison_safe_order(instrs: list[VectorInstr]) -> "list[VectorInstr] | None":
     """Order the instructions so that no masked-off destination lane of an instruction lands on
-    an element written by an earlier one: if ``A``'s masked-off lanes cover elements ``B``
-    writes, ``A`` runs first (a topological order, otherwise keeping the emission order).  The
-    result then never depends on masked-off lanes being preserved, which
-    ``simulate(..., poison=True)`` checks.  Without such an order (a cycle) the emission order is
-    kept: correct on hardware, where masked-off lanes are untouched."""
-    from .simulate import lane_addresses
-
-    writer: dict[int, int] = {}
-    holes = []
-    for k, ins in enumerate(instrs):
-        addr, active = lane_addresses(ins)
-        for a in addr[0][active].tolist():
-            writer[a] = k
-        holes.append(addr[0][~active].tolist())
-    after = [sorted({writer[a] for a in h if a in writer} - {k}) for k, h in enumerate(holes)]
+    an element whose final value an earlier one wrote: if ``A``'s masked-off lanes cover an
+    element last written (in emission order) by ``B``, ``A`` runs before ``B`` (a topological
+    order, otherwise keeping the emission order).  The result on the tile then never depends
+    on masked-off lanes being preserved, which ``simulate(..., poison=True)`` checks.  Returns
+    ``None`` when no such order exists (a cycle)."""
+    if len(instrs) < 2:
+        return list(instrs)
+    size = instrs[0].dtype.bytes
+    lane_sets = [lane_addresses(ins) for ins in instrs]
+    lo = min(int(a[0].min()) for a, _ in lane_sets) // size
+    hi = max(int(a[0].max()) for a, _ in lane_sets) // size + 1
+    writer = np.full(hi - lo, -1, dtype=np.int64)
+    for k, (addr, active) in enumerate(lane_sets):
+        writer[addr[0][active] // size - lo] = k
+    after = []
+    for k, (addr, active) in enumerate(lane_sets):
+        w = np.unique(writer[addr[0][~active] // size - lo])
+        after.append([int(j) for j in w if j >= 0 and j != k])
     indegree = [0] * len(instrs)
     for succ in after:
         for j in succ:
@@ -272,18 +317,112 @@ def _poison_safe_order(instrs: list[VectorInstr]) -> list[VectorInstr]:
             if indegree[j] == 0:
                 ready.append(j)
     if len(order) < len(instrs):
-        return instrs
+        return None
     return [instrs[k] for k in order]
 
 
-def plan(op: str, dtype: "str | DType", dst: Tile, srcs: "list[Tile] | tuple[Tile, ...]" = (),
-         *, scalar: "int | float | None" = None, counter: bool = True) -> list[VectorInstr]:
-    """The shortest instruction list (in the family ``F_row`` of the module docstring) applying
-    ``op`` elementwise over the tiles: ``dst[r, c] = op(srcs[0][r, c], ...)``.
+def _within_reach(instrs: list[VectorInstr], dst: Tile) -> bool:
+    """The footprint rule (:data:`~.cover.REACH`): no dst lane of an executed repeat, active
+    or masked off, before the tile's first 32-byte block or more than ``REACH`` blocks past its
+    last block."""
+    if not instrs:
+        return True
+    size = instrs[0].dtype.bytes
+    first = dst.base // BLOCK_BYTES
+    last = (dst.base + ((dst.rows - 1) * dst.pitch + dst.cols) * size - 1) // BLOCK_BYTES
+    for ins in instrs:
+        reps = ins.repeats()
+        if reps == 0:
+            continue
+        blk, rep = ins.strides()[0]
+        start = ins.dst.addr(size) // BLOCK_BYTES
+        if start < first or start + (reps - 1) * rep + (BLOCKS_PER_REPEAT - 1) * blk \
+                > last + REACH:
+            return False
+    return True
 
-    ``counter=False`` forbids counter mode.  Raises :class:`ISAError` when the tiles differ in
-    shape, a tile base is not 32-byte aligned, or the rows cannot be covered (a strided tile
-    whose pitch is not a multiple of 32 bytes)."""
+
+def _rewrites(ins: VectorInstr) -> bool:
+    """True when two repeats of ``ins`` write one element (overlapping repeats)."""
+    if ins.repeats() < 2:
+        return False
+    addr, active = lane_addresses(ins)
+    written = addr[0][active]
+    return np.unique(written).size < written.size
+
+
+def _cost(p: list[VectorInstr]) -> tuple[int, int, int, int]:
+    """Plans compare by instructions; then by instructions in counter mode or with overlapping
+    repeats (counter mode needs a mode switch, overlapping repeats compute elements again);
+    then by repeats executed (vector cycles); then by bitwise masks."""
+    return (len(p), sum(i.counter or _rewrites(i) for i in p), sum(i.repeats() for i in p),
+            sum(isinstance(i.mask, BitMask) for i in p))
+
+
+def _pick(candidates: list[list[VectorInstr]], dst: Tile, safe_first: bool) -> list[VectorInstr]:
+    """The cheapest candidate that obeys the footprint rule, put in a poison-safe order.  When
+    it has none: with ``safe_first`` the next cheapest one that has, else (or if no candidate
+    has one) the cheapest in emission order — correct on hardware, where masked-off lanes are
+    untouched."""
+    ok = sorted((p for p in candidates if _within_reach(p, dst)), key=_cost)
+    for p in ok if safe_first else ok[:1]:
+        ordered = _poison_safe_order(p)
+        if ordered is not None:
+            return ordered
+    return ok[0]
+
+
+def _frame_instr(b: _Builder, f: Frame) -> VectorInstr:
+    """The instruction of frame ``f`` (relative to each tile's base) on every operand."""
+    E = block_elems(b.dt)
+    ops = [Operand(n, t.base, f.start * E) for n, t in zip(b.names, b.tiles)]
+    if f.count:
+        mask, repeat = CounterMask(f.count), 1
+    elif f.lanes == (1 << f.lanes.bit_length()) - 1:
+        mask, repeat = ContinuousMask(f.lanes.bit_length()), f.repeat
+    else:
+        mask, repeat = BitMask(f.lanes & U64, f.lanes >> 64), f.repeat
+    k, s = f.blk, f.rep
+    params = (BinaryRepeatParams(k, k, k, s, s, s) if b.kind == "binary" else
+              DuplicateParams(k, s) if b.kind == "duplicate" else UnaryRepeatParams(k, k, s, s))
+    return VectorInstr(b.op, b.dt, ops[0], tuple(ops[1:]), mask, repeat, params, b.scalar)
+
+
+def _aliasing(names: list[str], tiles: list[Tile], size: int) -> bool:
+    """True when a source tile is the dst tile itself (in place); :class:`ISAError` when a
+    source shares some elements with dst without being it."""
+    dst = tiles[0]
+    inplace, dst_el = False, None
+    for name, t in zip(names[1:], tiles[1:]):
+        if (t.base, t.pitch) == (dst.base, dst.pitch):
+            inplace = True
+            continue
+        lo = max(t.base, dst.base)
+        hi = min(t.base + ((t.rows - 1) * t.pitch + t.cols) * size,
+                 dst.base + ((dst.rows - 1) * dst.pitch + dst.cols) * size)
+        if lo >= hi:
+            continue
+        if dst_el is None:
+            dst_el = dst.base + dst.element_offsets().ravel() * size
+        t_el = t.base + t.element_offsets().ravel() * size
+        if (t.base - dst.base) % size or np.intersect1d(dst_el, t_el).size:
+            raise ISAError(f"{name} tile (base {t.base}, pitch {t.pitch}) overlaps the dst tile "
+                           f"(base {dst.base}, pitch {dst.pitch}) without being it; a source "
+                           "must be the dst tile itself (in place) or disjoint from it")
+    return inplace
+
+
+def plan(op: str, dtype: "str | DType", dst: Tile, srcs: "list[Tile] | tuple[Tile, ...]" = (),
+         *, scalar: "int | float | None" = None, counter: bool = True,
+         exact: bool = True) -> list[VectorInstr]:
+    """The shortest instruction list applying ``op`` elementwise over the tiles,
+    ``dst[r, c] = op(srcs[0][r, c], ...)``: fewest instructions of ``W`` out of place (a source
+    tile equal to dst makes the op in place: then of ``F_row``; see the module docstring).
+
+    ``counter=False`` forbids counter mode; ``exact=False`` skips the exhaustive search on
+    small regions.  Raises :class:`ISAError` when the tiles differ in shape, a tile base is not
+    32-byte aligned, a source overlaps dst without being it, or the rows cannot be covered (a
+    strided tile whose pitch is not a multiple of 32 bytes)."""
     spec = op_spec(op)
     dt = _dtype(dtype)
     tiles = [dst, *srcs]
@@ -293,7 +432,8 @@ def plan(op: str, dtype: "str | DType", dst: Tile, srcs: "list[Tile] | tuple[Til
     if dt.name not in spec.dtypes:
         raise ISAError(f"{spec.name} does not support element type {dt.name}; supported: "
                        f"{', '.join(spec.dtypes)}")
-    for name, t in zip(["dst", "src0", "src1"] if need == 2 else ["dst", "src"], tiles):
+    names = ["dst", "src0", "src1"] if need == 2 else ["dst", "src"]
+    for name, t in zip(names, tiles):
         if not isinstance(t, Tile):
             raise ISAError(f"{name} must be a Tile, got {type(t).__name__}")
         if (t.rows, t.cols) != (dst.rows, dst.cols):
@@ -301,6 +441,7 @@ def plan(op: str, dtype: "str | DType", dst: Tile, srcs: "list[Tile] | tuple[Til
                            "all operand tiles must have the same shape")
         if t.base % BLOCK_BYTES:
             raise ISAError(f"{name} tile base {t.base} is not 32-byte aligned")
+    inplace = _aliasing(names, tiles, dt.bytes)
     b = _Builder(spec.name, dt, tiles, scalar)
     R, C = dst.rows, dst.cols
     candidates = []
@@ -321,7 +462,26 @@ def plan(op: str, dtype: "str | DType", dst: Tile, srcs: "list[Tile] | tuple[Til
             f"({bad.pitch * dt.bytes} bytes) do not start 32-byte aligned, and vector operands "
             f"must; use a pitch that is a multiple of {BLOCK_BYTES // dt.bytes} elements"
         )
-    return min(candidates, key=lambda p: (len(p), sum(i.counter for i in p)))
+    if inplace or any(t.pitch != dst.pitch for t in tiles):
+        return _pick(candidates, dst, safe_first=False)
+    # out of place, one geometry for all operands: the family W
+    E, P = block_elems(dt), dst.pitch
+    kmax = 255 if spec.kind == "binary" else 65535
+    for frames in (row_windows(R, C, P, E), column_strips(R, C, P, E, kmax),
+                   periodic_rows(R, C, P, E)):
+        if frames:
+            candidates.append([_frame_instr(b, f) for f in frames])
+    best = _pick(candidates, dst, safe_first=True)
+    span = ((R - 1) * P + C - 1) // E + 1
+    if exact and len(best) > 1 and span <= EXACT_BLOCKS:
+        try:
+            frames = min_cover(region_elements(R, C, P), dt, kind=spec.kind, counter=counter,
+                               max_depth=len(best) - 1, limit=EXACT_STATES)
+        except ISAError:  # state budget exhausted: keep the constructive plan
+            frames = None
+        if frames is not None:
+            best = _pick([[_frame_instr(b, f) for f in frames], best], dst, safe_first=True)
+    return best
 
 
 def tile_of_shape(shape, base: int = 0) -> Tile:

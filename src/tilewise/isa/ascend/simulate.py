@@ -18,7 +18,9 @@
 
 Masked-off lanes are left untouched.  With ``poison=True`` the masked-off destination lanes of
 every executed repeat are overwritten with :func:`poison_value` (NaN, or the byte pattern 0x5A
-for integers), modelling them as undefined, so a test can prove no result depends on them.
+for integers), modelling them as undefined, so a test can prove no result depends on them; the
+poison of an instruction is written before its active lanes (an element that one repeat masks
+off and another repeat of the same instruction writes ends with the written value).
 
 Example (the seed's int16 example, mask 64 of 128 lanes)::
 
