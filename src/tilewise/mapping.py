@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Iterable, Mapping as TMapping, Sequence
 
 from .errors import MappingError, ParseError
+from .ir.workload import as_int as _as_int  # numpy integers become ints (equality, JSON)
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,9 @@ class Spatial:
 
     dim: str
     ways: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "ways", _as_int(self.ways))
 
     def __str__(self) -> str:
         return f"{self.dim}{self.ways}"
@@ -57,7 +61,7 @@ class LevelMapping:
 
     def __post_init__(self):
         tiles = self.tiles.items() if isinstance(self.tiles, TMapping) else self.tiles
-        object.__setattr__(self, "tiles", tuple((str(d), t) for d, t in tiles))
+        object.__setattr__(self, "tiles", tuple((str(d), _as_int(t)) for d, t in tiles))
         object.__setattr__(self, "order", tuple(self.order))
         object.__setattr__(self, "bypass", frozenset(self.bypass))
         object.__setattr__(self, "double_buffer", frozenset(self.double_buffer))

@@ -48,7 +48,16 @@ def test_chains():
     (lambda: gemm(0, 4, 4), "dim m: size 0 must be a positive integer"),
     (lambda: gemm(4, -1, 4), "dim n: size -1"),
     (lambda: gemm(4, 4, 2.5), "dim k: size 2.5"),
-    (lambda: gemm(4, 4, 4, dtype="int3"), "unknown dtype 'int3'"),
+    (lambda: gemm(4, 4, 4, dtype="int3"), "unknown dtype 'int3'; valid: i8, i16, i32, bf16, f16, f32$"),
+    (lambda: mha(4, 4, 4, dtype="bf16", out_dtype="fp8"), "unknown out_dtype 'fp8'; valid: i8, i16"),
+    (lambda: layernorm(4, 4, dtype="f64"), "f64 is not supported by workloads"),
+    (lambda: gemm(True, 4, 4), "dim m: size True must be a positive integer"),
+    (lambda: conv2d(1, 1, 8, 8, 1, 3, 3, stride=(1, 2, 3)), "stride .* must be an int or a pair"),
+    (lambda: conv2d(1, 1, 8, 8, 0, 3, 3), "conv2d: K=0 must be a positive integer"),
+    (lambda: batched_gemm(0, 4, 4, 4), "dim b: size 0"),
+    (lambda: gemm_chain(4, 4, -2, 4), "dim l: size -2"),
+    (lambda: layernorm(4, 0), "dim c: size 0"),
+    (lambda: einsum("mk,kn->mn", m=2, k=3, n=0), "dim n: size 0"),
     (lambda: gemm(4, 4, 4, dtype="f64"), "f64 is not supported by workloads; valid: i8, i16"),
     (lambda: conv2d(1, 1, 2, 2, 1, 5, 5), "does not fit the 2x2 input"),
     (lambda: conv2d(1, 1, 8, 8, 1, 3, 3, stride=0), "stride 0 .* must be >= 1"),
@@ -113,3 +122,42 @@ def test_chain_ops_must_share_the_spine():
                        Op("Y", "elementwise", Y, (B,), "i8")))
     with pytest.raises(WorkloadError, match="reads T before op T produces it"):
         Chain("x", d, (Op("Y", "mac", Y, (T, B), "i8"), Op("T", "mac", T, (A,), "i8")))
+
+
+def test_numpy_integer_sizes_are_sizes():
+    """Sizes often come out of numpy arrays: any integer type is accepted and stored as int."""
+    np = pytest.importorskip("numpy")
+    w = gemm(np.int64(64), np.int32(48), np.uint16(32))
+    assert w == gemm(64, 48, 32) and all(type(s) is int for s in w.sizes.values())
+    c = conv2d(*map(np.int64, (1, 8, 14, 14, 16, 3, 3)), stride=np.int64(2), padding=(np.int8(1), 1))
+    assert c == conv2d(1, 8, 14, 14, 16, 3, 3, stride=2, padding=1)
+    assert Tensor("A", "i8", ("m",), (np.int64(4),)).shape == (4,)
+    with pytest.raises(WorkloadError, match=r"dim m: size np.float64\(4.0\) must be a positive"):
+        gemm(np.float64(4.0), 4, 4)
+
+
+CONSTRUCTED = {
+    "gemm": lambda dt: gemm(4, 5, 6, dtype=dt),
+    "batched_gemm": lambda dt: batched_gemm(2, 4, 5, 6, dtype=dt),
+    "conv2d": lambda dt: conv2d(1, 2, 6, 6, 3, 3, 3, padding=1, dtype=dt),
+    "gemm_chain": lambda dt: gemm_chain(4, 5, 6, 7, dtype=dt),
+    "mha": lambda dt: mha(8, 12, 4, heads=2, dtype=dt),
+    "layernorm": lambda dt: layernorm(4, 8, dtype=dt),
+    "einsum": lambda dt: einsum("abc,c->ab", a=2, b=3, c=4, dtype=dt),
+}
+ACCUMULATOR = {"i8": "i32", "i16": "i32", "i32": "i32", "bf16": "f32", "f16": "f32", "f32": "f32"}
+
+
+@pytest.mark.parametrize("name", CONSTRUCTED)
+@pytest.mark.parametrize("dt", ACCUMULATOR)
+def test_every_constructor_takes_every_dtype_and_accumulates_wide(name, dt):
+    """Inputs keep the dtype; every op accumulates in i32 (integers) or f32 (16-bit floats and
+    f32); mac outputs and fused mac intermediates are stored in the accumulator type."""
+    w = CONSTRUCTED[name](dt)
+    for op in w.ops:
+        assert op.dtype.name == dt and op.accumulator.name == ACCUMULATOR[dt], op.name
+        if op.kind == "mac":
+            assert op.output.dtype.name == ACCUMULATOR[dt], op.name
+    inputs = {t.name for op in w.ops for t in op.inputs} - {t.name for t in w.intermediates}
+    for name_ in inputs - {"stats"}:
+        assert w.tensor(name_).dtype.name == dt, name_

@@ -282,7 +282,10 @@ def test_unaligned_source():
 
 
 def test_large_streaming_path_matches_reference():
-    x = np.random.default_rng(5).integers(-100, 100, (600, 1100)).astype(np.float32)  # > 1 MiB
+    from tilewise.layout.kernels import STREAMING_BYTES
+
+    x = np.random.default_rng(5).integers(-100, 100, (1500, 1100)).astype(np.float32)
+    assert x.nbytes >= STREAMING_BYTES  # written with non-temporal stores
     for tiles in [(32, 32), (16, 2), (128, 128), (8, 128)]:
         p = pack(x, (0, 1), tiles, padding_value=-1.0)
         assert np.array_equal(p, pack_reference(x, (0, 1), tiles, padding_value=-1.0))

@@ -20,12 +20,26 @@ def _run(packing, src, dst, packed_is_src, pad, *, streaming, max_unit):
     status = kernels.run(nest, kernels.byte_view(src), kernels.byte_view(dst), pattern,
                          streaming)
     assert status == kernels.OK
+    return nest
 
 
-def _check_both_ways(x, pos, tiles, perm, pad_value):
+def _aligned(a, fill, offset=0):
+    """A copy of ``a``'s shape and dtype filled with ``fill``, starting ``offset`` bytes past a
+    64-byte line boundary (the line-store paths need line-aligned destinations)."""
+    raw = np.empty(a.nbytes + 128, np.uint8)
+    start = (-raw.ctypes.data) % 64 + offset
+    out = raw[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
+    out[...] = fill
+    return out
+
+
+def _check_both_ways(x, pos, tiles, perm, pad_value, offsets=(0,)):
+    """Pack and unpack with every store kind and unit, into fresh arrays and into
+    destinations ``offsets`` bytes past a line boundary; returns the streaming nests."""
     packing = verify(x.shape, pos, tiles, perm)
     pad = np.array(pad_value, dtype=x.dtype)
     ref = pack_reference(x, pos, tiles, perm, padding_value=pad_value)
+    nests = []
     for streaming in (False, True):
         for max_unit in (8, 2, 1):
             packed = np.full(ref.shape, 7, dtype=x.dtype)
@@ -34,6 +48,16 @@ def _check_both_ways(x, pos, tiles, perm, pad_value):
             back = np.full(x.shape, 5, dtype=x.dtype)
             _run(packing, ref, back, True, pad, streaming=streaming, max_unit=max_unit)
             assert back.tobytes() == x.tobytes(), (streaming, max_unit)
+        for offset in offsets:
+            packed = _aligned(ref, 7, offset)
+            nests.append(_run(packing, _aligned(x, x, offset), packed, False, pad,
+                              streaming=streaming, max_unit=8))
+            assert packed.tobytes() == ref.tobytes(), (streaming, offset)
+            back = _aligned(x, 5, offset)
+            nests.append(_run(packing, _aligned(ref, ref, offset), back, True, pad,
+                              streaming=streaming, max_unit=8))
+            assert back.tobytes() == x.tobytes(), (streaming, offset)
+    return nests
 
 
 @given(problems())
@@ -54,6 +78,43 @@ def test_gathers_transposes_and_chunks(shape, tiles, dt):
     x = (np.random.default_rng(7).standard_normal(shape) * 50).astype(dt)
     _check_both_ways(x, (0, 1), tiles, (), 1)
     _check_both_ways(x, (1, 0), tiles[::-1], (1, 0), 1)
+
+
+@pytest.mark.parametrize("shape, tiles, dt", [
+    ((48, 4096), (16, 2), np.float32),  # unpack: 8x8 transposes streamed as whole lines
+    ((37, 1030), (16, 2), np.float32),  # ... with row and column remainders (and padding);
+    # pack: 4 rows of 16 words at a time, shifted to the destination's lines
+    ((24, 2000), (8, 1), np.float64),  # pack: 8 rows of 8 words make 512 bytes in a row
+    ((64, 2048), (16, 32), np.int8),  # panels: 2 runs of 32 bytes a line
+    ((48, 1024), (16, 32), ml_dtypes.bfloat16),  # runs of a whole line: no panel
+    ((40, 1088), (8, 16), np.int8),  # 4 runs of 16 bytes a line
+    ((24, 560), (3, 8), np.int8),  # 8 runs of 8 bytes a line; 70 runs: a ragged group
+    ((32, 96), (16, 32), np.int8),  # 3 runs a row: one group and a ragged run
+])
+def test_line_transposes_and_panels(shape, tiles, dt):
+    x = (np.random.default_rng(11).standard_normal(shape) * 50).astype(dt)
+    nests = []
+    for pos, t, perm in (((0, 1), tiles, ()), ((1, 0), tiles[::-1], (1, 0))):
+        # Every phase of the destination's lines: the line stores shift the rows' units.
+        nests += _check_both_ways(x, pos, t, perm, 1, offsets=range(0, 64, 8))
+    if 8 < np.dtype(dt).itemsize * tiles[1] < 64:  # runs of 2 or 4 units: panels
+        assert any(n.panel for n in nests)
+
+
+def test_panel_plans():
+    # Unpacking i8 T(16,32): rows of 32-byte runs, one from every 512-byte tile; as a panel,
+    # two tiles are read in order and each of the 16 destination rows gets a whole line.
+    nest = _nest(verify((4096, 4096), (0, 1), (16, 32)), 1, 8, True)
+    assert nest.panel and nest.table[:, :3].tolist() == [[256, 8192, 8192], [16, 4, 512],
+                                                         [128, 64, 4], [4, 1, 1]]
+    assert _nest(verify((4096, 4096), (0, 1), (8, 16)), 1, 8, True).panel
+    # Not panels: packs (the destination is already read in order), runs of a line or more,
+    # clipped nests, single-row tiles.
+    assert not _nest(verify((4096, 4096), (0, 1), (16, 32)), 1, 8, False).panel
+    assert not _nest(verify((4096, 4096), (0, 1), (16, 32)), 2, 8, True).panel
+    assert not _nest(verify((4096, 4096), (0, 1), (32, 32)), 4, 8, True).panel
+    assert not _nest(verify((500, 1000), (0, 1), (16, 32)), 1, 8, True).panel
+    assert not _nest(verify((64, 64), (1,), (32,)), 1, 8, True).panel
 
 
 def test_documented_nest_and_stream_split():
@@ -83,7 +144,7 @@ def test_kernel_reports_overlap_and_misalignment():
 
 def test_large_streaming_destinations():
     # Over kernels.STREAMING_BYTES: the non-temporal paths of the public functions.
-    x = np.random.default_rng(5).integers(-100, 100, (1030, 1100)).astype(np.float32)
+    x = np.random.default_rng(5).integers(-100, 100, (1030, 1600)).astype(np.float32)
     assert x.nbytes >= kernels.STREAMING_BYTES
     for tiles in [(32, 32), (16, 2), (128, 128), (8, 128)]:
         p = pack(x, (0, 1), tiles, padding_value=-1.0)

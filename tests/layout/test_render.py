@@ -70,3 +70,24 @@ def test_too_large_to_draw(monkeypatch):
     monkeypatch.setattr(render, "MAX_DRAW_ELEMENTS", 100)
     with pytest.raises(LayoutError, match="too large to draw: 128 elements"):
         grid(Shape.parse("f32[8,16]"))
+
+
+def test_text_of_huge_shapes_computes_only_the_window():
+    # 10^10 elements: the text view evaluates only the cells it prints; the PNG refuses.
+    huge = Shape.parse("bf16[100000,100000]{1,0:T(8,128)(2,1)}")
+    lines = render_text(huge, max_rows=4, max_cols=6).splitlines()
+    assert lines[3].split() == ["1", "1", "3", "5", "7", "9", "11", "..."]
+    assert lines[5].split() == ["3", "257", "259", "261", "263", "265", "267", "..."]
+    assert "(99996 more rows)" in lines[6]
+    for r, c in [(3, 5), (1, 2)]:
+        assert int(lines[2 + r].split()[1 + c]) == huge.linear_index((r, c))
+    small = Shape.parse("f32[40,30,20]{0,2,1:T(8,4)}")
+    window = grid(small, max_rows=50, max_cols=7)
+    full = grid(small)
+    assert (window.rows, window.cols) == (full.rows, full.cols) == (40 * 30, 24)  # dim 2 padded
+    assert window.row_labels == full.row_labels[:50]
+    for a, b in [(window.offset, full.offset), (window.padding, full.padding),
+                 (window.block, full.block)]:
+        np.testing.assert_array_equal(a, b[:50, :7])
+    with pytest.raises(LayoutError, match="too large to draw: 10009600000 elements"):
+        grid(huge)

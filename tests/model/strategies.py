@@ -15,10 +15,13 @@ def small(lo=1, hi=9):
     return st.integers(lo, hi)
 
 
+CONSTRUCTORS = ("gemm", "batched_gemm", "conv2d", "gemm_chain", "mha", "layernorm", "einsum")
+
+
 @st.composite
-def workloads(draw):
-    kind = draw(st.sampled_from(["gemm", "batched_gemm", "conv2d", "gemm_chain", "mha",
-                                 "layernorm", "einsum"]))
+def workloads(draw, kinds=CONSTRUCTORS):
+    """A small workload from one of the constructors ``kinds``."""
+    kind = draw(st.sampled_from(list(kinds)))
     dt = draw(DTYPES)
     if kind == "gemm":
         return lib.gemm(draw(small()), draw(small()), draw(small()), dtype=dt)

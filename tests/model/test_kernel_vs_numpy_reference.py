@@ -84,6 +84,71 @@ def test_compiled_model_equals_numpy_reference(name, make_workload, make_arch):
                                    err_msg=field)
 
 
+def search_shaped(workload, arch, n_combos: int, rng: np.random.Generator) -> MappingBatch:
+    """Consecutive candidates sharing their tiles, as the search sends them: each random combo
+    under several random orders and flags, then variants changing one dim's tiles only, and
+    combos coming back after others (A A B B A ...)."""
+    c = random_batch(workload, arch, n_combos, rng)
+    L, D = c.tiles.shape[1:]
+    rows = []
+    for i in range(n_combos):
+        rows += [i] * int(rng.integers(1, 6))
+        if i and rng.random() < 0.3:
+            rows += [i - 1, i]
+    rows = np.array(rows)
+    other = random_batch(workload, arch, len(rows), rng)  # fresh orders, flags
+    tiles = c.tiles[rows].copy()
+    one_dim = rng.random(len(rows)) < 0.2  # swap one dim's tiles with the previous combo's
+    for b in np.nonzero(one_dim)[0]:
+        j = rng.integers(D)
+        tiles[b, 1:, j] = c.tiles[max(rows[b] - 1, 0), 1:, j]
+    return MappingBatch(tiles, other.orders, other.bypass, other.double_buffer, c.rows_dim[rows],
+                        c.rows_ways[rows], c.cols_dim[rows], c.cols_ways[rows])
+
+
+@pytest.mark.parametrize("name,make_workload,make_arch", CASES, ids=[c[0] for c in CASES])
+def test_consecutive_candidates_sharing_tiles(name, make_workload, make_arch):
+    """The kernel keeps a dim's tile lists (and the tile-only results) while the tiles repeat:
+    search-shaped batches give the reference's numbers and those of candidates one by one."""
+    workload, arch = make_workload(), make_arch()
+    batch = search_shaped(workload, arch, 150, np.random.default_rng(7 + len(name)))
+    got, want = evaluate_batch(workload, arch, batch), reference(workload, arch, batch)
+    for field in ("legal", "fits", "footprint", "reads", "writes", "reloads", "offchip_bytes",
+                  "steps", "padded_points"):
+        np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
+    for field in ("compute_cycles", "transfer_s", "latency_s", "utilization", "ratio"):
+        np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-12,
+                                   err_msg=field)
+    arrays = list(batch.__dict__.values())
+    for i in np.random.default_rng(0).choice(len(batch), 12, replace=False):
+        one = evaluate_batch(workload, arch, MappingBatch(*(x[i:i + 1] for x in arrays)))
+        assert one.item(0) == got.item(i)
+
+
+@pytest.mark.parametrize("name,make_workload,make_arch", CASES, ids=[c[0] for c in CASES])
+def test_every_result_element_is_written(name, make_workload, make_arch, monkeypatch):
+    """The result arrays are allocated uninitialized: filled with junk first (NaN, True, a
+    large int), they must come out exactly as from fresh memory, for every kind of candidate
+    (non-positive tiles, bypass, unmoved intermediates, illegal ones)."""
+    workload, arch = make_workload(), make_arch()
+    batch = random_batch(workload, arch, 400, np.random.default_rng(11))
+    batch.tiles[::37, -1, 0] = 0                        # non-positive: every field zero
+    batch.rows_ways[5::41] = 0
+    clean = evaluate_batch(workload, arch, batch)
+    empty = np.empty
+
+    def junk(shape, dtype=float, *args, **kwargs):
+        a = empty(shape, dtype, *args, **kwargs)
+        a.fill(np.nan if np.dtype(dtype).kind == "f" else True if np.dtype(dtype) == bool else 0x5A5A5A5A)
+        return a
+
+    monkeypatch.setattr(np, "empty", junk)
+    dirty = evaluate_batch(workload, arch, batch)
+    monkeypatch.undo()
+    for field in clean.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(dirty, field), getattr(clean, field), err_msg=field)
+
+
 def test_exact_floor_division_by_reciprocal():
     from tilewise.model.kernel import _div
 

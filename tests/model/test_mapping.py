@@ -32,6 +32,20 @@ def test_text_and_json_round_trip_for_random_mappings(data):
     assert Mapping.from_json(m.to_json()) == m
 
 
+def test_numpy_integer_tiles_and_ways_are_ints():
+    """Tiles and ways built from numpy arrays compare equal to the parsed form and serialize."""
+    import numpy as np
+
+    from tilewise import LevelMapping, Spatial
+
+    parsed = Mapping.parse(BASE)
+    built = Mapping(tuple(LevelMapping(lv.level, {d: np.int64(t) for d, t in lv.tiles}, lv.order,
+                                       lv.bypass, lv.double_buffer) for lv in parsed.levels),
+                    Spatial("n", np.int32(4)), Spatial("m", np.uint8(2)))
+    assert built == parsed and str(built) == BASE and Mapping.from_json(built.to_json()) == parsed
+    built.validate(G, AIE)
+
+
 @pytest.mark.parametrize("text,pos,expected", [
     ("ddr[m20 n24 k16 mnk", 19, "the tile size of mnk"),
     ("ddr[m20 m4] mnk", 8, "each dim once"),

@@ -1,14 +1,15 @@
 """The vectorized model equals the tile-by-tile simulation exactly, for every constructor."""
 
 import numpy as np
+import pytest
 from hypothesis import given, reject, settings, strategies as st
 
 from tilewise.errors import MappingError, WorkloadError
 from tilewise.blocked.trace import simulate
 from tilewise.model.batch import MappingBatch
-from tilewise.model.cost import evaluate_batch
+from tilewise.model.cost import evaluate, evaluate_batch
 
-from .strategies import ARCHS, mappings, workloads
+from .strategies import ARCHS, CONSTRUCTORS, mappings, workloads
 
 
 def _compare(workload, arch, mapping):
@@ -34,6 +35,23 @@ def test_model_traffic_and_footprint_equal_simulation(data):
     arch = data.draw(ARCHS)
     mapping = data.draw(mappings(workload, arch))
     _compare(workload, arch, mapping)
+
+
+@pytest.mark.parametrize("kind", CONSTRUCTORS)
+@settings(max_examples=40)
+@given(data=st.data())
+def test_evaluate_equals_simulate_for_every_constructor(kind, data):
+    """``tilewise.evaluate`` (not only the batch path) against ``simulate``, each constructor
+    drawn on its own: traffic per level and tensor, reloads, peak residency, steps, points."""
+    workload = data.draw(workloads(kinds=(kind,)))
+    arch = data.draw(ARCHS)
+    mapping = data.draw(mappings(workload, arch))
+    trace = simulate(workload, arch, mapping)
+    cost = evaluate(workload, arch, mapping, check_capacity=False)
+    assert (cost.reads, cost.writes, cost.reloads) == (trace.reads, trace.writes, trace.reloads), str(mapping)
+    assert cost.footprint == trace.peak, str(mapping)
+    assert (cost.steps, cost.padded_points, cost.useful_points) == (
+        trace.steps, trace.padded_points, trace.useful_points), str(mapping)
 
 
 @settings(max_examples=150)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from ..dtypes import DType, dtype as _dtype
 from ..errors import DTypeError, ParseError, WorkloadError
 from .affine import Affine
-from .workload import Chain, Dim, Op, Tensor
+from .workload import Chain, Dim, Op, Tensor, as_int
 
 SUPPORTED_DTYPES = ("i8", "i16", "i32", "bf16", "f16", "f32")
 # Vector operations per iteration point of the non-mac bodies (counted on the vector unit):
@@ -33,8 +33,9 @@ _NORMALIZE_OPS = 4  # (x - mean) * rstd * gamma + beta
 def _dt(value, what: str = "dtype") -> DType:
     try:
         d = _dtype(value)
-    except DTypeError as e:
-        raise WorkloadError(f"{what}: {e}") from None
+    except DTypeError:
+        raise WorkloadError(f"unknown {what} {value!r}; valid: "
+                            + ", ".join(SUPPORTED_DTYPES)) from None
     if d.name not in SUPPORTED_DTYPES:
         raise WorkloadError(f"{what} {d.name} is not supported by workloads; valid: "
                             + ", ".join(SUPPORTED_DTYPES))
@@ -74,7 +75,7 @@ def batched_gemm(B: int, M: int, N: int, K: int, dtype: str = "i8",
 
 
 def _pair(v, what: str) -> tuple[int, int]:
-    pair = tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+    pair = tuple(as_int(x) for x in v) if isinstance(v, (tuple, list)) else (as_int(v), as_int(v))
     if len(pair) != 2 or any(isinstance(x, bool) or not isinstance(x, int) for x in pair):
         raise WorkloadError(f"conv2d {what} {v!r} must be an int or a pair of ints")
     return pair
@@ -91,6 +92,7 @@ def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, pad
     if min(sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
         raise WorkloadError(f"conv2d: stride {stride!r} and dilation {dilation!r} must be >= 1, "
                             f"padding {padding!r} >= 0")
+    N, C, H, W, K, R, S = (as_int(v) for v in (N, C, H, W, K, R, S))
     for name, v in dict(N=N, C=C, H=H, W=W, K=K, R=R, S=S).items():
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise WorkloadError(f"conv2d: {name}={v!r} must be a positive integer")

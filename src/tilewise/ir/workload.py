@@ -23,6 +23,7 @@ spine loops. Every op must index every spine dim (else it would be recomputed pe
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -37,6 +38,14 @@ _TENSOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 KINDS = ("mac", "norm", "softmax", "elementwise")
 
 
+def as_int(value):
+    """``value`` as a Python int when it is an integer of any kind (``numpy.int64`` included,
+    ``bool`` excluded); otherwise unchanged, for the caller's error message."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return value
+
+
 @dataclass(frozen=True)
 class Dim:
     """A loop dimension: a lowercase-letter name and a size in elements (>= 1)."""
@@ -47,6 +56,7 @@ class Dim:
     def __post_init__(self):
         if not isinstance(self.name, str) or not _NAME.match(self.name):
             raise WorkloadError(f"dim name {self.name!r} is invalid: use lowercase letters only (m, n, k)")
+        object.__setattr__(self, "size", as_int(self.size))
         if isinstance(self.size, bool) or not isinstance(self.size, int) or self.size < 1:
             raise WorkloadError(f"dim {self.name}: size {self.size!r} must be a positive integer")
 
@@ -74,7 +84,7 @@ class Tensor:
         except DTypeError as e:
             raise WorkloadError(f"tensor {self.name}: {e}") from None
         object.__setattr__(self, "axes", tuple(Affine.of(a) for a in self.axes))
-        object.__setattr__(self, "shape", tuple(self.shape))
+        object.__setattr__(self, "shape", tuple(as_int(s) for s in self.shape))
         if len(self.shape) != len(self.axes):
             raise WorkloadError(f"tensor {self.name}: {len(self.axes)} index expressions but shape "
                                 f"{self.shape} has {len(self.shape)} axes")

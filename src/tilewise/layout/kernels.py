@@ -25,9 +25,25 @@ The walker runs the two innermost loops as a 2-D block: contiguous runs (vectori
 gather done with 8x8 register transposes (LLVM ``shufflevector``) when consecutive rows read
 consecutive units. Gathers whose rows reread the same source lines and overflow L1 go in
 column chunks. Destinations of ``STREAMING_BYTES`` or more are written with non-temporal
-stores, as memcpy does: runs with scalar ``movnti``; gathers are staged in an L1 scratch and
-streamed out as aligned 64-byte vector stores (never a partial line in the middle of a
-chunk). Kernels are single-threaded, release the GIL and are cached on disk.
+stores, as memcpy does for large copies:
+
+* contiguous runs: scalar ``movnti``;
+* 8x8 transposes of 8-byte words (f32 T(16,2), f64 T(8,1), ...): each transposed row of
+  8 words is one destination line, stored straight from the registers
+  (``_gather_stream8``, the shorter side of the block innermost), when the lines start at
+  the rows' first word or rows are long (a row's split first and last lines are then
+  scalar stores); rows of 8 or 16 words filling a contiguous destination (packing f32
+  T(8,2) or T(16,2)) go 512 bytes at a time, shifted in registers to the destination's
+  lines (``_gather_rows8``);
+* *panels*: runs of 16 or 32 bytes that fill a destination row a run per source tile
+  (unpacking i8 T(16,32), ...): the loop over the rows of a tile moves inside the loop
+  over tiles, so ``64 / run`` tiles are read in order and every destination row gets one
+  whole line, joined (and shifted to the destination's lines) in registers (``_panel``,
+  planned by ``_is_panel``); runs of a whole line gain nothing from it;
+* other gathers: staged in an L1 scratch and streamed out as aligned 64-byte vector stores
+  (never a partial line in the middle of a chunk).
+
+Kernels are single-threaded, release the GIL and are cached on disk.
 """
 
 from __future__ import annotations
@@ -38,17 +54,26 @@ from math import gcd, lcm
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
-# Destinations at least this large (bytes) bypass the cache: with their source they overflow
-# a 2 MiB L2, and measured from L3 (benchmarks/pack.py) streaming stores win from 512 KiB on.
-STREAMING_BYTES = 1 << 20
+# Destinations at least this large (bytes) bypass the cache. Below it, source and
+# destination stay in the last-level cache between uses and plain stores keep up with
+# memcpy and numpy (which also store through the cache at these sizes); above it, streaming
+# stores win by skipping the read-for-ownership of every destination line. Measured with
+# benchmarks/pack.py's cache state on the 2-core VM (2 MiB L2, shared L3): plain stores
+# ahead up to 4 MiB (14.0 vs 12.6 GB/s), even at 6 MiB, streaming ahead from 8 MiB (12.8
+# vs 10.0 GB/s) and far ahead at 64 MiB (6.2 vs 3.5 GB/s, pack f32 T(32,32)).
+STREAMING_BYTES = 6 << 20
 # Source runs at least a page apart are read this many bytes of destination at a time.
 SEGMENT = 4096
 _PAGE = 4096
 _LINE = 64
 _L1_BYTES = 16384   # source lines a gather may keep live
 _STAGE_BYTES = 8192  # scratch for streamed gathers
+
+# Transposed 8-byte rows of at least this many units go straight to whole lines even when
+# their first and last lines are split (written with scalar streaming stores).
+_STREAM8_ROW = 64
 
 _UNITS = {8: np.uint64, 4: np.uint32, 2: np.uint16, 1: np.uint8}
 
@@ -80,6 +105,22 @@ def _make_cast(dtype):
 
 _ptr8, _ptr4, _ptr2, _ptr1 = (_make_cast(t) for t in (types.uint64, types.uint32,
                                                       types.uint16, types.uint8))
+
+
+@intrinsic
+def _line_aligned(typingctx, arr):
+    """The data pointer of an array advanced to the next 64-byte boundary (the array needs
+    ``64 / itemsize`` spare elements)."""
+
+    def codegen(context, builder, signature, args):
+        data = context.make_array(signature.args[0])(context, builder, args[0]).data
+        i64 = ir.IntType(64)
+        addr = builder.ptrtoint(data, i64)
+        aligned = builder.and_(builder.add(addr, ir.Constant(i64, _LINE - 1)),
+                               ir.Constant(i64, -_LINE))
+        return builder.inttoptr(aligned, data.type)
+
+    return types.CPointer(arr.dtype)(arr), codegen
 
 
 @intrinsic
@@ -133,6 +174,62 @@ def _stream_line(typingctx, srcp, s, dstp, d):
     return types.void(srcp, types.intp, dstp, types.intp), codegen
 
 
+def _make_line(pieces: int):
+    def _line(typingctx, srcp, s, ss, dstp, d, h):
+        """One aligned non-temporal line at ``dst + d`` (64-byte aligned) from runs of
+        ``run = line / pieces`` units at ``src[s]``, ``src[s + ss]``, ...: with the runs
+        joined in order as one row, the line is the row's units ``[h, h + line)``. The runs
+        are loaded as vectors and joined in registers; ``h`` (0 to 7) selects a constant
+        shuffle (a switch, the same case for a whole panel); with ``h == 0`` only the first
+        ``pieces`` runs are read."""
+
+        def codegen(context, builder, signature, args):
+            sp, s, ss, dp, d, h = args
+            elty = context.get_value_type(signature.args[0].dtype)
+            lineu = 8 * _LINE // elty.width
+            run = lineu // pieces
+            vty = ir.VectorType(elty, lineu)
+
+            def joined(first):  # runs first .. first + pieces - 1, joined
+                parts = []
+                for k in range(first, first + pieces):
+                    at = builder.add(s, builder.mul(ss, ir.Constant(ss.type, k)))
+                    ptr = builder.bitcast(builder.gep(sp, [at]),
+                                          ir.VectorType(elty, run).as_pointer())
+                    parts.append(builder.load(ptr, align=elty.width // 8))
+                while len(parts) > 1:
+                    n = 2 * parts[0].type.count
+                    parts = [builder.shuffle_vector(a, b, _mask(list(range(n))))
+                             for a, b in zip(parts[::2], parts[1::2])]
+                return parts[0]
+
+            ptr = builder.bitcast(builder.gep(dp, [d]), vty.as_pointer())
+            line = joined(0)
+            done = builder.append_basic_block("line_done")
+            whole = builder.append_basic_block("line_whole")
+            switch = builder.switch(h, whole)
+            for v in range(1, lineu):
+                case = builder.append_basic_block(f"line_shift{v}")
+                switch.add_case(ir.Constant(h.type, v), case)
+                builder.position_at_end(case)
+                shifted = builder.shuffle_vector(line, joined(pieces),
+                                                 _mask(list(range(v, v + lineu))))
+                _nontemporal(builder, builder.store(shifted, ptr, align=_LINE))
+                builder.branch(done)
+            builder.position_at_end(whole)
+            _nontemporal(builder, builder.store(line, ptr, align=_LINE))
+            builder.branch(done)
+            builder.position_at_end(done)
+            return context.get_dummy_value()
+
+        return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), codegen
+
+    return intrinsic(_line)
+
+
+_line2, _line4 = _make_line(2), _make_line(4)
+
+
 def _mask(values):
     i32 = ir.IntType(32)
     return ir.Constant(ir.VectorType(i32, len(values)), [ir.Constant(i32, v) for v in values])
@@ -145,32 +242,124 @@ _ROUNDS = [([0, 8, 2, 10, 4, 12, 6, 14], [1, 9, 3, 11, 5, 13, 7, 15], 1),
            ([0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15], 4)]
 
 
-@intrinsic
-def _transpose8(typingctx, srcp, s, ss, dstp, d, ds):
-    """``dst[d + i*ds + k] = src[s + i + k*ss]`` for i, k < 8, in registers."""
+def _transpose8_codegen(context, builder, signature, args, streaming):
+    """``dst[d + i*ds + k] = src[s + i + k*ss]`` for i, k < 8: 8 vector loads, 24 shuffles,
+    8 vector stores; ``streaming``: the stores are aligned and non-temporal."""
+    sp, s, ss, dp, d, ds = args
+    elty = context.get_value_type(signature.args[0].dtype)
+    vty = ir.VectorType(elty, 8)
+    align = elty.width // 8
+    rows = []
+    for k in range(8):
+        ptr = builder.gep(sp, [builder.add(s, builder.mul(ss, ir.Constant(ss.type, k)))])
+        rows.append(builder.load(builder.bitcast(ptr, vty.as_pointer()), align=align))
+    for lo, hi, step in _ROUNDS:
+        out = [None] * 8
+        for base in range(0, 8, 2 * step):
+            for j in range(base, base + step):
+                out[j] = builder.shuffle_vector(rows[j], rows[j + step], _mask(lo))
+                out[j + step] = builder.shuffle_vector(rows[j], rows[j + step], _mask(hi))
+        rows = out
+    for i in range(8):
+        ptr = builder.gep(dp, [builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))])
+        st = builder.store(rows[i], builder.bitcast(ptr, vty.as_pointer()),
+                           align=_LINE if streaming else align)
+        if streaming:
+            _nontemporal(builder, st)
+    return context.get_dummy_value()
 
-    def codegen(context, builder, signature, args):
-        sp, s, ss, dp, d, ds = args
-        elty = context.get_value_type(signature.args[0].dtype)
-        vty = ir.VectorType(elty, 8)
-        align = elty.width // 8
-        rows = []
-        for k in range(8):
-            ptr = builder.gep(sp, [builder.add(s, builder.mul(ss, ir.Constant(ss.type, k)))])
-            rows.append(builder.load(builder.bitcast(ptr, vty.as_pointer()), align=align))
-        for lo, hi, step in _ROUNDS:
-            out = [None] * 8
-            for base in range(0, 8, 2 * step):
-                for j in range(base, base + step):
-                    out[j] = builder.shuffle_vector(rows[j], rows[j + step], _mask(lo))
-                    out[j + step] = builder.shuffle_vector(rows[j], rows[j + step], _mask(hi))
-            rows = out
-        for i in range(8):
-            ptr = builder.gep(dp, [builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))])
-            builder.store(rows[i], builder.bitcast(ptr, vty.as_pointer()), align=align)
-        return context.get_dummy_value()
 
-    return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), codegen
+
+def _make_rows_to_lines(cols: int):
+    def _rows_to_lines(typingctx, srcp, s, ss, dstp, d, p, carry, first):
+        """Rows of ``cols`` (8 or 16) 8-byte units, consecutive in the destination from
+        ``dst[d]``, gathered from ``src[s + a + b*ss]`` (row a, column b): ``64 / cols``
+        rows (512 bytes), transposed in registers and streamed as aligned lines though
+        ``dst + d`` is ``p`` units (0 to 7) past a line. The first ``8 - p`` units of the
+        512 bytes end the line begun by the previous call, whose last ``p`` units it left in
+        ``carry`` (a line-aligned scratch line); ``first`` (no previous call) leaves that
+        line to the caller. cols 16: the 8x8 transpose of rows ``k`` and ``k + 8``
+        side by side gives the 4 rows' halves."""
+
+        def codegen(context, builder, signature, args):
+            sp, s, ss, dp, d, p, cp, first = args
+            elty = context.get_value_type(signature.args[0].dtype)
+            vty = ir.VectorType(elty, 8)
+            align = elty.width // 8
+
+            def load(offset, n):
+                at = builder.add(s, builder.mul(ss, ir.Constant(ss.type, offset)))
+                ptr = builder.bitcast(builder.gep(sp, [at]), ir.VectorType(elty, n).as_pointer())
+                return builder.load(ptr, align=align)
+
+            if cols == 8:
+                rows = [load(k, 8) for k in range(8)]
+            else:
+                rows = [builder.shuffle_vector(load(k, 4), load(k + 8, 4), _mask(list(range(8))))
+                        for k in range(8)]
+            for lo, hi, step in _ROUNDS:
+                out = [None] * 8
+                for base in range(0, 8, 2 * step):
+                    for j in range(base, base + step):
+                        out[j] = builder.shuffle_vector(rows[j], rows[j + step], _mask(lo))
+                        out[j + step] = builder.shuffle_vector(rows[j], rows[j + step],
+                                                               _mask(hi))
+                rows = out
+            z = rows if cols == 8 else [rows[i // 2 + 4 * (i % 2)] for i in range(8)]
+
+            def store(vec, at):
+                ptr = builder.bitcast(builder.gep(dp, [at]), vty.as_pointer())
+                _nontemporal(builder, builder.store(vec, ptr, align=_LINE))
+
+            cptr = builder.bitcast(cp, vty.as_pointer())
+            done = builder.append_basic_block("rows_done")
+            whole = builder.append_basic_block("rows_whole")
+            switch = builder.switch(p, whole)
+            for v in range(1, 8):
+                case = builder.append_basic_block(f"rows_shift{v}")
+                switch.add_case(ir.Constant(p.type, v), case)
+                builder.position_at_end(case)
+                mask = _mask(list(range(8 - v, 16 - v)))
+                start = builder.sub(d, ir.Constant(d.type, v))
+                with builder.if_then(builder.icmp_signed("==", first,
+                                                         ir.Constant(first.type, 0))):
+                    store(builder.shuffle_vector(builder.load(cptr, align=_LINE), z[0], mask),
+                          start)
+                for k in range(1, 8):
+                    store(builder.shuffle_vector(z[k - 1], z[k], mask),
+                          builder.add(start, ir.Constant(d.type, 8 * k)))
+                builder.store(z[7], cptr, align=_LINE)
+                builder.branch(done)
+            builder.position_at_end(whole)
+            for k in range(8):
+                store(z[k], builder.add(d, ir.Constant(d.type, 8 * k)))
+            builder.branch(done)
+            builder.position_at_end(done)
+            return context.get_dummy_value()
+
+        sig = types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp, dstp,
+                         types.intp)
+        return sig, codegen
+
+    return intrinsic(_rows_to_lines)
+
+
+_rows8_to_lines = _make_rows_to_lines(8)
+_rows16_to_lines = _make_rows_to_lines(16)
+
+
+def _make_transpose8(streaming: bool):
+    def _transpose8(typingctx, srcp, s, ss, dstp, d, ds):
+        sig = types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp)
+        return sig, lambda context, builder, signature, args: _transpose8_codegen(
+            context, builder, signature, args, streaming)
+
+    return intrinsic(_transpose8)
+
+
+# ``_transpose8`` stores to the cache; ``_transpose8_stream`` writes 8 whole lines around it.
+_transpose8 = _make_transpose8(False)
+_transpose8_stream = _make_transpose8(True)
 
 
 @intrinsic
@@ -249,6 +438,61 @@ def _gather(src, dst, s, d, a0, a1, ss1, ds1, b0, b1, ss0):
 
 
 @njit(cache=True, nogil=True)
+def _gather_stream8(src, dst, s, d, a0, a1, ds1, n, ss0, h):
+    """``_gather`` of 8-byte units with ``ss1 == 1`` into whole destination lines: each 8x8
+    transpose stores 8 aligned lines, non-temporal. Every row's lines start at column
+    ``h + 8k`` (``ds1`` is a multiple of a line). The shorter side of the block is the
+    inner loop, so both the source and the destination move through memory a few lines at a
+    time; the ragged edges (columns below ``h``, the last columns and rows) use scalar
+    streaming stores."""
+    a8 = a0 + (a1 - a0) // 8 * 8
+    n8 = h + (n - h) // 8 * 8
+    if a8 - a0 <= n8 - h:
+        for b in range(h, n8, 8):
+            for a in range(a0, a8, 8):
+                _transpose8_stream(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+    else:
+        for a in range(a0, a8, 8):
+            for b in range(h, n8, 8):
+                _transpose8_stream(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+    for a in range(a0, a8):
+        for b in range(h):
+            _stream(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+        for b in range(n8, n):
+            _stream(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+    for a in range(a8, a1):
+        for b in range(n):
+            _stream(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+
+
+@njit(cache=True, nogil=True)
+def _gather_rows8(src, dst, scr, s, d, a0, a1, n, ss0, p):
+    """``_gather`` of 8-byte units with ``ss1 == 1`` into a contiguous destination
+    (``ds1 == n``, ``n`` 8 or 16) ``p`` units past a line: ``_rows_to_lines`` streams 512
+    bytes at a time as whole lines, carrying each call's last partial line to the next in
+    ``scr``. The block's first and last partial lines and the ragged rows are scalar
+    streaming stores."""
+    per = 64 // n
+    full = a0 + (a1 - a0) // per * per
+    first = np.int64(1)
+    for a in range(a0, full, per):
+        da = d + a * n
+        if first == 1:
+            for j in range(min(8 - p, (a1 - a) * n) if p else 0):
+                r = a + j // n
+                _stream(dst, da + j, _load(src, s + r + (j % n) * ss0))
+        if n == 8:
+            _rows8_to_lines(src, s + a, ss0, dst, da, p, scr, first)
+        else:
+            _rows16_to_lines(src, s + a, ss0, dst, da, p, scr, first)
+        first = 0
+    start = full * n - p if full > a0 and p else full * n
+    for j in range(start, a1 * n):
+        r = j // n
+        _stream(dst, d + j, _load(src, s + r + (j % n) * ss0))
+
+
+@njit(cache=True, nogil=True)
 def _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0):
     """Columns [b0, b1) of rows [a0, a1), plain stores: copied below ``e0``, padding from
     ``e0`` on."""
@@ -280,6 +524,17 @@ def _stream_out(scr, s, dst, d, n, daddr, unit):
 
 
 @njit(cache=True, nogil=True)
+def _flush(scr, at, dst, d, r0, r1, ds1, cw, daddr, unit):
+    """Stream out rows [r0, r1) of ``cw`` units staged at ``scr[at:]`` (row r0 first) to
+    ``dst[d + r*ds1:]``."""
+    if ds1 == cw:
+        _stream_out(scr, at, dst, d + r0 * ds1, (r1 - r0) * cw, daddr, unit)
+    else:
+        for a in range(r0, r1):
+            _stream_out(scr, at + (a - r0) * cw, dst, d + a * ds1, cw, daddr, unit)
+
+
+@njit(cache=True, nogil=True)
 def _block(src, dst, scr, pad, period, unit, daddr, s, d, a0, a1, ss1, ds1, e0, n0, ss0, fill,
            nt):
     """Rows [a0, a1) of the 2-D block: the first ``e0`` of the ``n0`` units of each row are
@@ -295,6 +550,18 @@ def _block(src, dst, scr, pad, period, unit, daddr, s, d, a0, a1, ss1, ds1, e0, 
                 _fill_stream(dst, d + a * ds1 + e0, zero, one, ds1, n0 - e0, pad, period)
         else:
             _stream_rows(src, dst, s, d, a0, a1, ss1, ds1, e0)
+        return
+    # Transposes straight to whole lines: when the lines start at column 0, or rows are long
+    # enough (a line or more) for their split first and last lines not to matter.
+    h = (8 - (daddr // 8 + d) % 8) % 8
+    if (nt and unit == 8 and ss1 == 1 and ss0 != 1 and (e0 == n0 or not fill)
+            and ds1 % 8 == 0 and (h == 0 or e0 >= _STREAM8_ROW)):
+        _stream8_words(src, dst, s, d, a0, a1, ds1, e0, ss0, h)
+        return
+    # Short rows filling a contiguous destination: 512 bytes at a time, whole shifted lines.
+    if (nt and unit == 8 and ss1 == 1 and ss0 != 1 and e0 == n0 == ds1
+            and (n0 == 8 or n0 == 16)):
+        _rows8_words(src, dst, scr, s, d, a0, a1, n0, ss0, (8 - h) % 8)
         return
     w = n0 if fill else e0
     lineu = _LINE // unit
@@ -320,11 +587,7 @@ def _block(src, dst, scr, pad, period, unit, daddr, s, d, a0, a1, ss1, ds1, e0, 
                 r1 = min(a1, r0 + rows)
                 _columns(src, scr, pad, period, s + r0 * ss1, -b0, zero, r1 - r0, ss1, cw,
                          b0, b1, e0, ss0)
-                if ds1 == cw:
-                    _stream_out(scr, zero, dst, d + r0 * ds1 + b0, (r1 - r0) * cw, daddr, unit)
-                else:
-                    for a in range(r0, r1):
-                        _stream_out(scr, (a - r0) * cw, dst, d + a * ds1 + b0, cw, daddr, unit)
+                _flush(scr, zero, dst, d + b0, r0, r1, ds1, cw, daddr, unit)
         else:
             _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0)
         b0 = b1
@@ -343,11 +606,77 @@ def _fill(dst, d, n, pad, period, nt):
 
 
 @njit(cache=True, nogil=True)
-def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt):
+def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
+    """The three innermost loops of a *panel* nest (see ``_is_panel``), streaming:
+    ``dst[d + t*ds2 + j] = src[s + t*ss2 + (j // r)*ss1 + j % r]`` for the ``n1 * r`` units
+    j of each of the ``m`` destination rows t, a row being ``n1`` runs of ``r`` units (8
+    units a line, ``g = 8 / r`` runs). The destination lines of every row start at unit
+    ``h``. Along each row, a line at a time, the ``m`` rows' lines are joined in registers
+    from ``g`` runs (``2g`` when ``h > 0``) and streamed out, so the source is read in order,
+    ``g`` tiles at a time. A row's first ``h`` and last few units (parts of lines shared
+    with the rows before and after it) are scalar streaming stores, in row order."""
+    g = 8 // r
+    step = g * ss1
+    lines = n1 // g - (1 if h else 0)
+    for k in range(max(lines, 0)):
+        sk = s + k * step
+        dk = d + h + 8 * k
+        if g == 2:
+            for t in range(m):
+                _line2(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
+        else:
+            for t in range(m):
+                _line4(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
+    for t in range(m):
+        st = s + t * ss2
+        dt = d + t * ds2
+        for j in range(h):
+            _stream(dst, dt + j, _load(src, st + (j // r) * ss1 + j % r))
+        for j in range(h + 8 * max(lines, 0), n1 * r):
+            _stream(dst, dt + j, _load(src, st + (j // r) * ss1 + j % r))
+
+
+def _words_only(kernel, stub):
+    """``stub`` runs ``kernel`` on 8-byte units and compiles to nothing for narrower units:
+    the walker is compiled once per unit, and the line paths (``_gather_stream8``,
+    ``_gather_rows8``, ``_panel``) are only taken for 8-byte words."""
+
+    @overload(stub, jit_options={"nogil": True})
+    def _impl(src, *args):
+        if src == types.CPointer(types.uint64):
+            return lambda src, *args: kernel(src, *args)
+        return lambda src, *args: None
+
+    return stub
+
+
+def _stream8_words(src, *args):
+    """``_gather_stream8`` for 8-byte units (see ``_words_only``)."""
+
+
+def _panel_words(src, *args):
+    """``_panel`` for 8-byte units (see ``_words_only``)."""
+
+
+def _rows8_words(src, *args):
+    """``_gather_rows8`` for 8-byte units (see ``_words_only``)."""
+
+
+_words_only(_gather_stream8, _stream8_words)
+_words_only(_panel, _panel_words)
+_words_only(_gather_rows8, _rows8_words)
+
+
+@njit(cache=True, nogil=True)
+def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt, panel):
     """Walk ``nest`` (see ``Nest``): an odometer over the outer loops, clipped extents
-    updated when a partner reaches its last index, clipped tails padded when ``fill``."""
+    updated when a partner reaches its last index, clipped tails padded when ``fill``.
+    A streamed ``panel`` nest runs its three innermost loops as a ``_panel``; otherwise the
+    two innermost are a ``_block``."""
     nl = nest.shape[0]
-    nb = nl - 2
+    panel = panel and nt
+    nb = nl - 3 if panel else nl - 2
+    h = (8 - daddr // unit % 8) % 8  # a panel's lines start at this unit of every row
     ext = np.empty(nl, np.int64)
     idx = np.zeros(nl, np.int64)
     for i in range(nl):
@@ -365,7 +694,9 @@ def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt):
     while True:
         e1 = ext[nb]
         e0 = ext[nb + 1]
-        if inner_clip and e1 == n1:
+        if panel:
+            _panel_words(src, dst, s, d, n1, ss1, ds1, n0, ss0, nest[nb + 2, 0], h)
+        elif inner_clip and e1 == n1:
             _block(src, dst, scr, pad, period, unit, daddr, s, d, zero, n1 - 1, ss1, ds1, e0,
                    n0, ss0, fill, nt)
             _block(src, dst, scr, pad, period, unit, daddr, s, d, n1 - 1, n1, ss1, ds1, rem0,
@@ -400,7 +731,7 @@ def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt):
 
 
 @njit(nogil=True, inline="always")
-def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt):
+def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt, panel):
     sa = src.ctypes.data
     da = dst.ctypes.data
     if src.size and dst.size and sa < da + dst.size and da < sa + src.size:
@@ -408,7 +739,9 @@ def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt):
     unit = pad.itemsize
     if sa % unit or da % unit:
         return 2
-    _walk(srcp, dstp, _data(scr), _data(pad), pad.size, unit, da, nest, fill, nt)
+    # A line-aligned scratch: gathers stage whole 8-unit rows into it with aligned stores.
+    _walk(srcp, dstp, _line_aligned(scr), _data(pad), pad.size, unit, da, nest, fill, nt,
+          panel)
     if nt:
         _fence()
     return 0
@@ -416,27 +749,27 @@ def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt):
 
 # One entry point per unit, compiled on first use. ``src`` and ``dst`` are 1-D byte views.
 @njit(cache=True, nogil=True)
-def _run8(src, dst, pad, nest, fill, nt):
+def _run8(src, dst, pad, nest, fill, nt, panel):
     scr = np.empty(_STAGE_BYTES // 8 + _LINE, np.uint64)
-    return _entry(_ptr8(src), _ptr8(dst), scr, src, dst, pad, nest, fill, nt)
+    return _entry(_ptr8(src), _ptr8(dst), scr, src, dst, pad, nest, fill, nt, panel)
 
 
 @njit(cache=True, nogil=True)
-def _run4(src, dst, pad, nest, fill, nt):
+def _run4(src, dst, pad, nest, fill, nt, panel):
     scr = np.empty(_STAGE_BYTES // 4 + _LINE, np.uint32)
-    return _entry(_ptr4(src), _ptr4(dst), scr, src, dst, pad, nest, fill, nt)
+    return _entry(_ptr4(src), _ptr4(dst), scr, src, dst, pad, nest, fill, nt, panel)
 
 
 @njit(cache=True, nogil=True)
-def _run2(src, dst, pad, nest, fill, nt):
+def _run2(src, dst, pad, nest, fill, nt, panel):
     scr = np.empty(_STAGE_BYTES // 2 + _LINE, np.uint16)
-    return _entry(_ptr2(src), _ptr2(dst), scr, src, dst, pad, nest, fill, nt)
+    return _entry(_ptr2(src), _ptr2(dst), scr, src, dst, pad, nest, fill, nt, panel)
 
 
 @njit(cache=True, nogil=True)
-def _run1(src, dst, pad, nest, fill, nt):
+def _run1(src, dst, pad, nest, fill, nt, panel):
     scr = np.empty(_STAGE_BYTES + _LINE, np.uint8)
-    return _entry(_ptr1(src), _ptr1(dst), scr, src, dst, pad, nest, fill, nt)
+    return _entry(_ptr1(src), _ptr1(dst), scr, src, dst, pad, nest, fill, nt, panel)
 
 
 _RUN = {8: _run8, 4: _run4, 2: _run2, 1: _run1}
@@ -468,6 +801,7 @@ class Nest:
     unit: int
     table: np.ndarray
     fill: bool
+    panel: bool = False
 
     def pad_pattern(self, pad: bytes) -> np.ndarray:
         """The padding element ``pad`` repeated to a whole number of units."""
@@ -509,6 +843,24 @@ def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
                         (c, s1, d1, -1, None, 0), (n0, s0, d0, k0, None, 0)]
 
 
+def _is_panel(dims: list[_Dim], unit: int) -> bool:
+    """Whether the three innermost loops ``(m, ss2, ds2), (n1, ss1, r), (r, 1, 1)`` write
+    runs of ``r`` = 2 or 4 words (a line holds ``g = 8 / r`` of them) contiguously along
+    the middle loop, while the outer one steps inside a source tile
+    (``m * ss2 <= ss1``): the destination rows of a tile. Walked row after row, the source
+    is read a run every ``ss1`` and each line of it is visited again by the next rows; as a
+    panel (``_panel``), a group of ``g`` tiles is read in order and each destination row
+    gets one whole line. Unclipped nests of 8-byte units whose destination strides keep
+    lines aligned."""
+    if unit != 8 or len(dims) < 3 or any(d[4] is not None for d in dims):
+        return False
+    (m, ss2, ds2, *_), (n1, ss1, ds1, *_), (r, ss0, ds0, *_) = dims[-3:]
+    lineu = _LINE // unit
+    return (ss0 == ds0 == 1 and ds1 == r and r in (2, 4)
+            and n1 >= lineu // r and 1 < m < n1 and m * ss2 <= ss1
+            and all(d[2] % lineu == 0 for d in dims[:-2]))
+
+
 def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False) -> Nest:
     """Plan element ``loops`` (destination order, outermost first) for ``itemsize``-byte
     elements; ``max_unit`` caps the unit (the alignment of the base addresses); ``fill``
@@ -532,7 +884,7 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
     where = {dim[3]: i for i, dim in enumerate(udims)}
     table = np.array([(n, s, d, -1 if p is None else where[p], rem)
                       for n, s, d, _, p, rem in udims], dtype=np.int64)
-    return Nest(unit, table, fill)
+    return Nest(unit, table, fill, _is_panel(udims, unit))
 
 
 def byte_view(a: np.ndarray) -> np.ndarray:
@@ -545,4 +897,4 @@ def run(nest: Nest, src: np.ndarray, dst: np.ndarray, pad: np.ndarray,
     """Move ``src`` to ``dst`` (1-D byte views) along ``nest``; ``pad`` is
     ``nest.pad_pattern(...)``. Returns ``OK``, or ``OVERLAP`` / ``MISALIGNED`` (nothing
     written) when the buffers overlap or are not aligned to the unit."""
-    return _RUN[nest.unit](src, dst, pad, nest.table, nest.fill, streaming)
+    return _RUN[nest.unit](src, dst, pad, nest.table, nest.fill, streaming, nest.panel)

@@ -453,6 +453,40 @@ class _FastPlan:
 # that hits it skips verification and planning. Cleared when full (NaN paddings never hit).
 _FAST: dict = {}
 _FAST_SIZE = 512
+_KERNELS = None  # tilewise.layout.kernels once a kernel has run (imported lazily: numba)
+
+
+# The same plans by the identity of the attribute tuples (``(op, id(pos), id(tiles), id(perm),
+# shape, dtype, extra)`` -> ``(pos, tiles, perm, plan)``), for callers that pass the same tuple
+# objects every time: no per-element conversion. Only tuples of exact ints are remembered
+# (immutable, so the same object has the same values; the entry keeps it alive, so its id
+# is not reused).
+_BY_ID: dict = {}
+
+
+def _id_key(op: str, x, pos, tiles, perm, extra):
+    return (op, id(pos), id(tiles), id(perm), x.shape, x.dtype, extra)
+
+
+def _by_id(key, pos, tiles, perm):
+    """The plan remembered under ``key`` (see ``_BY_ID``) for these very tuples, or None."""
+    try:
+        hit = _BY_ID.get(key)
+    except TypeError:  # an unhashable padding value
+        return None
+    if hit is not None and hit[0] is pos and hit[1] is tiles and hit[2] is perm:
+        return hit[3]
+    return None
+
+
+def _remember_id(key, pos, tiles, perm, fast) -> None:
+    if all(type(t) is tuple and all(type(v) is int for v in t) for t in (pos, tiles, perm)):
+        if len(_BY_ID) >= _FAST_SIZE:
+            _BY_ID.clear()
+        try:
+            _BY_ID[key] = (pos, tiles, perm, fast)
+        except TypeError:
+            pass
 
 
 def _fast_key(op: str, x, pos, tiles, perm, extra):
@@ -468,7 +502,11 @@ def _fast_key(op: str, x, pos, tiles, perm, extra):
 def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: bool,
           pad: np.ndarray | None, key=None) -> None:
     """Move ``src`` into ``dst`` (both C-contiguous, checked); remember the plan as ``key``."""
+    global _KERNELS
+    from . import kernels
     from .kernels import OK, STREAMING_BYTES, byte_view, run
+
+    _KERNELS = kernels
 
     if dst.size == 0:
         return
@@ -494,14 +532,15 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
 def _run_fast(fast: _FastPlan, src: np.ndarray, out):
     """Run a remembered plan; None when the slow path must decide (bad ``out=``, overlap,
     a base address not aligned to the unit)."""
-    from .kernels import OK, byte_view, run
-
     if out is None:
         out = np.empty(fast.out_shape, dtype=src.dtype)
     elif not (type(out) is np.ndarray and out.shape == fast.out_shape
-              and out.dtype == src.dtype and out.flags.c_contiguous and out.flags.writeable):
+              and out.dtype == src.dtype and (flags := out.flags).c_contiguous
+              and flags.writeable):
         return None
-    if run(fast.nest, byte_view(src), byte_view(out), fast.pad, fast.streaming) == OK:
+    nest = fast.nest  # a plan exists, so the kernels module is loaded
+    if _KERNELS.run(nest, src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8),
+                    fast.pad, fast.streaming) == 0:  # kernels.OK
         return out
     return None
 
@@ -517,9 +556,14 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
     """
     key = None
     if type(x) is np.ndarray and x.flags.c_contiguous:
-        key = _fast_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm,
-                        (type(padding_value), padding_value))
-        fast = _FAST.get(key) if key is not None else None
+        extra = (type(padding_value), padding_value)
+        idk = _id_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm, extra)
+        fast = _by_id(idk, inner_dims_pos, inner_tiles, outer_dims_perm)
+        if fast is None:
+            key = _fast_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm, extra)
+            fast = _FAST.get(key) if key is not None else None
+            if fast is not None:
+                _remember_id(idk, inner_dims_pos, inner_tiles, outer_dims_perm, fast)
         if fast is not None and (done := _run_fast(fast, x, out)) is not None:
             return done
     x = np.asarray(x)
@@ -552,9 +596,16 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
             dims = None if shape is None else tuple(map(operator.index, shape))
         except TypeError:
             dims = ()
+        fast = None
         if dims != ():
-            key = _fast_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm, dims)
-        fast = _FAST.get(key) if key is not None else None
+            idk = _id_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm, dims)
+            fast = _by_id(idk, inner_dims_pos, inner_tiles, outer_dims_perm)
+            if fast is None:
+                key = _fast_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm,
+                                dims)
+                fast = _FAST.get(key) if key is not None else None
+                if fast is not None:
+                    _remember_id(idk, inner_dims_pos, inner_tiles, outer_dims_perm, fast)
         if fast is not None and (done := _run_fast(fast, p, out)) is not None:
             return done
     p = np.asarray(p)

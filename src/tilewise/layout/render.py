@@ -38,7 +38,8 @@ MAX_DRAW_ELEMENTS = 1 << 24  # elements of the (padded) grid a picture is drawn 
 class Grid:
     """The 2-D view of a shape: per cell its buffer ``offset``, whether it is ``padding``, and the
     ``block`` (first-level tile, or memory row when untiled) it belongs to; ``tiled`` says whether
-    blocks are tiles."""
+    blocks are tiles. ``rows`` x ``cols`` is the whole grid, of which the arrays may hold a
+    top-left window."""
 
     shape: Shape
     offset: np.ndarray
@@ -48,6 +49,8 @@ class Grid:
     row_dims: str
     col_dim: str
     tiled: bool
+    rows: int  # of the whole grid; ``offset`` may be a top-left window of it
+    cols: int
 
 
 def _box(shape: Shape) -> tuple[int, ...]:
@@ -63,16 +66,29 @@ def _box(shape: Shape) -> tuple[int, ...]:
     return tuple(box)
 
 
-def grid(shape: Shape) -> Grid:
-    """The 2-D view of ``shape`` (see the module docstring)."""
+def grid(shape: Shape, max_rows: int | None = None, max_cols: int | None = None) -> Grid:
+    """The 2-D view of ``shape`` (see the module docstring); with ``max_rows``/``max_cols``
+    only that top-left window of it, so the text view of any shape costs only the cells it
+    shows. A whole grid (the PNG) is limited to ``MAX_DRAW_ELEMENTS`` cells."""
     box = _box(shape)
-    if math.prod(box) > MAX_DRAW_ELEMENTS:
+    cols = box[-1] if box else 1
+    rows = math.prod(box[:-1]) if box else 1
+    shown_r = rows if max_rows is None else max(0, min(rows, max_rows))
+    shown_c = cols if max_cols is None else max(0, min(cols, max_cols))
+    if shown_r * shown_c > MAX_DRAW_ELEMENTS:
         raise LayoutError(
             f"{shape} is too large to draw: {math.prod(box)} elements (padded); the limit is "
             f"{MAX_DRAW_ELEMENTS}"
         )
-    idx = list(np.indices(box, dtype=np.int64))
-    padding = np.zeros(box, dtype=bool)
+    # Index of every cell of the window along each logical dim, each array (shown_r, shown_c).
+    if box:
+        row_ix = np.unravel_index(np.arange(shown_r, dtype=np.int64), box[:-1]) if box[:-1] else ()
+        idx = [np.broadcast_to(i[:, None], (shown_r, shown_c)) for i in row_ix]
+        idx.append(np.broadcast_to(np.arange(shown_c, dtype=np.int64)[None, :], (shown_r, shown_c)))
+    else:
+        idx = []
+    window = (shown_r, shown_c)
+    padding = np.zeros(window, dtype=bool)
     for d, i in enumerate(idx):
         padding |= i >= shape.dims[d]
     e = [idx[d] for d in shape.physical_order]
@@ -85,28 +101,27 @@ def grid(shape: Shape) -> Grid:
             block = block * n + i
         for later in stages[1:]:
             e = later.forward(e)
-    offset = shape._offset(e)
-    offset = np.broadcast_to(np.asarray(offset, dtype=np.int64), box)
+    offset = np.broadcast_to(np.asarray(shape._offset(e), dtype=np.int64), window)
     if not stages:
-        block = offset // max(1, shape.physical_shape[-1]) if shape.rank else np.zeros(box, np.int64)
-    block = np.broadcast_to(np.asarray(block, dtype=np.int64), box)
-    cols = box[-1] if box else 1
-    rows = math.prod(box[:-1]) if box else 1
+        block = offset // max(1, shape.physical_shape[-1]) if shape.rank else np.zeros(window, np.int64)
+    block = np.broadcast_to(np.asarray(block, dtype=np.int64), window)
     if shape.rank <= 1:
-        labels = ("",)
+        labels = ("",)[:shown_r]
     elif shape.rank == 2:
-        labels = tuple(str(r) for r in range(rows))
+        labels = tuple(str(r) for r in range(shown_r))
     else:
-        labels = tuple(",".join(map(str, ix)) for ix in np.ndindex(*box[:-1]))
+        labels = tuple(",".join(str(int(i[r, 0])) for i in idx[:-1]) for r in range(shown_r))
     return Grid(
         shape,
-        offset.reshape(rows, cols),
-        padding.reshape(rows, cols),
-        block.reshape(rows, cols),
+        np.ascontiguousarray(offset),
+        padding,
+        np.ascontiguousarray(block),
         labels,
         ",".join(str(d) for d in range(shape.rank - 1)) if shape.rank > 1 else "",
         str(shape.rank - 1) if shape.rank else "",
         bool(stages),
+        rows,
+        cols,
     )
 
 
@@ -126,10 +141,10 @@ def text_segments(shape: Shape, max_rows: int = 32, max_cols: int = 32) -> list[
     ``kind`` is ``"head"``, ``"label"``, ``"sep"``, ``"pad"`` or the cell's block number (int).
     At most ``max_rows`` x ``max_cols`` cells are shown (``...`` marks the cut).
     """
-    g = grid(shape)
-    rows, cols = g.offset.shape
-    shown_r, shown_c = min(rows, max_rows), min(cols, max_cols)
-    off, pad, blk = (a[:shown_r, :shown_c] for a in (g.offset, g.padding, g.block))
+    g = grid(shape, max_rows, max_cols)
+    rows, cols = g.rows, g.cols
+    off, pad, blk = g.offset, g.padding, g.block
+    shown_r, shown_c = off.shape
     width = max([len(str(int(v))) + 1 for v in off.flat] + [len(str(shown_c - 1)), 1])
     lw = max(len(s) for s in g.row_labels[:shown_r] + ("",))
     vsep = [g.tiled and bool(np.any(blk[:, j] != blk[:, j + 1])) for j in range(shown_c - 1)]

@@ -161,21 +161,21 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
     for name, (arr, shape) in arrays.items():  # the kernel indexes without bounds checks
         if np.shape(arr) != shape:
             raise MappingError(f"batch {name} has shape {np.shape(arr)}; expected {shape}")
-    bad_dim = lambda x, lo: bool(((x < lo) | (x >= D)).any())
-    if bad_dim(orders, 0) or bad_dim(b.rows_dim, -1) or bad_dim(b.cols_dim, -1):
-        raise MappingError(f"batch orders and split dims must be dim indices in [0, {D}) "
-                           "(-1: no split)")
+    # the kernel writes every element (and checks the dim indices before using them)
     out = dict(
-        footprint=np.zeros((B, L), np.int64), fits=np.zeros(B, bool), legal=np.zeros(B, bool),
-        reads=np.zeros((B, L, T), np.int64), writes=np.zeros((B, L, T), np.int64),
-        reloads=np.zeros((B, L, T), np.int64), offchip_bytes=np.zeros(B, np.int64),
-        steps=np.zeros((B, O), np.int64), padded_points=np.zeros((B, O), np.int64),
-        compute_cycles=np.zeros(B), compute_s=np.zeros(B), transfer_s=np.zeros((B, L)),
-        latency_s=np.zeros(B), utilization=np.zeros(B), ratio=np.zeros((B, L)))
-    flags = np.zeros(2, np.int64)
+        footprint=np.empty((B, L), np.int64), fits=np.empty(B, bool), legal=np.empty(B, bool),
+        reads=np.empty((B, L, T), np.int64), writes=np.empty((B, L, T), np.int64),
+        reloads=np.empty((B, L, T), np.int64), offchip_bytes=np.empty(B, np.int64),
+        steps=np.empty((B, O), np.int64), padded_points=np.empty((B, O), np.int64),
+        compute_cycles=np.empty(B), compute_s=np.empty(B), transfer_s=np.empty((B, L)),
+        latency_s=np.empty(B), utilization=np.empty(B), ratio=np.empty((B, L)))
+    flags = np.zeros(3, np.int64)
     evaluate_into(tiles, orders, flag(b.bypass),
                   flag(b.double_buffer), i64(b.rows_dim), i64(b.rows_ways), i64(b.cols_dim),
                   i64(b.cols_ways), *p.args, *out.values(), flags)
+    if flags[2]:
+        raise MappingError(f"batch candidate {flags[2] - 1}: orders and split dims must be dim "
+                           f"indices in [0, {D}) (-1: no split)")
     if flags[0]:
         raise TilewiseError(f"traffic of {st.tensors[flags[0] - 1].name} overflows int64 bytes; "
                             "the problem is too large")
