@@ -44,7 +44,7 @@ def space_mappings(draw, workload, arch):
         lv, t = arch.levels[k], {}
         for d in dims:
             w = ways[d] if k == space.st.array_level else 1
-            a = arch.alignment.get(d, 1)
+            a = workload.alignment(arch.alignment)[d]
             parent = tiles[-1][d]
             limit = -(-ceil(parent / w) // a) * a if k == n - 1 else parent // w
             cands = [v for v in space.values[s_i][lv.name][d] if v <= limit]

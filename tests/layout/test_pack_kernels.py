@@ -192,3 +192,24 @@ def test_nan_and_typed_paddings():
     with pytest.raises(PackError, match="Only full tiles are supported"):
         pack(x, (0, 1), (4, 4))
     assert unpack_packing((2, 2, 4, 4), (0, 1), (4, 4), shape=(5, 6)).shape == (5, 6)
+
+
+def test_repeated_calls_with_the_same_tuples():
+    # The same attribute tuple objects hit the plan by identity; everything else still checked.
+    x = np.arange(24 * 40, dtype=np.float32).reshape(24, 40)
+    pos, tiles, perm = (1, 0), (8, 4), (1, 0)
+    ref = pack_reference(x, pos, tiles, perm)
+    for _ in range(3):
+        assert np.array_equal(pack(x, pos, tiles, perm), ref)
+        assert np.array_equal(unpack(ref, pos, tiles, perm, shape=x.shape), x)
+    out = np.empty(ref.shape, np.float32)
+    assert pack(x, pos, tiles, perm, out=out) is out and np.array_equal(out, ref)
+    with pytest.raises(PackError, match="packed domain"):
+        pack(x, pos, tiles, perm, out=np.empty(ref.shape, np.float64))
+    with pytest.raises(PackError, match="overlaps the source"):
+        unpack(ref, pos, tiles, perm, out=ref.reshape(x.shape))
+    y = x[:, :36].copy()  # another shape: its own plan (a partial tile needs a padding value)
+    with pytest.raises(PackError, match="Only full tiles"):
+        pack(y, pos, tiles, perm)
+    assert np.array_equal(pack(y, pos, tiles, perm, padding_value=0.5),
+                          pack_reference(y, pos, tiles, perm, padding_value=0.5))

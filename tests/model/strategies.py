@@ -92,7 +92,7 @@ def mappings(draw, workload, arch, legal_only=True):
         for d in dims:
             parent = tiles[k - 1][d]
             if k == n - 1:
-                align = arch.alignment.get(d, 1)
+                align = workload.alignment(arch.alignment)[d]
                 w = ways.get(d, 1)
                 limit = -(-(-(-parent // w)) // align) * align
                 if legal_only and d in shared_private:

@@ -47,7 +47,7 @@ def random_batch(workload, arch, n: int, rng: np.random.Generator) -> MappingBat
         rows[2] = np.where(distinct, pick[:, 1], -1)
         rows[1] = np.where(distinct, rng.integers(1, arch.array.rows + 1, n), 1)
         rows[3] = np.where(distinct, rng.integers(1, arch.array.cols + 1, n), 1)
-    align = np.array([arch.alignment.get(d, 1) for d in st.dims], np.int64)
+    align = np.array([st.workload.alignment(arch.alignment)[d] for d in st.dims], np.int64)
     tiles[:, L - 1] = -(-tiles[:, L - 1] // align) * align
     return MappingBatch(tiles, orders, bypass, db, *rows)
 

@@ -35,6 +35,18 @@ def _ids(case):
     return case[0].name
 
 
+def assert_top_matches(got, brute_values):
+    """The search's top values are the smallest of brute force. Brute force lists loop orders
+    that the search drops as provably equivalent (same cost, e.g. orders of loops that iterate
+    once), so compare distinct values: the search's distinct values must be the first distinct
+    values of brute force, and its best the brute-force minimum."""
+    want = sorted(set(brute_values))
+    have = sorted(set(got))
+    assert got[0] == pytest.approx(want[0], rel=1e-12)
+    assert got == sorted(got)
+    assert have == pytest.approx(want[:len(have)], rel=1e-12)
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0].name + str(i) for i, c in enumerate(CASES)])
 def test_latency_optimum_and_top_k_equal_brute_force(case):
     w, arch, cons = case
@@ -43,8 +55,8 @@ def test_latency_optimum_and_top_k_equal_brute_force(case):
     values = sorted(v for v, _, _ in brute)
     r = search(w, arch, objective="latency", top=4, **cons)
     got = [s.latency_s for s in r.top]
-    assert got == pytest.approx(values[:len(got)], rel=1e-12)
-    assert len(got) == min(4, len(values))
+    assert_top_matches(got, values)
+    assert len(got) == min(4, len(values)) or len(set(got)) == len(set(values))
     # each reported solution is a real mapping of the space whose model cost is what we report
     for s in r.top:
         assert tw.evaluate(w, arch, s.mapping).latency_s == s.latency_s
@@ -99,7 +111,7 @@ def test_random_gemms_equal_brute_force(M, N, K, dt):
     cons = {"double_buffer": "none"}
     brute = brute_force(w, arch, lambda c: c.latency_s, **cons)
     r = search(w, arch, top=2, **cons)
-    assert [s.latency_s for s in r.top] == pytest.approx(sorted(v for v, _, _ in brute)[:2], rel=1e-12)
+    assert_top_matches([s.latency_s for s in r.top], [v for v, _, _ in brute])
 
 
 def test_tile_values_are_divisors_and_aligned_balanced_tiles():

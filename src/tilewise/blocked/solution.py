@@ -109,7 +109,7 @@ def _tensor_dict(t) -> dict:
 
 def workload_to_dict(w) -> dict:
     """The full IR of a workload as plain JSON-able objects (round-trips with the reader)."""
-    return {"name": w.name, "dims": dict(w.sizes),
+    return {"name": w.name, "dims": dict(w.sizes), "roles": [list(r) for r in w.roles],
             "ops": [{"name": op.name, "kind": op.kind, "dtype": op.dtype.name,
                      "output": _tensor_dict(op.output),
                      "inputs": [_tensor_dict(t) for t in op.inputs],
@@ -150,7 +150,7 @@ def workload_from_dict(data) -> object:
                        o["dtype"], tuple(map(tensor, o.get("state", ()))),
                        o.get("ops_per_point", 1), o.get("attrs", {}))
                     for o in data["ops"])
-        return Chain(data["name"], dims, ops)
+        return Chain(data["name"], dims, ops, tuple(map(tuple, data.get("roles", ()))))
     except TilewiseError:
         raise
     except (KeyError, TypeError, AttributeError) as e:

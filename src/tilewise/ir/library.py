@@ -109,7 +109,7 @@ def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, pad
     I = Tensor("I", dt, (Affine.parse("n"), Affine.parse("c"), row, col), (N, C, H, W))
     Wt = _t("W", dt, "k,c,r,s", sz)
     O = _t("O", ot, "n,k,p,q", sz)
-    return Chain("conv2d", dims, (_mac("O", O, (I, Wt), dt),))
+    return Chain("conv2d", dims, (_mac("O", O, (I, Wt), dt),), roles=(("n", ""), ("k", "n"), ("c", "k")))
 
 
 def gemm_chain(M: int, K: int, L: int, N: int, dtype: str = "i8",

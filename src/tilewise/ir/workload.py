@@ -170,11 +170,21 @@ class Chain:
     name: str
     dims: tuple[Dim, ...]
     ops: tuple[Op, ...]
+    roles: tuple[tuple[str, str], ...] = ()
+    """Which arch alignment key (GEMM roles ``m``, ``n``, ``k``) governs a dim, as
+    ``(dim, role)`` pairs; a dim not listed uses its own name (so GEMM-named dims align as
+    themselves) and ``role = ""`` means unaligned. conv2d maps C_out ``k`` -> ``n`` and C_in
+    ``c`` -> ``k`` (seed 003: "aligned to 8 for the channels"), leaving batch and pixels free."""
 
     def __post_init__(self):
         object.__setattr__(self, "dims", tuple(self.dims))
         object.__setattr__(self, "ops", tuple(self.ops))
+        object.__setattr__(self, "roles", tuple((str(d), str(r)) for d, r in dict(self.roles).items()))
         names = [d.name for d in self.dims]
+        for d, _ in self.roles:
+            if d not in names:
+                raise WorkloadError(f"workload {self.name}: roles name unknown dim {d!r}; dims: "
+                                    f"{', '.join(names)}")
         if len(set(names)) != len(names):
             raise WorkloadError(f"workload {self.name}: duplicate dim names in {names}")
         if not self.ops:
@@ -224,6 +234,12 @@ class Chain:
             if hi < 0 or lo > n - 1:
                 raise WorkloadError(f"tensor {t.name} axis {ax}: index {a} spans [{lo}, {hi}], "
                                     f"outside the tensor's [0, {n - 1}]")
+
+    def alignment(self, arch_alignment) -> dict[str, int]:
+        """``{dim: multiple}`` the innermost tile of each dim must be a multiple of, from the
+        arch's per-role alignment (see :attr:`roles`); 1 for unaligned dims."""
+        roles = dict(self.roles)
+        return {d.name: int(arch_alignment.get(roles.get(d.name, d.name), 1)) for d in self.dims}
 
     @property
     def sizes(self) -> dict[str, int]:

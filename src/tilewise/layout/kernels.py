@@ -40,8 +40,8 @@ stores, as memcpy does for large copies:
   over tiles, so ``64 / run`` tiles are read in order and every destination row gets one
   whole line, joined (and shifted to the destination's lines) in registers (``_panel``,
   planned by ``_is_panel``); runs of a whole line gain nothing from it;
-* other gathers: staged in an L1 scratch and streamed out as aligned 64-byte vector stores
-  (never a partial line in the middle of a chunk).
+* other gathers: staged in a line-aligned L1 scratch and streamed out as aligned 64-byte
+  vector stores (never a partial line in the middle of a chunk).
 
 Kernels are single-threaded, release the GIL and are cached on disk.
 """

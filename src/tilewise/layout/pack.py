@@ -441,12 +441,19 @@ def _nest(packing: Packing, itemsize: int, max_unit: int, packed_is_src: bool):
 @dataclass(frozen=True)
 class _FastPlan:
     """Everything a repeated call needs: the verified result shape, the kernel nest, the
-    padding pattern and the store kind."""
+    padding pattern and the store kind; ``args`` are the compiled entry point's arguments
+    after the source and destination bytes."""
 
     out_shape: tuple[int, ...]
     nest: object
     pad: np.ndarray
     streaming: bool
+
+    def __post_init__(self):
+        kernel = _KERNELS._RUN[self.nest.unit]
+        object.__setattr__(self, "kernel", kernel)
+        object.__setattr__(self, "args", (self.pad, self.nest.table, self.nest.fill,
+                                          self.streaming, self.nest.panel))
 
 
 # Verified plans by (op, source shape, dtype, attributes, padding or unpacked shape); a call
@@ -456,37 +463,19 @@ _FAST_SIZE = 512
 _KERNELS = None  # tilewise.layout.kernels once a kernel has run (imported lazily: numba)
 
 
-# The same plans by the identity of the attribute tuples (``(op, id(pos), id(tiles), id(perm),
-# shape, dtype, extra)`` -> ``(pos, tiles, perm, plan)``), for callers that pass the same tuple
-# objects every time: no per-element conversion. Only tuples of exact ints are remembered
-# (immutable, so the same object has the same values; the entry keeps it alive, so its id
-# is not reused).
+# The same plans by the identity of the attribute tuples, for callers that pass the same
+# tuple objects every time: ``(op, id(pos), id(tiles), id(perm), shape, dtype, *extra)`` ->
+# ``(pos, tiles, perm, plan)``, one dict lookup and no per-element conversion. Only tuples
+# of exact ints are remembered (immutable, so the same object holds the same values; the
+# entry keeps it alive, so its id is not reused).
 _BY_ID: dict = {}
-
-
-def _id_key(op: str, x, pos, tiles, perm, extra):
-    return (op, id(pos), id(tiles), id(perm), x.shape, x.dtype, extra)
-
-
-def _by_id(key, pos, tiles, perm):
-    """The plan remembered under ``key`` (see ``_BY_ID``) for these very tuples, or None."""
-    try:
-        hit = _BY_ID.get(key)
-    except TypeError:  # an unhashable padding value
-        return None
-    if hit is not None and hit[0] is pos and hit[1] is tiles and hit[2] is perm:
-        return hit[3]
-    return None
 
 
 def _remember_id(key, pos, tiles, perm, fast) -> None:
     if all(type(t) is tuple and all(type(v) is int for v in t) for t in (pos, tiles, perm)):
         if len(_BY_ID) >= _FAST_SIZE:
             _BY_ID.clear()
-        try:
-            _BY_ID[key] = (pos, tiles, perm, fast)
-        except TypeError:
-            pass
+        _BY_ID[key] = (pos, tiles, perm, fast)
 
 
 def _fast_key(op: str, x, pos, tiles, perm, extra):
@@ -538,9 +527,8 @@ def _run_fast(fast: _FastPlan, src: np.ndarray, out):
               and out.dtype == src.dtype and (flags := out.flags).c_contiguous
               and flags.writeable):
         return None
-    nest = fast.nest  # a plan exists, so the kernels module is loaded
-    if _KERNELS.run(nest, src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8),
-                    fast.pad, fast.streaming) == 0:  # kernels.OK
+    if fast.kernel(src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8),
+                   *fast.args) == 0:  # kernels.OK
         return out
     return None
 
@@ -556,13 +544,20 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
     """
     key = None
     if type(x) is np.ndarray and x.flags.c_contiguous:
-        extra = (type(padding_value), padding_value)
-        idk = _id_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm, extra)
-        fast = _by_id(idk, inner_dims_pos, inner_tiles, outer_dims_perm)
-        if fast is None:
-            key = _fast_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm, extra)
+        idk = ("pack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), x.shape,
+               x.dtype, type(padding_value), padding_value)
+        try:
+            hit = _BY_ID.get(idk)
+        except TypeError:  # an unhashable padding value: the slow path
+            hit = idk = None
+        if (hit is not None and hit[0] is inner_dims_pos and hit[1] is inner_tiles
+                and hit[2] is outer_dims_perm):
+            fast = hit[3]
+        else:
+            key = _fast_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm,
+                            (type(padding_value), padding_value))
             fast = _FAST.get(key) if key is not None else None
-            if fast is not None:
+            if fast is not None and idk is not None:
                 _remember_id(idk, inner_dims_pos, inner_tiles, outer_dims_perm, fast)
         if fast is not None and (done := _run_fast(fast, x, out)) is not None:
             return done
@@ -598,9 +593,13 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
             dims = ()
         fast = None
         if dims != ():
-            idk = _id_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm, dims)
-            fast = _by_id(idk, inner_dims_pos, inner_tiles, outer_dims_perm)
-            if fast is None:
+            idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm),
+                   p.shape, p.dtype, dims)
+            hit = _BY_ID.get(idk)
+            if (hit is not None and hit[0] is inner_dims_pos and hit[1] is inner_tiles
+                    and hit[2] is outer_dims_perm):
+                fast = hit[3]
+            else:
                 key = _fast_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm,
                                 dims)
                 fast = _FAST.get(key) if key is not None else None

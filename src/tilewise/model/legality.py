@@ -93,7 +93,7 @@ def check_mapping(workload, arch, mapping) -> None:
             w = ways.get(d, 1) if a == k else 1
             parent = tiles[k - 1][d]
             if k == n - 1:
-                align = arch.alignment.get(d, 1)
+                align = workload.alignment(arch.alignment)[d]
                 limit = -(-(-(-parent // w)) // align) * align
                 if tiles[k][d] > limit:
                     raise MappingError(

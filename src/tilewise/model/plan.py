@@ -283,7 +283,7 @@ def build(workload, arch) -> Plan:
     bc = (arr is not None and arr.broadcast_cols, arr is not None and arr.broadcast_rows)
 
     args = (
-        _i64(st.sizes), _i64([arch.alignment.get(d, 1) for d in dims]), a, link_a,
+        _i64(st.sizes), _i64([st.workload.alignment(arch.alignment)[d] for d in dims]), a, link_a,
         arr is not None, bc[0], bc[1],
         moved, is_out, tbytes, tmask, oth, plain, affine,
         gi, _i64(mono, (-1, 1 + M)), _i64(axes, (-1, 2 + M)), int(max_pow), explicit, win,

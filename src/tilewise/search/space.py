@@ -198,6 +198,7 @@ class Space:
             if d not in dims:
                 raise TilewiseError(f"max_core_tile: unknown dim {d!r}; dims: {', '.join(dims)}")
         splits = spatial_choices(st, spatial)
+        align = workload.alignment(arch.alignment)
         values = []
         for sp in splits:
             w = sp.ways(len(dims))
@@ -207,8 +208,7 @@ class Space:
                 vd = {}
                 for j, d in enumerate(dims):
                     ww = int(w[j]) if k == st.array_level else 1
-                    v = tile_values(workload.sizes[d], ww, arch.alignment.get(d, 1) if inner else
-                                    arch.alignment.get(d, 1), inner)
+                    v = tile_values(workload.sizes[d], ww, align[d], inner)
                     if inner and d in max_core:
                         v = [x for x in v if x <= max_core[d]]
                     if (k, d) in fixed:
@@ -291,7 +291,7 @@ class Space:
         L, d = st.n_levels, st.dims[j]
         size = st.sizes[j]
         w = int(self.splits[s].ways(len(st.dims))[j])
-        a = arch.alignment.get(d, 1)
+        a = st.workload.alignment(arch.alignment)[d]
         rows_t, rows_c = [], []
 
         def rec(k, parent, tl, chain, counts):
@@ -404,7 +404,7 @@ def iter_mappings(space: Space) -> Iterator[Mapping]:
             per = []
             for d in dims:
                 ww = w[d] if k == st.array_level else 1
-                a = arch.alignment.get(d, 1)
+                a = st.workload.alignment(arch.alignment)[d]
                 lim = -(-ceil(parent[d] / ww) // a) * a if k == L - 1 else parent[d] // ww
                 per.append([v for v in space.values[s][lv.name][d] if v <= lim])
             for combo in itertools.product(*per):

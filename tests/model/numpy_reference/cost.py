@@ -159,7 +159,7 @@ def _legal(st, b, ways, steps) -> np.ndarray:
     arch = st.arch
     a = st.array_level if st.array_level is not None else L - 1
     ok = (b.tiles >= 1).all((1, 2)) & (b.tiles[:, 0, :] == np.array(st.sizes)[None, :]).all(1)
-    align = np.array([arch.alignment.get(d, 1) for d in st.dims], np.int64)
+    align = np.array([st.workload.alignment(arch.alignment)[d] for d in st.dims], np.int64)
     for k in range(1, L):
         w = ways if k == a else 1
         parent = b.tiles[:, k - 1, :]
