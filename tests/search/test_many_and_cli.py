@@ -88,3 +88,11 @@ def test_cli_problem_list_typo_is_one_clear_error(tmp_path, capsys):
     assert main(["search-many", str(probs)]) == 2
     err = capsys.readouterr().err
     assert "unknown key 'problem'" in err and "Traceback" not in err
+
+
+def test_cli_search_plot_writes_the_pareto_png(tmp_path, capsys):
+    png = tmp_path / "front.png"
+    assert main(["search", "gemm", "--m", "64", "--n", "64", "--k", "64", "--arch", "aie-4x2",
+                 "--top", "1", "--double-buffer", "none", "--plot", str(png)]) == 0
+    assert "Pareto front" in capsys.readouterr().out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
