@@ -88,12 +88,13 @@ def check_mapping(workload, arch, mapping) -> None:
                                f"must equal the size {sizes[d]}")
     ways = _check_spatial(st, mapping)
     a = st.array_level
+    alignment = workload.alignment(arch.alignment)
     for k in range(1, n):
         for d in dims:
             w = ways.get(d, 1) if a == k else 1
             parent = tiles[k - 1][d]
             if k == n - 1:
-                align = workload.alignment(arch.alignment)[d]
+                align = alignment[d]
                 limit = -(-(-(-parent // w)) // align) * align
                 if tiles[k][d] > limit:
                     raise MappingError(

@@ -282,8 +282,9 @@ def build(workload, arch) -> Plan:
                     forbidden[dims.index(d)] |= d not in st.spine
     bc = (arr is not None and arr.broadcast_cols, arr is not None and arr.broadcast_rows)
 
+    align = st.workload.alignment(arch.alignment)
     args = (
-        _i64(st.sizes), _i64([st.workload.alignment(arch.alignment)[d] for d in dims]), a, link_a,
+        _i64(st.sizes), _i64([align[d] for d in dims]), a, link_a,
         arr is not None, bc[0], bc[1],
         moved, is_out, tbytes, tmask, oth, plain, affine,
         gi, _i64(mono, (-1, 1 + M)), _i64(axes, (-1, 2 + M)), int(max_pow), explicit, win,

@@ -133,6 +133,14 @@ class _Pool:
     def ranked(self):
         return np.lexsort((self.a["seq"], -self.a["F"], -self.a["vol"], self.a["obj"]))
 
+    def best(self, top: int) -> "_Pool":
+        """The ``top`` best kept candidates, in rank order."""
+        return self.take(self.ranked()[:top]) if len(self) else self
+
+    def kth(self, top: int) -> float:
+        """Objective of the ``top``-th best candidate; inf while fewer are kept."""
+        return float(self.a["obj"][self.ranked()[top - 1]]) if len(self) >= top else np.inf
+
 
 class Engine:
     """One (workload, arch, space) with the per-dim chains and model constants precomputed."""
@@ -300,10 +308,8 @@ class Engine:
         pools = []
         for start in range(0, len(rows), _ROWS):  # bounded memory: <= _ROWS mappings per model call
             if pools and top is not None:
-                merged = _Pool.concat(pools)
-                pools = [merged.take(merged.ranked()[:top])] if len(merged) else []
-                if len(pools[0] if pools else ()) >= top:
-                    kth = min(kth, pools[0].a["obj"][pools[0].ranked()[top - 1]])
+                pools = [_Pool.concat(pools).best(top)]
+                kth = min(kth, pools[0].kth(top))
             pools.append(self._evaluate_rows(c, sp, rows[start:start + _ROWS],
                                              ords[start:start + _ROWS], seq0 + start * len(self.db),
                                              stats, kth, top))
@@ -401,7 +407,7 @@ class Engine:
             if band is not None:
                 start, size = 0, 64  # small first chunks find a good k-th best early
                 while start < len(band["lb"]):
-                    kth = best.a["obj"][best.ranked()[top - 1]] if len(best) >= top else np.inf
+                    kth = best.kth(top)
                     sl = slice(start, start + size)
                     start, size = start + size, min(size * 4, _CHUNK)
                     chunk = {k: v[sl] for k, v in band.items()}
@@ -412,11 +418,10 @@ class Engine:
                     if chunk is None:
                         continue
                     pool = self.evaluate_chunk(chunk, stats["candidates"], stats, kth, top)
-                    merged = _Pool.concat([best, pool])
-                    best = merged.take(merged.ranked()[:top]) if len(merged) else merged
+                    best = _Pool.concat([best, pool]).best(top)
                     if progress:
                         progress(stats["examined_combos"], stats["tile_combos"])
-            kth = best.a["obj"][best.ranked()[top - 1]] if len(best) >= top else np.inf
+            kth = best.kth(top)
             if not np.isfinite(hi) or kth <= hi:
                 break
             lo, hi = hi, (kth if np.isfinite(kth) else hi * 1.1)

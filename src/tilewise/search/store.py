@@ -1,13 +1,13 @@
 """The solution store: one SQLite file of search results, keyed by problem.
 
 Seed 003: "for a list of problems we create a dictionary of solutions". A row is keyed by
-(workload canonical text, arch name, hash of the arch's full dict, objective, tilewise
-version), so a changed arch spec or a new tool version never returns a stale answer. The file
+(workload canonical text, arch name, hash of the arch's full dict, the question — objective,
+top and constraints as one text, see :func:`tilewise.search_many` — and the tilewise version), so a changed arch spec or a new tool version never returns a stale answer. The file
 is opened in WAL mode with a busy timeout, so readers and one writer can share it; in
 :func:`tilewise.search_many` only the parent process writes.
 
     >>> store = Store("solutions.sqlite")
-    >>> store.get(workload, arch, "latency")     # None, or the Result JSON as a dict
+    >>> store.get(workload, arch, question)      # None, or the Result JSON as a dict
 """
 
 from __future__ import annotations
@@ -46,19 +46,19 @@ class Store:
             "PRIMARY KEY (workload, arch, arch_hash, objective, version))")
         self.db.commit()
 
-    def _key(self, workload, arch, objective):
-        return (workload_key(workload), arch.name, arch_hash(arch), objective, __version__)
+    def _key(self, workload, arch, question):
+        return (workload_key(workload), arch.name, arch_hash(arch), question, __version__)
 
-    def get(self, workload, arch, objective: str) -> dict | None:
+    def get(self, workload, arch, question: str) -> dict | None:
         row = self.db.execute(
             "SELECT result FROM solutions WHERE workload=? AND arch=? AND arch_hash=? AND "
-            "objective=? AND version=?", self._key(workload, arch, objective)).fetchone()
+            "objective=? AND version=?", self._key(workload, arch, question)).fetchone()
         return None if row is None else json.loads(row[0])
 
-    def put(self, workload, arch, objective: str, result_json: str, seconds: float) -> None:
+    def put(self, workload, arch, question: str, result_json: str, seconds: float) -> None:
         with self.db:
             self.db.execute("INSERT OR REPLACE INTO solutions VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                            self._key(workload, arch, objective) + (result_json, seconds, time.time()))
+                            self._key(workload, arch, question) + (result_json, seconds, time.time()))
 
     def __len__(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM solutions").fetchone()[0]
