@@ -33,20 +33,22 @@ the innermost tile).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..errors import CapacityError, SpecError, TilewiseError
 from ..model.batch import MappingBatch
 from ..model.cost import evaluate, evaluate_batch
-from ..model.plan import rate
+from ..model.plan import plan, rate
 from .result import METRICS, Result, Solution
+from .bound import OBJ_CODE, best_variant, favorable_orders
 from .space import Space
 
 OBJECTIVES = ("latency", "traffic", "energy", "edp")
 CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles")
-_CHUNK = 4096        # tile combos per model call (times their loop orders)
-_PRODUCT = 1 << 21   # tile combos built at once from per-dim chains
-_ROWS = 1 << 16      # mappings (combo x loop orders) per model call
+_ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while orders are open)
+_SLACK = 1e-9        # relative: a bound within rounding of the k-th best is kept
 
 
 def link_bandwidths(arch, array_level, used) -> tuple[np.ndarray, np.ndarray]:
@@ -143,7 +145,16 @@ class _Pool:
 
 
 class Engine:
-    """One (workload, arch, space) with the per-dim chains and model constants precomputed."""
+    """One (workload, arch, space): a depth-first branch and bound over the declared space.
+
+    A node fixes the split, the tile chains of the first dims of :attr:`dim_order` and the loop
+    orders of the first levels; its bound (:mod:`.bound`) does not exceed the objective of any
+    mapping below it. Nodes are expanded in batches, children sorted by bound and the most
+    promising batch expanded first, so good solutions (and a tight k-th best) come early; a
+    node whose bound exceeds the k-th best found is dropped with its whole subtree. A leaf is
+    a full mapping; its bound is its least objective over double buffering, and every double
+    buffer choice of a surviving leaf is costed and ranked.
+    """
 
     def __init__(self, workload, arch, constraints: dict):
         self.workload, self.arch = workload, arch
@@ -166,33 +177,40 @@ class Engine:
             ideal += int(np.prod([workload.sizes[d] for d in op.dims])) * c / arch.cores
         self.min_time_s = ideal
         self.pp = [op.ops_per_point if op.kind != "mac" else 1 for op in workload.ops]
-        self.chains = [[self.space.dim_chains(s, j) for j in range(self.D)]
-                       for s in range(len(self.space.splits))]
+        S, L, D = len(self.space.splits), self.L, self.D
+        self.chains = [[self.space.dim_chains(s, j) for j in range(D)] for s in range(S)]
         self.cap = np.array([np.inf if lv.capacity_bytes is None else lv.capacity_bytes * (
             lv.instances if st.array_level is not None and k < st.array_level else 1)
             for k, lv in enumerate(arch.levels)])
         self.split_arr = np.array([[sp.rows[0] if sp.rows else -1, sp.rows[1] if sp.rows else 1,
                                     sp.cols[0] if sp.cols else -1, sp.cols[1] if sp.cols else 1]
                                    for sp in self.space.splits], np.int64)
+        self.ways = np.array([sp.ways(D) for sp in self.space.splits], np.int64).reshape(S, D)
+        used = self.split_arr[:, 1] * self.split_arr[:, 3]
+        self.rbw, self.wbw = link_bandwidths(arch, st.array_level, used)  # [S, L]
+        self.n_chains = np.array([[len(self.chains[s][j].padded) for j in range(D)]
+                                  for s in range(S)], np.int64).reshape(S, D)
+        self.groups = [_prefix_groups([self.chains[s][j] for s in range(S)], L) for j in range(D)]
+        self.fav = favorable_orders(st, self.space.moved)
+        self.moved_idx = np.array(self.space.moved, np.int64)
+        # dims with few chains first: small fan-out near the root, where bounds are loosest
+        self.dim_order = sorted(range(D), key=lambda j: (int(self.n_chains[:, j].max()), j))
+        # stages: per level k = 1 .. L-1 the level-k tile of each dim, then the level k-1 order
+        self.stages = []
+        for k in range(1, L):
+            self.stages += [("tile", k, j) for j in self.dim_order] + [("order", k - 1, -1)]
+        self.depth = np.zeros((len(self.stages) + 1, D), np.int64)  # levels fixed per dim
+        for i, (kind, k, j) in enumerate(self.stages):
+            self.depth[i + 1] = self.depth[i]
+            if kind == "tile":
+                self.depth[i + 1, j] = k
         self._orders: dict = {}
         self.energy = None
-        # compulsory bytes per link: every final output element is written out of every level
-        # at least once; every element of an input indexed by plain axes only is read in once
-        comp_r = comp_w = 0
-        for t in st.moved:
-            nbytes = int(np.prod(t.shape)) * t.element_bytes
-            if t.name in st.outputs:
-                comp_w += nbytes
-            elif all(ax.is_plain for ax in t.axes):
-                comp_r += nbytes
-        used = self.split_arr[:, 1] * self.split_arr[:, 3]
-        rbw, wbw = link_bandwidths(arch, st.array_level, used)
-        self.comp_time = np.maximum(_time(np.full(rbw.shape, float(comp_r)), rbw),
-                                    _time(np.full(wbw.shape, float(comp_w)), wbw))  # [splits, L]
-        self.comp_time[:, 0] = 0.0
+        args = plan(workload, arch).args  # the model's chain rules: spine and forbidden dims
+        self.chain_rules = (args[-2], args[-1]) if len(workload.ops) > 1 else None
 
     def tile_combos(self) -> int:
-        return int(sum(np.prod([len(c.padded) for c in ch], dtype=np.int64) for ch in self.chains))
+        return int(sum(np.prod(self.n_chains[s], dtype=np.int64) for s in range(len(self.n_chains))))
 
     def compute_s(self, padded: np.ndarray) -> np.ndarray:
         """Compute seconds of the busiest core from padded extents ``[n, D]`` (= the model's)."""
@@ -201,262 +219,404 @@ class Engine:
             out += np.prod(padded[:, idx], axis=1).astype(float) * c
         return out
 
-    def bound(self, s: int, padded: np.ndarray, counts: np.ndarray, objective: str) -> np.ndarray:
-        """Lower bound of the objective for tile combos (any order, any double buffering):
-        latency >= T_c + sum_l T_l / iterations_l >= T_c + sum_l (compulsory bytes time)_l /
-        iterations_l (module doc); 0 for the other objectives."""
-        if objective == "latency":
-            it = np.prod(counts, axis=2).astype(float)  # [n, L]
-            return self.compute_s(padded) + (self.comp_time[s][None, 1:] / np.maximum(it[:, 1:], 1)).sum(1)
-        return np.zeros(len(padded))
+    # ----- nodes -----
 
-    # ----- enumeration of a band of tile combos -----
+    def assemble(self, gid: np.ndarray, stage: int):
+        """Per node: tiles for traffic (open levels at their largest), tiles for footprint
+        (open levels at their smallest), counts (most) ``[n, L, D]`` and padded extents
+        ``[n, D]`` (least) over the chains of each dim's group ``gid [n, D]``."""
+        n, L, D = len(gid), self.L, self.D
+        tt = np.empty((n, L, D), np.int64)
+        tm = np.empty((n, L, D), np.int64)
+        cnt = np.empty((n, L, D), np.int64)
+        pad = np.empty((n, D), np.int64)
+        for j in range(D):
+            g = self.groups[j][self.depth[stage, j]]
+            tt[:, :, j] = g.whole[gid[:, j]]
+            tm[:, :, j] = g.small[gid[:, j]]
+            cnt[:, :, j] = g.max_cnt[gid[:, j]]
+            pad[:, j] = g.min_pad[gid[:, j]]
+        return tt, tm, cnt, pad
 
-    def band(self, lo: float, hi: float, objective: str, stats: dict):
-        """Tile combos with bound in ``(lo, hi]``, all splits, sorted by bound: compact
-        ``s [n]``, per-dim chain indices ``idx [n, D]`` (int32) and ``lb [n]``. Tiles, counts and
-        buffers are materialized per evaluation chunk (:meth:`materialize`), so a band of
-        millions of combos costs ~40 bytes each."""
-        out = []
-        for s, ch in enumerate(self.chains):
-            keep = [np.arange(len(c.padded)) for c in ch]
-            if objective == "latency" and np.isfinite(hi):
-                mins = [c.padded.min() if len(c.padded) else 0 for c in ch]
-                for j in range(self.D):
-                    b = np.inf
-                    for idx, c in zip(self.op_dims, self.op_c):
-                        if j in idx:
-                            other = float(np.prod([mins[i] for i in idx if i != j]))
-                            b = min(b, hi / (c * other))
-                    keep[j] = keep[j][ch[j].padded[keep[j]] <= b * (1 + 1e-12)]
-            sizes = [len(k) for k in keep]
-            total = int(np.prod(sizes, dtype=np.int64))
-            for start in range(0, total, _PRODUCT):
-                flat = np.arange(start, min(total, start + _PRODUCT))
-                idx = np.unravel_index(flat, sizes)
-                rows = [keep[j][idx[j]] for j in range(self.D)]
-                padded = np.stack([ch[j].padded[rows[j]] for j in range(self.D)], 1)
-                counts = np.stack([ch[j].counts[rows[j]] for j in range(self.D)], 2)  # [n, L, D]
-                lb = self.bound(s, padded, counts, objective)
-                sel = (lb > lo) & (lb <= hi)
-                if sel.any():
-                    out.append(dict(s=np.full(int(sel.sum()), s, np.int32),
-                                    idx=np.stack([r[sel] for r in rows], 1).astype(np.int32),
-                                    lb=lb[sel]))
-        if not out:
-            return None
-        band = {k: np.concatenate([o[k] for o in out]) for k in out[0]}
-        order = np.argsort(band["lb"], kind="stable")
-        return {k: v[order] for k, v in band.items()}
+    def buffers(self, tiles: np.ndarray):
+        """Single-buffer bytes of the moved tensors ``[n, L, Tm]`` and other buffers ``[n, L]``."""
+        n = len(tiles)
+        bufs = np.zeros((n, self.L, len(self.space.moved)), np.int64)
+        fixed = np.zeros((n, self.L), np.int64)
+        for k in range(1, self.L):
+            bufs[:, k], fixed[:, k] = self.space.buffer_bytes(k, tiles[:, k, :])
+        return bufs, fixed
 
-    def materialize(self, c: dict, stats: dict) -> dict | None:
-        """Tiles, counts and single-buffer sizes of a chunk of a band; drops (and counts in
-        ``stats``) the combos that do not fit single-buffered."""
-        tiles = np.empty((len(c["s"]), self.L, self.D), np.int64)
-        counts = np.empty_like(tiles)
-        for s in np.unique(c["s"]):
-            m = c["s"] == s
-            for j in range(self.D):
-                ch = self.chains[s][j]
-                tiles[m, :, j] = ch.tiles[c["idx"][m, j]]
-                counts[m, :, j] = ch.counts[c["idx"][m, j]]
-        stats["examined_combos"] += len(tiles)
-        ok, bufs, fixed = self.space.fits_single(tiles, stats)
-        if not ok.any():
-            return None
-        return dict(s=c["s"][ok].astype(np.int64), tiles=tiles[ok], counts=counts[ok],
-                    bufs=bufs[ok], fixed=fixed[ok], lb=c["lb"][ok])
+    def traffic(self, s, tiles, ords, nfix: int):
+        """Bytes read into / written out of each level ``[n, L, T]`` (float): exact for the
+        given orders when every level's order is fixed (``nfix == L-1``; also returns the
+        legality mask), else each tensor's least traffic over the open levels' orders."""
+        n, L, D, T = len(s), self.L, self.D, self.T
+        sp = self.split_arr[s]
+        if nfix == L - 1:
+            z = np.zeros((n, L, T), bool)
+            cb = evaluate_batch(self.workload, self.arch, MappingBatch(
+                tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]))
+            return cb.reads.astype(float), cb.writes.astype(float), cb.legal
+        Tm = len(self.fav)
+        o = np.empty((n, Tm, L - 1, D), np.int64)
+        o[:] = self.fav[None, :, None, :]
+        if nfix:
+            o[:, :, :nfix] = ords[:, None, :nfix]
+        rows = n * Tm
+        z = np.zeros((rows, L, T), bool)
+        spr = np.repeat(sp, Tm, 0)
+        cb = evaluate_batch(self.workload, self.arch, MappingBatch(
+            np.repeat(tiles, Tm, 0), o.reshape(rows, L - 1, D), z, z,
+            spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]))
+        rd = cb.reads.reshape(n, Tm, L, T)
+        wr = cb.writes.reshape(n, Tm, L, T)
+        R = np.zeros((n, L, T))
+        W = np.zeros((n, L, T))
+        for i, ti in enumerate(self.moved_idx):
+            R[:, :, ti] = rd[:, i, :, ti]
+            W[:, :, ti] = wr[:, i, :, ti]
+        return R, W, None
 
-    # ----- evaluation of a chunk -----
+    def bound(self, nd: dict, stage: int, objectives: tuple[str, ...], stats: dict) -> np.ndarray:
+        """Bounds ``[n, len(objectives)]`` of nodes at ``stage`` (see the class doc)."""
+        s, n = nd["s"], len(nd["s"])
+        tt, tm, cnt, pad = self.assemble(nd["gid"], stage)
+        nfix = sum(1 for kind, _, _ in self.stages[:stage] if kind == "order")
+        R, W, legal = self.traffic(s, tt, nd["ords"], nfix)
+        cs = self.compute_s(pad)
+        pts = np.zeros(n)
+        for idx, p in zip(self.op_dims, self.pp):
+            pts += np.prod(pad[:, idx], axis=1).astype(float) * p
+        it = np.prod(cnt, axis=2).astype(float)
+        bufs, fixed = self.buffers(tm)
+        e_mac, e_byte = self.energy if self.energy is not None else (0.0, np.zeros(self.L))
+        out = np.empty((n, len(objectives)))
+        nfit = np.zeros(n, np.int64)
+        for i, o in enumerate(objectives):
+            best_variant(OBJ_CODE[o], cs, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
+                         self.cap, self.dbm, self.moved_idx, e_mac, e_byte, pts, out[:, i], nfit)
+        if legal is not None:
+            bad = ~legal
+            if bad.any():
+                out[bad] = np.inf
+                key = "chain order"
+                stats["rejected"][key] = stats["rejected"].get(key, 0) + int(bad.sum()) * len(self.db)
+            stats["evaluated"] += n
+            stats["candidates"] += n * len(self.db)
+            stats["valid"] += int(nfit[legal].sum()) if legal is not None else 0
+        full = np.isinf(out[:, 0]) & (nfit == 0)
+        if legal is None and full.any():  # nothing fits: count the nodes by the level that overflows
+            over = bufs.sum(2) + fixed > self.cap[None, :]
+            for k in range(1, self.L):
+                m = full & over[:, k] & ~over[:, :k].any(1)
+                if m.any():
+                    key = f"capacity at {self.arch.levels[k].name}"
+                    stats["rejected"][key] = stats["rejected"].get(key, 0) + int(m.sum())
+            m = full & ~over.any(1)
+            if m.any():
+                key = "capacity with the declared double buffering"
+                stats["rejected"][key] = stats["rejected"].get(key, 0) + int(m.sum())
+        return out
+
+    # ----- expansion -----
 
     def orders(self, real_key: tuple) -> np.ndarray:
-        """``[m, L-1, D]`` products of the canonical orders of every level for one real mask."""
+        """``[m, D]`` canonical orders of one level with real loops ``real_key``."""
         if real_key not in self._orders:
-            per = [self.space.orders_for(r) for r in real_key]
-            grids = np.meshgrid(*[np.arange(len(p)) for p in per], indexing="ij")
-            idx = [g.ravel() for g in grids]
-            self._orders[real_key] = (np.stack([per[k][idx[k]] for k in range(len(per))], 1)
-                                      if all(len(p) for p in per) else
-                                      np.zeros((0, len(per), self.D), np.int64))
+            self._orders[real_key] = self.space.orders_for(real_key)
         return self._orders[real_key]
 
-    def evaluate_chunk(self, c: dict, seq0: int, stats: dict, kth: float = np.inf,
-                       top: int | None = None) -> _Pool:
-        """All candidates (orders x double-buffer variants) of a chunk of combos, as a pool of
-        valid ones with their objective metrics."""
-        st, L, D = self.st, self.L, self.D
-        sp = self.split_arr[c["s"]]
-        ways = np.ones((len(sp), D), np.int64)
-        for dcol, wcol in ((0, 1), (2, 3)):
-            has = sp[:, dcol] >= 0
-            ways[np.nonzero(has)[0], sp[has, dcol]] = sp[has, wcol]
-        real = np.zeros((len(sp), L - 1, D), bool)
-        for k in range(L - 1):
-            step = c["tiles"][:, k + 1, :] * (ways if k + 1 == st.array_level else 1)
-            real[:, k, :] = step < c["tiles"][:, k, :]
-        keys = np.packbits(real.reshape(len(real), -1), axis=1, bitorder="little")
-        _, inv = np.unique(keys, axis=0, return_inverse=True)
-        inv = inv.ravel()
-        rows, ords = [], []
-        for g in range(inv.max() + 1):
-            members = np.nonzero(inv == g)[0]
-            o = self.orders(tuple(tuple(bool(x) for x in r) for r in real[members[0]]))
-            rows.append(np.repeat(members, len(o)))
-            ords.append(np.tile(o, (len(members), 1, 1)))
-        rows = np.concatenate(rows)
-        ords = np.concatenate(ords) if ords else np.zeros((0, L - 1, D), np.int64)
-        pools = []
-        for start in range(0, len(rows), _ROWS):  # bounded memory: <= _ROWS mappings per model call
-            if pools and top is not None:
-                pools = [_Pool.concat(pools).best(top)]
-                kth = min(kth, pools[0].kth(top))
-            pools.append(self._evaluate_rows(c, sp, rows[start:start + _ROWS],
-                                             ords[start:start + _ROWS], seq0 + start * len(self.db),
-                                             stats, kth, top))
-        return _Pool.concat(pools)
+    def children(self, nd: dict, stage: int):
+        """The children of ``nd`` (nodes at ``stage``), in slices of at most ``_ROWS``, each
+        with its share ``w`` of the parent's weight (the fraction of the space below it)."""
+        kind, k, j = self.stages[stage]
+        if kind == "tile":
+            g = self.groups[j][k - 1]
+            lo, hi = g.child_lo[nd["gid"][:, j]], g.child_hi[nd["gid"][:, j]]
+            fan = hi - lo
+            parent = np.repeat(np.arange(len(fan)), fan)
+            child = np.arange(len(parent)) - np.repeat(np.cumsum(fan) - fan, fan) + lo[parent]
+            share = self.groups[j][k].combos[child] / g.combos[nd["gid"][parent, j]]
+        else:
+            tt, _, _, _ = self.assemble(nd["gid"], stage)
+            step = tt[:, k + 1, :] * (self.ways[nd["s"]] if k + 1 == self.st.array_level else 1)
+            real = step < tt[:, k, :]
+            keys = np.packbits(real, axis=1, bitorder="little")
+            _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+            inv = inv.ravel()
+            parents, ords = [], []
+            for q in range(len(first)):
+                members = np.nonzero(inv == q)[0]
+                o = self.orders(tuple(bool(x) for x in real[first[q]]))
+                parents.append(np.repeat(members, len(o)))
+                ords.append(np.tile(o, (len(members), 1)))
+            parent = np.concatenate(parents)
+            ordk = np.concatenate(ords)
+            if self.chain_rules is not None:  # drop orders the chain rules forbid already
+                ok = self.legal_prefix(tt, nd["s"], nd["ords"], parent, ordk, k)
+                parent, ordk = parent[ok], ordk[ok]
+            share = 1.0 / np.bincount(parent, minlength=len(nd["s"]))[parent]
+        for a in range(0, len(parent), _ROWS):
+            p = parent[a:a + _ROWS]
+            out = dict(s=nd["s"][p], gid=nd["gid"][p], ords=nd["ords"][p], w=nd["w"][p] * share[a:a + _ROWS])
+            if kind == "tile":
+                out["gid"] = out["gid"].copy()
+                out["gid"][:, j] = child[a:a + _ROWS]
+            else:
+                out["ords"] = out["ords"].copy()
+                out["ords"][:, k] = ordk[a:a + _ROWS]
+            yield out
 
-    def _evaluate_rows(self, c: dict, sp: np.ndarray, rows: np.ndarray, ords: np.ndarray,
-                       seq0: int, stats: dict, kth: float, top: int | None) -> _Pool:
-        """Evaluate combos ``c[rows]`` under loop orders ``ords`` (every double-buffer choice)."""
-        st, L, D = self.st, self.L, self.D
-        B = len(rows)
-        if B == 0:
-            return _Pool()
-        spb = sp[rows]
-        batch = MappingBatch(c["tiles"][rows], ords, np.zeros((B, L, self.T), bool),
-                             np.zeros((B, L, self.T), bool), spb[:, 0], spb[:, 1], spb[:, 2], spb[:, 3])
+    def legal_prefix(self, tt, s, ords, parent, ordk, k) -> np.ndarray:
+        """Whether the loops of levels 0 .. k (orders ``ords[parent]`` above k, ``ordk`` at k)
+        obey the chain rules of :mod:`tilewise.model.legality` (spine loops before private
+        ones in the flattened nest, no real loop over a forbidden dim); deeper levels are
+        checked when their orders are fixed."""
+        spine, forbidden = self.chain_rules
+        n = len(parent)
+        ways = self.ways[s[parent]]
+        first_private = np.full(n, np.iinfo(np.int64).max)
+        last_spine = np.full(n, -1)
+        ok = np.ones(n, bool)
+        pos = 0
+        for lvl in range(k + 1):
+            o = ordk if lvl == k else ords[parent, lvl]
+            step = tt[parent, lvl + 1, :] * (ways if lvl + 1 == self.st.array_level else 1)
+            real = step < tt[parent, lvl, :]
+            for p in range(self.D):
+                dq = o[:, p]
+                r = real[np.arange(n), dq]
+                ok &= ~(r & forbidden[dq])
+                sp = r & spine[dq]
+                last_spine = np.where(sp, pos, last_spine)
+                first_private = np.where(r & ~spine[dq], np.minimum(first_private, pos), first_private)
+                pos += 1
+        return ok & (first_private > last_spine)
+
+    # ----- the depth-first branch and bound -----
+
+    def dfs(self, objectives, keep, leaf, stats, progress=None):
+        """Visit the space: ``keep(bounds) -> mask`` prunes, ``leaf(nodes)`` takes full
+        mappings (their bounds are exact per mapping, least over double buffering)."""
+        L, D = self.L, self.D
+        ok = np.nonzero((self.n_chains > 0).all(1))[0]
+        total = stats["tile_combos"]
+        root = dict(s=ok.astype(np.int64), gid=np.tile(ok[:, None], (1, D)).astype(np.int64),
+                    ords=np.full((len(ok), max(L - 1, 1), D), -1, np.int64),
+                    w=np.prod(self.n_chains[ok], axis=1).astype(float) / max(total, 1))
+        root["lb"] = self.bound(root, 0, objectives, stats)
+        last = len(self.stages)
+        stack = [(0, root)]
+        done = 0.0
+        while stack:
+            stage, nd = stack.pop()
+            m = keep(nd["lb"])
+            if not m.all():
+                done += float(nd["w"][~m].sum())
+                if stage == last:
+                    stats["pruned_candidates"] += int((~m).sum()) * len(self.db)
+                nd = {k: v[m] for k, v in nd.items()}
+            if len(nd["s"]) == 0:
+                continue
+            if stage == last:
+                leaf(nd)
+                done += float(nd["w"].sum())
+                continue
+            if progress:
+                progress(int(min(done, 1.0) * total), total)
+            kind, k, j = self.stages[stage]
+            fan = int(self.n_chains[:, j].max()) if kind == "tile" else 64
+            batch = max(1, _ROWS // max(fan, 1))
+            if len(nd["s"]) > batch:
+                stack.append((stage, {key: v[batch:] for key, v in nd.items()}))
+                nd = {key: v[:batch] for key, v in nd.items()}
+            stats["nodes"] += len(nd["s"])
+            kids = []
+            for ch in self.children(nd, stage):
+                ch["lb"] = self.bound(ch, stage + 1, objectives, stats)
+                m = keep(ch["lb"])
+                done += float(ch["w"][~m].sum())
+                if stage + 1 == last:
+                    stats["pruned_candidates"] += int((~m).sum()) * len(self.db)
+                kids.append({key: v[m] for key, v in ch.items()})
+            if not kids:
+                continue
+            kids = {key: np.concatenate([c[key] for c in kids]) for key in kids[0]}
+            if (self.depth[stage + 1] == L - 1).all() and not (self.depth[stage] == L - 1).all():
+                stats["examined_combos"] += len(kids["s"])
+            lb = kids["lb"]
+            order = np.lexsort(tuple(lb[:, i] for i in range(lb.shape[1] - 1, -1, -1)))
+            stack.append((stage + 1, {key: v[order] for key, v in kids.items()}))
+        if progress:
+            progress(total, total)
+
+    def leaf_pool(self, nd: dict, stats: dict, kth: float = np.inf, top: int | None = None) -> _Pool:
+        """Every double-buffer choice of the full mappings ``nd``, costed and filtered by
+        capacity; with ``top``, only the choices that can enter the top-k (and their ties)."""
+        L, D = self.L, self.D
+        s = nd["s"]
+        tiles, _, counts, _ = self.assemble(nd["gid"], len(self.stages))
+        spb = self.split_arr[s]
+        B = len(s)
+        z = np.zeros((B, L, self.T), bool)
+        batch = MappingBatch(tiles, nd["ords"], z, z, spb[:, 0], spb[:, 1], spb[:, 2], spb[:, 3])
         cb = evaluate_batch(self.workload, self.arch, batch)
         V = len(self.db)
-        stats["evaluated"] += B
-        stats["candidates"] += B * V
-        illegal = ~cb.legal
-        if illegal.any():
-            stats["rejected"]["chain order"] = stats["rejected"].get("chain order", 0) + int(illegal.sum()) * V
-        used = spb[:, 1] * spb[:, 3]
-        rbw, wbw = link_bandwidths(self.arch, st.array_level, used)
-        iterations = np.prod(c["counts"][rows], axis=2).astype(float)
+        rbw, wbw = self.rbw[s], self.wbw[s]
+        iterations = np.prod(counts, axis=2).astype(float)
         r, w = cb.reads.astype(float), cb.writes.astype(float)
-        Tt = np.maximum(_time(r.sum(2), rbw), _time(w.sum(2), wbw))
-        Tt[:, 0] = 0.0
-        # for every double-buffer choice: latency >= max(T_c, max_l T_l) and
-        # latency >= T_c + sum_l E_l + sum_l (T_l - E_l) / iterations_l >= T_c + sum_l T_l / iterations_l
-        lb = np.maximum(np.maximum(cb.compute_s, Tt.max(1)),
-                        cb.compute_s + (Tt[:, 1:] / np.maximum(iterations[:, 1:], 1)).sum(1))
-        live = cb.legal & ((lb <= kth) if self.objective == "latency" else True)
-        stats["pruned_candidates"] += int((cb.legal & ~live).sum()) * V
-        rows_v = np.nonzero(live)[0]
-        if len(rows_v) == 0:
-            return _Pool()
-        # capacity per double-buffer variant: [b, V, L]
-        bufs, fixed = c["bufs"][rows][rows_v], c["fixed"][rows][rows_v]
+        bufs, fixed = self.buffers(tiles)
         total = np.einsum("blt,vlt->bvl", bufs, self.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
-        over = total > self.cap[None, None, :]
-        fits = ~over.any(2)
-        for k in range(1, L):
-            n_bad = int((over[:, :, k] & ~over[:, :, :k].any(2)).sum())
-            if n_bad:
-                key = f"capacity at {self.arch.levels[k].name} (double buffering)"
-                stats["rejected"][key] = stats["rejected"].get(key, 0) + n_bad
-        stats["valid"] += int(fits.sum())
-        lat = latency_variants(cb.compute_s[rows_v], r[rows_v], w[rows_v], rbw[rows_v],
-                               wbw[rows_v], iterations[rows_v], self.db)
-        n = len(rows_v)
-        traffic = np.broadcast_to(cb.offchip_bytes[rows_v, None].astype(float), (n, V))
+        fits = ~(total > self.cap[None, None, :]).any(2) & cb.legal[:, None]
+        lat = latency_variants(cb.compute_s, r, w, rbw, wbw, iterations, self.db)
+        traffic = np.broadcast_to(cb.offchip_bytes[:, None].astype(float), (B, V))
         if self.energy is not None:
             e_mac, e_byte = self.energy
-            moved = (r[rows_v] + w[rows_v]).sum(2) @ e_byte
-            pts = (cb.padded_points[rows_v] * np.array(self.pp)[None, :]).sum(1)
-            energy = np.broadcast_to((moved + pts * e_mac)[:, None], (n, V))
+            moved = (r + w).sum(2) @ e_byte
+            pts = (cb.padded_points * np.array(self.pp)[None, :]).sum(1)
+            energy = np.broadcast_to((moved + pts * e_mac)[:, None], (B, V))
         else:
-            energy = np.full((n, V), np.nan)
-        ratio = cb.ratio[rows_v, 1:]
-        F = np.where(np.isfinite(ratio), ratio, np.inf).min(1) if L > 1 else np.full(n, np.inf)
+            energy = np.full((B, V), np.nan)
+        ratio = cb.ratio[:, 1:]
+        F = np.where(np.isfinite(ratio), ratio, np.inf).min(1) if L > 1 else np.full(B, np.inf)
         obj = {"latency": lat, "traffic": traffic, "energy": energy, "edp": energy * lat}[self.objective]
         obj = np.where(fits, obj, np.inf)
-        if top is not None and obj.size > top:  # keep the chunk's top-k and its ties only
+        if top is not None and obj.size > top:  # keep the top-k and its ties only
             cut = min(np.partition(obj.ravel(), top - 1)[top - 1], kth)
             fits = fits & (obj <= cut)
         bi, vi = np.nonzero(fits)
         if len(bi) == 0:
             return _Pool()
-        g = rows_v[bi]
-        vol = np.prod(batch.tiles[:, L - 1, :], axis=1).astype(float)
-        return _Pool(obj=obj[bi, vi], vol=vol[g], F=F[bi], seq=seq0 + g * V + vi,
+        seq0 = stats["leaves"]
+        stats["leaves"] += B
+        vol = np.prod(tiles[:, L - 1, :], axis=1).astype(float)
+        return _Pool(obj=obj[bi, vi], vol=vol[bi], F=F[bi], seq=(seq0 + bi) * V + vi,
                      lat=lat[bi, vi], traffic=traffic[bi, vi], energy=energy[bi, vi],
-                     tiles=batch.tiles[g], orders=ords[g], db=self.db[vi], sp=spb[g])
+                     tiles=tiles[bi], orders=nd["ords"][bi], db=self.db[vi], sp=spb[bi])
 
-    # ----- the searches -----
+    def new_stats(self) -> dict:
+        return {"tile_combos": self.tile_combos(), "examined_combos": 0, "evaluated": 0,
+                "candidates": 0, "valid": 0, "rejected": {}, "smallest": {},
+                "pruned_candidates": 0, "leaves": 0, "nodes": 0}
 
     def run(self, objective: str, top: int, progress=None) -> tuple[_Pool, dict]:
         self.objective = objective
         if objective in ("energy", "edp"):
             self.energy = energy_constants(self.arch)
-        stats = {"tile_combos": self.tile_combos(), "examined_combos": 0, "evaluated": 0,
-                 "candidates": 0, "valid": 0, "rejected": {}, "smallest": {}, "passes": 0,
-                 "pruned_candidates": 0}
-        best = _Pool()
-        if objective == "latency":
-            mins = [float(self.compute_s(np.array([[c.padded.min() for c in ch]]))[0])
-                    for ch in self.chains if all(len(c.padded) for c in ch)]
-            lo, hi = -np.inf, (min(mins) if mins else 0.0) * 1.001
-        else:
-            lo, hi = -np.inf, np.inf
-        while True:
-            stats["passes"] += 1
-            band = self.band(lo, hi, objective, stats)
-            if band is not None:
-                start, size = 0, 64  # small first chunks find a good k-th best early
-                while start < len(band["lb"]):
-                    kth = best.kth(top)
-                    sl = slice(start, start + size)
-                    start, size = start + size, min(size * 4, _CHUNK)
-                    chunk = {k: v[sl] for k, v in band.items()}
-                    chunk = {k: v[chunk["lb"] <= kth] for k, v in chunk.items()}
-                    if len(chunk["lb"]) == 0:
-                        break
-                    chunk = self.materialize(chunk, stats)
-                    if chunk is None:
-                        continue
-                    pool = self.evaluate_chunk(chunk, stats["candidates"], stats, kth, top)
-                    best = _Pool.concat([best, pool]).best(top)
-                    if progress:
-                        progress(stats["examined_combos"], stats["tile_combos"])
-            kth = best.kth(top)
-            if not np.isfinite(hi) or kth <= hi:
-                break
-            lo, hi = hi, (kth if np.isfinite(kth) else hi * 1.1)
-            if stats["examined_combos"] >= stats["tile_combos"] and not np.isfinite(kth):
-                hi = np.inf
+        stats = self.new_stats()
+        state = {"best": _Pool(), "kth": np.inf}
+
+        def keep(lb):
+            return lb[:, 0] <= state["kth"] * (1 + _SLACK)
+
+        def leaf(nd):
+            pool = self.leaf_pool(nd, stats, state["kth"], top)
+            state["best"] = _Pool.concat([state["best"], pool]).best(top)
+            state["kth"] = state["best"].kth(top)
+
+        self.dfs((objective,), keep, leaf, stats, progress)
         stats["pruned_by_bound"] = stats["tile_combos"] - stats["examined_combos"]
-        return best, stats
+        if not len(state["best"]):
+            self.find_smallest(stats)
+        return state["best"], stats
+
+    def find_smallest(self, stats: dict) -> None:
+        """For the empty-space message: the smallest tiles of every split, checked for fit."""
+        S = len(self.space.splits)
+        _, tiles, _, _ = self.assemble(np.tile(np.arange(S)[:, None], (1, self.D)), 0)
+        self.space.fits_single(tiles, {"rejected": {}, "smallest": stats["smallest"]})
 
     def front(self, x: str, y: str, progress=None) -> _Pool:
-        """Exact Pareto front of (x, y) over the whole space (one full pass)."""
+        """Exact Pareto front of (x, y) over the whole space: a node is dropped when a point
+        already on the front is at least as good in both metrics as its bounds."""
         if "energy" in (x, y) or "edp" in (x, y):
             self.energy = energy_constants(self.arch)
         self.objective = "latency"
         key = {"latency": "lat", "traffic": "traffic", "energy": "energy"}
-        stats = {"examined_combos": 0, "evaluated": 0, "candidates": 0, "valid": 0,
-                 "rejected": {}, "smallest": {}, "tile_combos": self.tile_combos(),
-                 "pruned_candidates": 0}
-        band = self.band(-np.inf, np.inf, "traffic", stats)
-        front = _Pool()
-        for start in range(0, 0 if band is None else len(band["lb"]), _CHUNK):
-            chunk = self.materialize({k: v[start:start + _CHUNK] for k, v in band.items()}, stats)
-            if chunk is None:
-                continue
-            pool = self.evaluate_chunk(chunk, stats["candidates"], stats)
-            merged = _Pool.concat([front, pool])
-            if len(merged):
-                mx = _metric(merged, x, key)
-                my = _metric(merged, y, key)
-                order = np.lexsort((merged.a["seq"], -merged.a["F"], -merged.a["vol"], my, mx))
-                ys = my[order]
-                prev_min = np.minimum.accumulate(np.concatenate([[np.inf], ys[:-1]]))
-                front = merged.take(order[ys < prev_min])
-            if progress:
-                progress(stats["examined_combos"], stats["tile_combos"])
-        return front
+        stats = self.new_stats()
+        state = {"front": _Pool(), "fx": np.zeros(0), "fy": np.zeros(0)}
+
+        def keep(lb):
+            fx, fy = state["fx"], state["fy"]
+            if not len(fx):
+                return np.ones(len(lb), bool)
+            i = np.searchsorted(fx, lb[:, 0] * (1 - _SLACK), side="right") - 1
+            ymin = np.where(i >= 0, fy[np.maximum(i, 0)], np.inf)
+            return ~(ymin < lb[:, 1] * (1 - _SLACK))
+
+        def leaf(nd):
+            pool = self.leaf_pool(nd, stats)
+            merged = _Pool.concat([state["front"], pool])
+            if not len(merged):
+                return
+            mx, my = _metric(merged, x, key), _metric(merged, y, key)
+            order = np.lexsort((merged.a["seq"], -merged.a["F"], -merged.a["vol"], my, mx))
+            ys = my[order]
+            prev_min = np.minimum.accumulate(np.concatenate([[np.inf], ys[:-1]]))
+            f = merged.take(order[ys < prev_min])
+            state["front"], state["fx"], state["fy"] = f, _metric(f, x, key), _metric(f, y, key)
+
+        self.dfs((x, y), keep, leaf, stats, progress)
+        return state["front"]
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """The chains of one dim (every split, concatenated) grouped by their tiles at levels
+    1 .. depth: per group the chain range, the child groups one level deeper and the stand-ins
+    for its open levels (largest and smallest tile, most iterations, least padded extent)."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    combos: np.ndarray        # chains in the group
+    child_lo: np.ndarray      # groups at depth + 1 inside this one: [child_lo, child_hi)
+    child_hi: np.ndarray
+    whole: np.ndarray         # [G, L]
+    small: np.ndarray
+    max_cnt: np.ndarray
+    min_pad: np.ndarray       # [G]
+
+
+def _prefix_groups(chains: list, L: int) -> list[_Groups]:
+    """Groups of every depth 0 .. L-1 (depth 0: one group per split). Chains are sorted in
+    place so that every group is a contiguous range."""
+    tiles, counts, padded, split = [], [], [], []
+    for s, ch in enumerate(chains):
+        order = np.lexsort(tuple(ch.tiles[:, k] for k in range(L - 1, 0, -1)))
+        object.__setattr__(ch, "tiles", ch.tiles[order])
+        object.__setattr__(ch, "counts", ch.counts[order])
+        object.__setattr__(ch, "padded", ch.padded[order])
+        tiles.append(ch.tiles)
+        counts.append(ch.counts)
+        padded.append(ch.padded)
+        split.append(np.full(len(ch.padded), s, np.int64))
+    tiles, counts, padded = np.concatenate(tiles), np.concatenate(counts), np.concatenate(padded)
+    key = np.concatenate([np.concatenate(split)[:, None], tiles[:, 1:]], 1)
+    n = len(key)
+    out = []
+    for d in range(L):
+        if n:
+            new = np.ones(n, bool)
+            new[1:] = (key[1:, :d + 1] != key[:-1, :d + 1]).any(1)
+            lo = np.nonzero(new)[0]
+        else:
+            lo = np.zeros(0, np.int64)
+        if d == 0:  # one group per split, empty ones included
+            lo = np.searchsorted(key[:, 0], np.arange(len(chains)))
+        hi = np.append(lo[1:], n) if d else np.searchsorted(key[:, 0], np.arange(len(chains)), "right")
+        ne = hi > lo
+        red = lambda f, a: np.where(ne[:, None] if a.ndim > 1 else ne,
+                                    f.reduceat(a, np.minimum(lo, max(n - 1, 0)))
+                                    if n else np.ones((len(lo),) + a.shape[1:], np.int64), 1)
+        out.append(_Groups(lo, hi, (hi - lo).astype(float), None, None,
+                           red(np.maximum, tiles), red(np.minimum, tiles),
+                           red(np.maximum, counts), red(np.minimum, padded)))
+    for d in range(L - 1):
+        g, c = out[d], out[d + 1]
+        object.__setattr__(g, "child_lo", np.searchsorted(c.lo, g.lo))
+        object.__setattr__(g, "child_hi", np.searchsorted(c.lo, g.hi))
+    return out
 
 
 def _metric(pool: _Pool, name: str, key: dict) -> np.ndarray:

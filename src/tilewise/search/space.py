@@ -4,7 +4,8 @@ A candidate is: a spatial split (which dim on the array rows / cols, how many wa
 level and dim, a loop order per level above the innermost, and per level and moved tensor
 whether it is double-buffered. Nothing is bypassed. The *declared* space:
 
-- spatial: no split, or any dim on rows / cols with 2 .. rows (cols) ways, one dim per axis;
+- spatial: no split, or any dim on rows / cols with 2 .. rows (cols) ways (at most the dim's
+  size: more ways only idle cores), one dim per axis;
   a reduction dim only on rows of an array that ``reduce_cols`` (seed 003's K split across a
   column); chains split only spine dims no op reduces (the model's rules). Needs the array at
   the innermost level.
@@ -116,7 +117,8 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
                     continue
                 if d in red and (axis != "rows" or not arch.array.reduce_cols):
                     continue
-                opts += [(j, w) for w in range(2, getattr(arch.array, axis) + 1)]
+                # more ways than elements only idles cores: dominated by fewer ways
+                opts += [(j, w) for w in range(2, min(getattr(arch.array, axis), wl.sizes[d]) + 1)]
             return opts
 
         splits = [Split(r, c) for r in axis_opts("rows") for c in axis_opts("cols")

@@ -1,0 +1,128 @@
+"""Lower bounds of the objective over a *part* of the space, from the one cost model.
+
+A node of the search fixes the spatial split, the tile chains of some dims and the loop orders
+of some levels; the rest is open. Its bound must not exceed the objective of any mapping below
+it. Three facts of the model make one cheap to compute:
+
+1. *Per-tensor optimal orders.* The traffic of tensor ``t`` into level ``l`` is
+   ``D + sum_{k<l} (c_N(k+1) - c_N(k)) * (D - prod_I P_j(k+1, l))`` per byte (kernel module
+   doc), with ``I`` the dims indexing ``t``, ``N`` the other dims of its op, ``c_N(k)`` their
+   iterations down to level ``k`` and ``P_j`` the extents of tiles whose loops iterate once.
+   The level-``k`` term depends on that level's order only, and each of its summands is largest
+   with every ``I`` loop outside every ``N`` loop, where the ``N`` sum telescopes whatever their
+   order. So "``I`` loops outermost" (:func:`favorable_orders`) gives ``t``'s least traffic at
+   *every* level at once, over *all* permutations; summing the per-tensor least traffic
+   (one model call per tensor) bounds every order of the open levels.
+2. *Open dims.* Every count ``c`` only grows and every ``P`` only shrinks when a dim is cut
+   finer, so an open dim kept whole (its largest tile at every level: the chain
+   ``whole``) bounds the traffic from below; its smallest tile at every level bounds the
+   footprint; its least padded extent the compute time; its most iterations per level the
+   pipeline-fill term.
+3. *The latency formula is monotone*: ``max(T_c + sum E_l, max T_l) + sum (T_l - E_l) / it_l``
+   grows with each tensor's bytes (moving bytes between ``E`` and ``T - E`` cannot lower it)
+   and with ``T_c``, and falls with ``it_l``. Evaluating it with the bounds above for every
+   double-buffer choice that fits the (smallest) buffers, and taking the least, bounds every
+   mapping below the node (:func:`best_variant`); with every choice fixed it *is* the least
+   latency of that mapping over double buffering.
+
+The tests check bound <= exact cost for random nodes and completions (property test), and the
+search against brute force.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+OBJ_CODE = {"latency": 0, "traffic": 1, "energy": 2, "edp": 3}
+
+
+def favorable_orders(st, moved: list[int]) -> np.ndarray:
+    """``[len(moved), D]``: per moved tensor, a loop order (dim indices, outermost first) with
+    the dims indexing it outermost: its least traffic at every level (module doc)."""
+    out = []
+    for ti in moved:
+        idx = [st.dims.index(d) for d in st.tensors[ti].dims]
+        out.append(idx + [j for j in range(len(st.dims)) if j not in idx])
+    return np.array(out, np.int64).reshape(len(moved), len(st.dims))
+
+
+@njit(cache=True)
+def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, dbm, moved, e_mac, e_byte,
+                 pts, out, nfit):
+    """Per node ``b``: the least objective over the double-buffer choices ``dbm [V, L, Tm]``
+    whose buffers fit (``bufs [n, L, Tm]`` single-buffer bytes of the moved tensors, ``fixed
+    [n, L]`` the other buffers, ``cap [L]``), with compute seconds ``cs``, bytes read into /
+    written out of each level ``R, W [n, L, T]``, link bandwidths ``rbw, wbw [n, L]`` (B/s)
+    and iterations ``it [n, L]``. ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J,
+    ``e_mac`` J per padded op point ``pts [n]``, ``e_byte [L]`` J per byte), 3 energy x
+    latency. ``inf`` when nothing fits. ``nfit [n]``: how many choices fit."""
+    n, L, T = R.shape
+    V = dbm.shape[0]
+    Tm = moved.shape[0]
+    rs = np.zeros(L)
+    ws = np.zeros(L)
+    tt = np.zeros(L)
+    for b in range(n):
+        tmax = 0.0
+        for l in range(1, L):
+            r = 0.0
+            w = 0.0
+            for t in range(T):
+                r += R[b, l, t]
+                w += W[b, l, t]
+            rs[l] = r
+            ws[l] = w
+            a = r / rbw[b, l] if r > 0 else 0.0
+            c = w / wbw[b, l] if w > 0 else 0.0
+            tt[l] = max(a, c)
+            tmax = max(tmax, tt[l])
+        best = np.inf
+        fit = 0
+        for v in range(V):
+            ok = True
+            for l in range(1, L):
+                tot = fixed[b, l]
+                for i in range(Tm):
+                    tot += bufs[b, l, i] * (1 + dbm[v, l, i])
+                if tot > cap[l]:
+                    ok = False
+                    break
+            if not ok:
+                continue
+            fit += 1
+            if obj == 1 or obj == 2:  # independent of double buffering: the first fit decides
+                if fit > 1:
+                    continue
+                if obj == 1:
+                    best = rs[1] + ws[1] if L > 1 else 0.0
+                else:
+                    e = pts[b] * e_mac
+                    for l in range(1, L):
+                        e += (rs[l] + ws[l]) * e_byte[l]
+                    best = e
+                continue
+            ex_sum = 0.0
+            fill = 0.0
+            for l in range(1, L):
+                rx = 0.0
+                wx = 0.0
+                for i in range(Tm):
+                    if not dbm[v, l, i]:
+                        rx += R[b, l, moved[i]]
+                        wx += W[b, l, moved[i]]
+                a = rx / rbw[b, l] if rx > 0 else 0.0
+                c = wx / wbw[b, l] if wx > 0 else 0.0
+                ex = max(a, c)
+                ex_sum += ex
+                fill += (tt[l] - ex) / max(it[b, l], 1.0)
+            lat = max(cs[b] + ex_sum, tmax) + fill
+            if lat < best:
+                best = lat
+        if obj == 3 and best < np.inf:
+            e = pts[b] * e_mac
+            for l in range(1, L):
+                e += (rs[l] + ws[l]) * e_byte[l]
+            best = best * e
+        out[b] = best
+        nfit[b] = fit

@@ -1,0 +1,121 @@
+"""The branch and bound's node bounds never exceed the exact cost of a mapping below the node.
+
+For random full mappings of small spaces (every operator kind, three levels, splits), each
+node on the path from the root to the mapping is built and bounded; its bound must be <= the
+mapping's exact least latency over double buffering (and off-chip traffic, energy), costed
+one by one with ``tilewise.evaluate``. A bound above that would let the search drop the
+optimum, so this is the search's exactness in miniature (the brute-force tests check it end
+to end).
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tilewise as tw
+from tilewise.model.cost import evaluate
+from tilewise.search.bound import favorable_orders
+from tilewise.search.optimize import Engine, energy_constants
+from tilewise.search.space import iter_mappings
+
+from .helpers import small_aie
+
+ARCH = small_aie(rows=2, cols=2, core_bytes=8192, mem_bytes=32768, energy=True)
+WORKLOADS = [
+    tw.gemm(32, 16, 48),
+    tw.gemm(24, 20, 40, dtype="i16"),
+    tw.conv2d(1, 4, 6, 6, 4, 3, 3, padding=1),
+    tw.conv2d(1, 2, 7, 7, 2, 3, 3, stride=2),
+    tw.mha(16, 16, 8, dtype="i16"),
+    tw.layernorm(16, 24, dtype="i16"),
+    tw.gemm_chain(8, 16, 16, 8),
+]
+_MAPPINGS: dict = {}
+
+
+def _mappings(w):
+    if w.name not in _MAPPINGS:
+        eng = Engine(w, ARCH, {"double_buffer": "none"})
+        _MAPPINGS[w.name] = (eng, list(itertools.islice(iter_mappings(eng.space), 0, 200000, 7)))
+    return _MAPPINGS[w.name]
+
+
+def _node(eng, m, stage):
+    """The node at ``stage`` on the path to mapping ``m``."""
+    st = eng.st
+    D = len(st.dims)
+    gid = np.zeros((1, D), np.int64)
+    s = [i for i, sp in enumerate(eng.space.splits)
+         if sp.text(st.dims) == " ".join(f"{a}={x.dim}{x.ways}" for a, x in (("rows", m.rows), ("cols", m.cols)) if x)
+         or (sp.text(st.dims) == "none" and not m.rows and not m.cols)][0]
+    for j, d in enumerate(st.dims):
+        g = eng.groups[j][eng.depth[stage, j]]
+        deep = eng.groups[j][st.n_levels - 1]
+        tiles = [lv.sizes[d] for lv in m.levels]
+        row = [r for r in range(deep.lo[s] if False else 0, len(deep.lo))
+               if (deep.whole[r] == tiles).all() and deep.lo[r] >= eng.groups[j][0].lo[s]
+               and deep.lo[r] < eng.groups[j][0].hi[s]][0]
+        gid[0, j] = np.searchsorted(g.lo, deep.lo[row], side="right") - 1
+    ords = np.full((1, st.n_levels - 1, D), -1, np.int64)
+    nfix = sum(1 for kind, _, _ in eng.stages[:stage] if kind == "order")
+    for k in range(nfix):
+        ords[0, k] = [st.dims.index(d) for d in m.levels[k].order]
+    return dict(s=np.array([s]), gid=gid, ords=ords)
+
+
+def _exact(eng, w, m):
+    """Least latency over the declared double-buffer choices that fit, traffic, energy."""
+    names = [eng.st.tensors[t].name for t in eng.space.moved]
+    best = np.inf
+    cost = None
+    for v in eng.dbm:
+        levels = tuple(lv.__class__(lv.level, lv.tiles, lv.order, lv.bypass,
+                                    frozenset(n for i, n in enumerate(names) if v[k, i]))
+                       for k, lv in enumerate(m.levels))
+        c = evaluate(w, ARCH, m.__class__(levels, m.rows, m.cols), check_capacity=False)
+        if c.fits:
+            best = min(best, c.latency_s)
+            cost = c
+    return best, cost
+
+
+@pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.name)
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
+    eng, ms = _mappings(w)
+    eng.space.db_mode = "any"  # bound over every double-buffer choice
+    dbv = eng.space.db_variants()
+    eng.dbm = dbv
+    eng.db = np.zeros((len(dbv), eng.L, eng.T), bool)
+    eng.db[:, :, eng.space.moved] = dbv
+    eng.energy = energy_constants(ARCH)
+    m = data.draw(st.sampled_from(ms))
+    try:
+        m.validate(w, ARCH)
+    except tw.MappingError:
+        return  # illegal chain order: no cost to bound
+    lat, cost = _exact(eng, w, m)
+    if cost is None:
+        return  # nothing fits: every bound may be inf
+    e_mac, e_byte = 0.5e-12, {"memtile": 10e-12, "core": 1e-12}
+    energy = (sum((sum(cost.reads[l].values()) + sum(cost.writes[l].values())) * e_byte[l]
+                  for l in cost.reads)
+              + sum(cost.padded_points[op.name] * p for op, p in zip(w.ops, eng.pp)) * e_mac)
+    stats = eng.new_stats()
+    for stage in range(len(eng.stages) + 1):
+        nd = _node(eng, m, stage)
+        lb = eng.bound(nd, stage, ("latency", "traffic", "energy"), stats)[0]
+        assert lb[0] <= lat * (1 + 1e-12), (stage, eng.stages[stage - 1] if stage else "root")
+        assert lb[1] <= cost.offchip_bytes * (1 + 1e-12)
+        assert lb[2] <= energy * (1 + 1e-12)
+    assert lb[0] == pytest.approx(lat, rel=1e-12)  # a leaf's bound is its exact least latency
+
+
+def test_favorable_orders_put_each_tensors_dims_outermost():
+    eng = Engine(tw.gemm(32, 16, 48), ARCH, {})
+    names = [eng.st.tensors[t].name for t in eng.space.moved]
+    fav = {n: "".join(eng.st.dims[j] for j in o) for n, o in zip(names, favorable_orders(eng.st, eng.space.moved))}
+    assert fav == {"A": "mkn", "B": "knm", "C": "mnk"}
