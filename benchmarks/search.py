@@ -1,5 +1,7 @@
 """Exact-search benchmark (issue 4): wall time, space size and candidates/s per problem.
 
+``tile combos`` is the size of the declared tile space; ``nodes`` the branch-and-bound nodes
+expanded; ``candidates`` the full mappings x double-buffer choices whose exact cost bounded them.
 Each case runs in its own worker process (one core, BLAS single-threaded) with a time limit,
 so a case whose space is too large for the exact search shows up as "timeout" instead of
 hanging the run. Writes ``benchmarks/results/search.json`` and prints a table.
@@ -40,7 +42,7 @@ def _case(q, kind, kwargs, arch, cons):
     t0 = time.perf_counter()
     r = tw.search(w, arch, top=5, **cons)
     dt = time.perf_counter() - t0
-    q.put(dict(seconds=dt, tile_combos=r.stats["tile_combos"],
+    q.put(dict(seconds=dt, tile_combos=r.stats["tile_combos"], nodes=r.stats["nodes"],
                examined_combos=r.stats["examined_combos"], candidates=r.stats["candidates"],
                evaluated=r.stats["evaluated"], valid=r.stats["valid"],
                candidates_per_s=r.stats["candidates"] / dt, best=str(r.best.mapping),
@@ -72,13 +74,13 @@ def main(argv=None):
 
     tw.search(tw.gemm(64, 64, 64), "aie-4x2", top=1)
     rows = []
-    print(f"{'case':40s} {'status':>16s} {'seconds':>9s} {'tile combos':>15s} "
+    print(f"{'case':40s} {'status':>16s} {'seconds':>9s} {'tile combos':>15s} {'nodes':>11s} "
           f"{'candidates':>13s} {'cand/s':>11s} {'x min':>7s}")
     for name, kind, kwargs, arch, cons in CASES:
         r = run_case(name, kind, kwargs, arch, cons, args.limit)
         rows.append(r)
         if r["status"] == "ok":
-            print(f"{name:40s} {'ok':>16s} {r['seconds']:9.2f} {r['tile_combos']:15,d} "
+            print(f"{name:40s} {'ok':>16s} {r['seconds']:9.2f} {r['tile_combos']:15,d} {r['nodes']:11,d} "
                   f"{r['candidates']:13,d} {r['candidates_per_s']:11,.0f} {r['xslowdown']:7.4f}",
                   flush=True)
         else:

@@ -64,11 +64,11 @@ def search():
     for r in d["rows"]:
         if r["status"] == "ok":
             rows.append([r["case"], "ok", f"{r['seconds']:.2f}", f"{r['tile_combos']:,}",
-                         f"{r['candidates']:,}", f"{r['xslowdown']:.4f}"])
+                         f"{r.get('nodes', 0):,}", f"{r['candidates']:,}", f"{r['xslowdown']:.4f}"])
         else:
-            rows.append([r["case"], r["status"], "", "", "", ""])
+            rows.append([r["case"], r["status"], "", "", "", "", ""])
     return _table("**Exact search** (`benchmarks/search.py`, aie-4x2, one core per case; target <= 1 s)",
-                  ["case", "status", "seconds", "tile combos", "candidates", "x compute-bound min"],
+                  ["case", "status", "seconds", "tile combos", "nodes", "candidates", "x compute-bound min"],
                   rows, 2)
 
 

@@ -136,10 +136,10 @@ def print_result(result) -> None:
     s = result.stats
     rej = ", ".join(f"{k} {v:,}" for k, v in s["rejected"].items()) or "none"
     out.print(f"compute-bound minimum {result.min_time_s * 1e6:,.2f} µs · tile combos "
-              f"{s['tile_combos']:,} (examined {s['examined_combos']:,}, pruned by bound "
-              f"{s['pruned_by_bound']:,}) · candidates {s['candidates']:,} (evaluated in full "
-              f"{s['candidates'] - s['pruned_candidates']:,}, valid {s['valid']:,}) · rejected: {rej} · "
-              f"{s['seconds']:.2f} s, {s['candidates_per_s']:,.0f} candidates/s")
+              f"{s['tile_combos']:,} · branch-and-bound nodes {s['nodes']:,} (with every tile "
+              f"fixed {s['examined_combos']:,}) · candidates bounded exactly {s['candidates']:,} "
+              f"(ranked {s['candidates'] - s['pruned_candidates']:,}, valid {s['valid']:,}) · "
+              f"rejected nodes: {rej} · {s['seconds']:.2f} s")
 
 
 def _plot(result, front, path) -> None:

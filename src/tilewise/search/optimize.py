@@ -1,30 +1,34 @@
 """Exact search: the optimum, the top-k and the Pareto front over the declared space.
 
-The space (:mod:`.space`) is a product of per-dim tile chains, spatial splits, canonical loop
-orders and double-buffer choices. The search streams over it in numpy chunks:
-
-1. Tile combos (one chain per dim, under one split) get an exact lower bound: their compute
-   time (cycles of the busiest core / clock, padding included; it does not depend on orders
-   or buffering), and ``latency >= compute time`` by the model's formula. Combos are taken in
-   bands of increasing bound: a band ``(lo, hi]`` is enumerated (per-dim chains whose padded
-   extent alone would exceed ``hi`` are skipped first), filtered by capacity with single
-   buffers, sorted by bound and evaluated in chunks; the search stops as soon as the k-th best
-   objective found is <= the next band's bound, so nothing unseen can beat or tie it.
-   Objectives without a useful bound (traffic, energy) take one band: the whole space.
-2. A chunk of combos is expanded by the canonical loop orders of each level and evaluated by
-   :func:`tilewise.evaluate_batch` once (traffic, compute and link times do not depend on
-   double buffering); every double-buffer choice is then costed from the same traffic with the
-   model's latency formula (:func:`latency_variants`, checked against :func:`tilewise.evaluate`
-   by the tests) and its capacity checked from the per-tensor buffer sizes.
-3. A running top-k keeps the best (objective, larger innermost tile = more work per subvolume,
-   higher 𝔽 = min over links of compute time / transfer time, enumeration order) with
-   ``np.lexsort``; nothing loops in Python per candidate.
+The space (:mod:`.space`) is a product of a spatial split, per-dim tile chains, canonical loop
+orders per level and double-buffer choices. The search is a depth-first branch and bound
+(:class:`Engine`) that fixes, level by level from the outermost, the level-``k`` tile of every
+dim and then the level ``k-1`` loop order (whose real loops those tiles decide). Every node
+gets a lower bound from the one cost model (:mod:`.bound`): the kernel evaluates each tensor
+under its own least-traffic orders for the open levels, with the open tiles at their most
+favourable stand-ins, and the latency formula is minimized over the double-buffer choices that
+fit. Children are bounded in numpy batches (first with the parent's traffic bounds, which
+cost no model call), sorted, and the most promising batch is expanded first, so a good k-th
+best comes early; a node whose bound exceeds the k-th best objective found (by more than
+rounding, ``_SLACK``) is dropped with its subtree, so nothing unseen can beat or tie it.
+A leaf is a full mapping: every double-buffer choice of it is costed
+(:func:`latency_variants`, checked against :func:`tilewise.evaluate`) and the running top-k
+keeps the best (objective, larger innermost tile = more work per subvolume, higher 𝔽 = min over
+links of compute time / transfer time, enumeration order) with ``np.lexsort``. The exact
+Pareto front uses the same walk, dropping nodes whose bound pair a front point dominates.
+Chain rules (spine loops first) prune order prefixes as soon as they are violated.
 
 Constraints (keyword arguments of :func:`search`): ``spatial`` ("any", "none" or a list such
 as ``["rows=n4 cols=m2"]``), ``double_buffer`` ("any", "all", "none" or ``{level: [tensors]}``),
 ``orders`` (allowed loop orders, e.g. ``["mnk", "nmk"]``, at every level), ``tiles``
 (``{level: {dim: elements}}`` fixed tiles), ``max_core_tile`` (``{dim: elements}`` bound on
 the innermost tile).
+
+Statistics (``Result.stats``): ``tile_combos`` the size of the tile space, ``nodes`` the nodes
+expanded, ``examined_combos`` nodes with every tile fixed, ``evaluated`` full mappings bounded
+exactly, ``candidates`` those x double-buffer choices, ``valid`` the ones that fit,
+``pruned_candidates`` those dropped by their bound before ranking, ``rejected`` nodes dropped
+per constraint (capacity per level, chain order), ``seconds``.
 
     >>> r = search(gemm(512, 768, 768, dtype="i8"), "aie-4x2", objective="latency", top=5)
     >>> print(r.best.mapping); r.best.xslowdown
@@ -278,12 +282,36 @@ class Engine:
             W[:, :, ti] = wr[:, i, :, ti]
         return R, W, None
 
-    def bound(self, nd: dict, stage: int, objectives: tuple[str, ...], stats: dict) -> np.ndarray:
-        """Bounds ``[n, len(objectives)]`` of nodes at ``stage`` (see the class doc)."""
+    def node_traffic(self, nd: dict, stage: int):
+        """Per-tensor traffic bounds (or exact traffic at a leaf) of nodes at ``stage``."""
+        tt = self.assemble(nd["gid"], stage)[0]
+        nfix = sum(1 for kind, _, _ in self.stages[:stage] if kind == "order")
+        return self.traffic(nd["s"], tt, nd["ords"], nfix)
+
+    def order_traffic(self, nd: dict, k: int, parent_rw):
+        """Traffic bounds of nodes whose level-``k`` order was just fixed, with one model call
+        each: the bytes into levels <= k+1 depend only on the orders of levels <= k (exact);
+        deeper levels keep the parent's per-tensor bounds (which held for every order at k)."""
+        L = self.L
+        stage = self.stages.index(("order", k, -1)) + 1
+        tt = self.assemble(nd["gid"], stage)[0]
+        ords = nd["ords"].copy()
+        ords[:, k + 1:] = self.fav[0]
+        R, W, _ = self.traffic(nd["s"], tt, ords, L - 1)
+        R[:, k + 2:], W[:, k + 2:] = parent_rw[0][:, k + 2:], parent_rw[1][:, k + 2:]
+        return R, W
+
+    def bound(self, nd: dict, stage: int, objectives: tuple[str, ...], stats: dict,
+              rw=None) -> np.ndarray:
+        """Bounds ``[n, len(objectives)]`` of nodes at ``stage`` (see the class doc). ``rw``:
+        traffic bounds to use instead of the model's (a parent's bounds hold for its
+        children: a cheap first filter)."""
         s, n = nd["s"], len(nd["s"])
         tt, tm, cnt, pad = self.assemble(nd["gid"], stage)
-        nfix = sum(1 for kind, _, _ in self.stages[:stage] if kind == "order")
-        R, W, legal = self.traffic(s, tt, nd["ords"], nfix)
+        if rw is None:
+            R, W, legal = self.node_traffic(nd, stage)
+        else:
+            (R, W), legal = rw, None
         cs = self.compute_s(pad)
         pts = np.zeros(n)
         for idx, p in zip(self.op_dims, self.pp):
@@ -359,7 +387,8 @@ class Engine:
             share = 1.0 / np.bincount(parent, minlength=len(nd["s"]))[parent]
         for a in range(0, len(parent), _ROWS):
             p = parent[a:a + _ROWS]
-            out = dict(s=nd["s"][p], gid=nd["gid"][p], ords=nd["ords"][p], w=nd["w"][p] * share[a:a + _ROWS])
+            out = dict(s=nd["s"][p], gid=nd["gid"][p], ords=nd["ords"][p], w=nd["w"][p] * share[a:a + _ROWS],
+                       parent=p)
             if kind == "tile":
                 out["gid"] = out["gid"].copy()
                 out["gid"][:, j] = child[a:a + _ROWS]
@@ -433,7 +462,19 @@ class Engine:
                 nd = {key: v[:batch] for key, v in nd.items()}
             stats["nodes"] += len(nd["s"])
             kids = []
+            rw = self.node_traffic(nd, stage)[:2]
             for ch in self.children(nd, stage):
+                parent = ch.pop("parent")
+                if stage + 1 < last:  # first with the parent's traffic bounds (a tile stage:
+                    # no model call) or, after an order, one model call for the levels it decides
+                    prw = (rw[0][parent], rw[1][parent])
+                    if kind == "order":
+                        prw = self.order_traffic(ch, k, prw)
+                    m = keep(self.bound(ch, stage + 1, objectives, stats, prw))
+                    done += float(ch["w"][~m].sum())
+                    ch = {key: v[m] for key, v in ch.items()}
+                    if not len(ch["s"]):
+                        continue
                 ch["lb"] = self.bound(ch, stage + 1, objectives, stats)
                 m = keep(ch["lb"])
                 done += float(ch["w"][~m].sum())
@@ -516,7 +557,6 @@ class Engine:
             state["kth"] = state["best"].kth(top)
 
         self.dfs((objective,), keep, leaf, stats, progress)
-        stats["pruned_by_bound"] = stats["tile_combos"] - stats["examined_combos"]
         if not len(state["best"]):
             self.find_smallest(stats)
         return state["best"], stats
@@ -579,17 +619,14 @@ class _Groups:
 
 
 def _prefix_groups(chains: list, L: int) -> list[_Groups]:
-    """Groups of every depth 0 .. L-1 (depth 0: one group per split). Chains are sorted in
-    place so that every group is a contiguous range."""
+    """Groups of every depth 0 .. L-1 (depth 0: one group per split) over the chains of every
+    split, sorted by tiles so that every group is a contiguous range."""
     tiles, counts, padded, split = [], [], [], []
     for s, ch in enumerate(chains):
         order = np.lexsort(tuple(ch.tiles[:, k] for k in range(L - 1, 0, -1)))
-        object.__setattr__(ch, "tiles", ch.tiles[order])
-        object.__setattr__(ch, "counts", ch.counts[order])
-        object.__setattr__(ch, "padded", ch.padded[order])
-        tiles.append(ch.tiles)
-        counts.append(ch.counts)
-        padded.append(ch.padded)
+        tiles.append(ch.tiles[order])
+        counts.append(ch.counts[order])
+        padded.append(ch.padded[order])
         split.append(np.full(len(ch.padded), s, np.int64))
     tiles, counts, padded = np.concatenate(tiles), np.concatenate(counts), np.concatenate(padded)
     key = np.concatenate([np.concatenate(split)[:, None], tiles[:, 1:]], 1)
