@@ -54,9 +54,9 @@ def _node(eng, m, stage):
         g = eng.groups[j][eng.depth[stage, j]]
         deep = eng.groups[j][st.n_levels - 1]
         tiles = [lv.sizes[d] for lv in m.levels]
-        row = [r for r in range(deep.lo[s] if False else 0, len(deep.lo))
-               if (deep.whole[r] == tiles).all() and deep.lo[r] >= eng.groups[j][0].lo[s]
-               and deep.lo[r] < eng.groups[j][0].hi[s]][0]
+        top = eng.groups[j][0]  # depth 0: one group per split, a range of deep groups
+        row = [r for r in range(len(deep.lo)) if top.lo[s] <= deep.lo[r] < top.hi[s]
+               and (deep.whole[r] == tiles).all()][0]
         gid[0, j] = np.searchsorted(g.lo, deep.lo[row], side="right") - 1
     ords = np.full((1, st.n_levels - 1, D), -1, np.int64)
     nfix = sum(1 for kind, _, _ in eng.stages[:stage] if kind == "order")

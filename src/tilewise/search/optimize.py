@@ -204,8 +204,10 @@ class Engine:
         for k in range(1, L):
             self.stages += [("tile", k, j) for j in self.dim_order] + [("order", k - 1, -1)]
         self.depth = np.zeros((len(self.stages) + 1, D), np.int64)  # levels fixed per dim
+        self.n_fixed = np.zeros(len(self.stages) + 1, np.int64)      # levels whose order is fixed
         for i, (kind, k, j) in enumerate(self.stages):
             self.depth[i + 1] = self.depth[i]
+            self.n_fixed[i + 1] = self.n_fixed[i] + (kind == "order")
             if kind == "tile":
                 self.depth[i + 1, j] = k
         self._orders: dict = {}
@@ -285,15 +287,13 @@ class Engine:
     def node_traffic(self, nd: dict, stage: int):
         """Per-tensor traffic bounds (or exact traffic at a leaf) of nodes at ``stage``."""
         tt = self.assemble(nd["gid"], stage)[0]
-        nfix = sum(1 for kind, _, _ in self.stages[:stage] if kind == "order")
-        return self.traffic(nd["s"], tt, nd["ords"], nfix)
+        return self.traffic(nd["s"], tt, nd["ords"], int(self.n_fixed[stage]))
 
-    def order_traffic(self, nd: dict, k: int, parent_rw):
-        """Traffic bounds of nodes whose level-``k`` order was just fixed, with one model call
+    def order_traffic(self, nd: dict, stage: int, k: int, parent_rw):
+        """Traffic bounds of nodes at ``stage``, whose level-``k`` order was just fixed, with one model call
         each: the bytes into levels <= k+1 depend only on the orders of levels <= k (exact);
         deeper levels keep the parent's per-tensor bounds (which held for every order at k)."""
         L = self.L
-        stage = self.stages.index(("order", k, -1)) + 1
         tt = self.assemble(nd["gid"], stage)[0]
         ords = nd["ords"].copy()
         ords[:, k + 1:] = self.fav[0]
@@ -332,7 +332,7 @@ class Engine:
                 stats["rejected"][key] = stats["rejected"].get(key, 0) + int(bad.sum()) * len(self.db)
             stats["evaluated"] += n
             stats["candidates"] += n * len(self.db)
-            stats["valid"] += int(nfit[legal].sum()) if legal is not None else 0
+            stats["valid"] += int(nfit[legal].sum())
         full = np.isinf(out[:, 0]) & (nfit == 0)
         if legal is None and full.any():  # nothing fits: count the nodes by the level that overflows
             over = bufs.sum(2) + fixed > self.cap[None, :]
@@ -367,9 +367,9 @@ class Engine:
             child = np.arange(len(parent)) - np.repeat(np.cumsum(fan) - fan, fan) + lo[parent]
             share = self.groups[j][k].combos[child] / g.combos[nd["gid"][parent, j]]
         else:
-            tt, _, _, _ = self.assemble(nd["gid"], stage)
-            step = tt[:, k + 1, :] * (self.ways[nd["s"]] if k + 1 == self.st.array_level else 1)
-            real = step < tt[:, k, :]
+            tt = self.assemble(nd["gid"], stage)[0]
+            real_all = self.space.real_loops(tt, self.ways[nd["s"]])
+            real = real_all[:, k]
             keys = np.packbits(real, axis=1, bitorder="little")
             _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
             inv = inv.ravel()
@@ -382,7 +382,7 @@ class Engine:
             parent = np.concatenate(parents)
             ordk = np.concatenate(ords)
             if self.chain_rules is not None:  # drop orders the chain rules forbid already
-                ok = self.legal_prefix(tt, nd["s"], nd["ords"], parent, ordk, k)
+                ok = self.legal_prefix(real_all, nd["ords"], parent, ordk, k)
                 parent, ordk = parent[ok], ordk[ok]
             share = 1.0 / np.bincount(parent, minlength=len(nd["s"]))[parent]
         for a in range(0, len(parent), _ROWS):
@@ -397,22 +397,20 @@ class Engine:
                 out["ords"][:, k] = ordk[a:a + _ROWS]
             yield out
 
-    def legal_prefix(self, tt, s, ords, parent, ordk, k) -> np.ndarray:
-        """Whether the loops of levels 0 .. k (orders ``ords[parent]`` above k, ``ordk`` at k)
-        obey the chain rules of :mod:`tilewise.model.legality` (spine loops before private
+    def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:
+        """Whether the loops of levels 0 .. k (orders ``ords[parent]`` above k, ``ordk`` at k;
+        ``real_all`` the parents' real loops, :meth:`Space.real_loops`) obey the chain rules of :mod:`tilewise.model.legality` (spine loops before private
         ones in the flattened nest, no real loop over a forbidden dim); deeper levels are
         checked when their orders are fixed."""
         spine, forbidden = self.chain_rules
         n = len(parent)
-        ways = self.ways[s[parent]]
         first_private = np.full(n, np.iinfo(np.int64).max)
         last_spine = np.full(n, -1)
         ok = np.ones(n, bool)
         pos = 0
         for lvl in range(k + 1):
             o = ordk if lvl == k else ords[parent, lvl]
-            step = tt[parent, lvl + 1, :] * (ways if lvl + 1 == self.st.array_level else 1)
-            real = step < tt[parent, lvl, :]
+            real = real_all[parent, lvl]
             for p in range(self.D):
                 dq = o[:, p]
                 r = real[np.arange(n), dq]
@@ -462,14 +460,15 @@ class Engine:
                 nd = {key: v[:batch] for key, v in nd.items()}
             stats["nodes"] += len(nd["s"])
             kids = []
-            rw = self.node_traffic(nd, stage)[:2]
+            # the parent's traffic bounds pre-filter children short of the leaves
+            rw = self.node_traffic(nd, stage)[:2] if stage + 1 < last else None
             for ch in self.children(nd, stage):
                 parent = ch.pop("parent")
                 if stage + 1 < last:  # first with the parent's traffic bounds (a tile stage:
                     # no model call) or, after an order, one model call for the levels it decides
                     prw = (rw[0][parent], rw[1][parent])
                     if kind == "order":
-                        prw = self.order_traffic(ch, k, prw)
+                        prw = self.order_traffic(ch, stage + 1, k, prw)
                     m = keep(self.bound(ch, stage + 1, objectives, stats, prw))
                     done += float(ch["w"][~m].sum())
                     ch = {key: v[m] for key, v in ch.items()}
@@ -495,7 +494,7 @@ class Engine:
     def leaf_pool(self, nd: dict, stats: dict, kth: float = np.inf, top: int | None = None) -> _Pool:
         """Every double-buffer choice of the full mappings ``nd``, costed and filtered by
         capacity; with ``top``, only the choices that can enter the top-k (and their ties)."""
-        L, D = self.L, self.D
+        L = self.L
         s = nd["s"]
         tiles, _, counts, _ = self.assemble(nd["gid"], len(self.stages))
         spb = self.split_arr[s]

@@ -351,13 +351,14 @@ class Space:
             ok &= total <= cap
         return ok, bufs, fixed
 
-    def real_loops(self, s: int, tiles: np.ndarray) -> np.ndarray:
-        """``[n, L-1, D]`` bool: loop over dim d at level k iterates more than once."""
+    def real_loops(self, tiles: np.ndarray, ways: np.ndarray) -> np.ndarray:
+        """``[n, L-1, D]`` bool: the loop over dim d at level k iterates more than once (its
+        step, the level k+1 tile x the ways ``[n, D]`` at the array level, is below the level-k
+        tile ``tiles [n, L, D]``)."""
         st = self.st
-        w = self.splits[s].ways(len(st.dims))
         out = np.zeros((len(tiles), st.n_levels - 1, len(st.dims)), bool)
         for k in range(st.n_levels - 1):
-            step = tiles[:, k + 1, :] * (w[None, :] if k + 1 == st.array_level else 1)
+            step = tiles[:, k + 1, :] * (ways if k + 1 == st.array_level else 1)
             out[:, k, :] = step < tiles[:, k, :]
         return out
 
