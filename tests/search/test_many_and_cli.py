@@ -1,6 +1,7 @@
 """search_many with the SQLite store (resume, keys), the search CLI, empty-space errors."""
 
 import json
+import re
 
 import pytest
 
@@ -96,3 +97,14 @@ def test_cli_search_plot_writes_the_pareto_png(tmp_path, capsys):
                  "--top", "1", "--double-buffer", "none", "--plot", str(png)]) == 0
     assert "Pareto front" in capsys.readouterr().out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("tiles, message", [
+    ({"core": {"m": 7}}, "tiles={'core': {'m': 7}}: the innermost tile of m must be a multiple of its alignment 16 on aie-4x2"),
+    ({"memtile": {"k": 1000}}, "tiles={'memtile': {'k': 1000}}: a tile must be an integer in 1 .. 768 (k has size 768)"),
+    ({"core": {"n": 0}}, "tiles={'core': {'n': 0}}: a tile must be an integer in 1 .. 768 (n has size 768)"),
+    ({"core": {"n": 8.5}}, "a tile must be an integer"),
+])
+def test_a_fixed_tile_outside_the_space_is_one_clear_error(tiles, message):
+    with pytest.raises(tw.TilewiseError, match=re.escape(message)):
+        tw.search(tw.gemm(512, 768, 768, dtype="i8"), "aie-4x2", tiles=tiles)

@@ -189,18 +189,27 @@ class Space:
         if L < 2:
             raise TilewiseError(f"arch {arch.name} has one memory level; tiling needs two")
         fixed = {}
+        align = workload.alignment(arch.alignment)
         for lvname, tt in (tiles or {}).items():
             k = [lv.name for lv in arch.levels].index(arch.level(lvname).name)
             for d, v in tt.items():
                 if d not in dims:
                     raise TilewiseError(f"tiles={{{lvname!r}: ...}}: unknown dim {d!r}; dims: {', '.join(dims)}")
+                where = f"tiles={{{lvname!r}: {{{d!r}: {v!r}}}}}"
+                size = workload.sizes[d]
+                top = -(-size // align[d]) * align[d] if k == L - 1 else size  # innermost: padded
+                if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= top:
+                    raise TilewiseError(f"{where}: a tile must be an integer in 1 .. {top} "
+                                        f"({d} has size {size})")
+                if k == L - 1 and v % align[d]:
+                    raise TilewiseError(f"{where}: the innermost tile of {d} must be a multiple of its "
+                                        f"alignment {align[d]} on {arch.name}")
                 fixed[(k, d)] = int(v)
         max_core = dict(max_core_tile or {})
         for d in max_core:
             if d not in dims:
                 raise TilewiseError(f"max_core_tile: unknown dim {d!r}; dims: {', '.join(dims)}")
         splits = spatial_choices(st, spatial)
-        align = workload.alignment(arch.alignment)
         values = []
         for sp in splits:
             w = sp.ways(len(dims))
