@@ -118,4 +118,4 @@ def test_favorable_orders_put_each_tensors_dims_outermost():
     eng = Engine(tw.gemm(32, 16, 48), ARCH, {})
     names = [eng.st.tensors[t].name for t in eng.space.moved]
     fav = {n: "".join(eng.st.dims[j] for j in o) for n, o in zip(names, favorable_orders(eng.st, eng.space.moved))}
-    assert fav == {"A": "mkn", "B": "knm", "C": "mnk"}
+    assert fav == {"A": "mkn", "B": "nkm", "C": "mnk"}

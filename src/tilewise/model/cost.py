@@ -18,11 +18,17 @@ above the array, the cores used at and below it)::
 
     T_l = max(bytes read into l / read bw, bytes written out of l / write bw)       seconds
     E_l = the same with only the bytes of tensors *not* double-buffered at the receiving level
-    latency = max(T_c + sum_l E_l, max_l T_l) + sum_l (T_l - E_l) / iterations_l
+    O_l = the same with only the double-buffered bytes (the overlapped transfers)
+    latency = max(T_c + sum_l E_l, max_l T_l) + sum_l O_l / iterations_l
 
 Double-buffered transfers overlap compute, the others stall it; ``T_c`` is the compute time
 (cycles of the busiest core / clock, ops one after another) and the last term the pipeline
 fill: one tile's worth of each overlapped link (``iterations_l`` = tiles visited at level l).
+``O_l`` is timed like ``T_l`` (reads and writes in parallel), so the latency never falls when a
+tensor moves more bytes (until 2026-11 the fill was ``(T_l - E_l) / iterations_l``, which can:
+fewer bytes of a tensor that is not double buffered lowered ``E_l`` and raised the fill when
+the other direction dominated ``T_l``; the two agree when a link's tensors are all or none
+double buffered).
 Nothing double-buffered gives ``T_c + sum_l T_l``. Seed 003's ratio 𝔽 per link is
 ``T_c / T_l`` (> 1: compute bound).
 

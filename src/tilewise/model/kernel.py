@@ -681,11 +681,13 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
             wbw = write_bw[l] * ins
             tt = max(rd[l] / rbw if rd[l] > 0 else 0.0, wr[l] / wbw if wr[l] > 0 else 0.0)
             ex = max(rdx[l] / rbw if rdx[l] > 0 else 0.0, wrx[l] / wbw if wrx[l] > 0 else 0.0)
+            ov = max((rd[l] - rdx[l]) / rbw if rd[l] > rdx[l] else 0.0,
+                     (wr[l] - wrx[l]) / wbw if wr[l] > wrx[l] else 0.0)
             transfer_s[b, l] = tt
             ratio[b, l] = cs / tt if tt > 0 else np.inf
             tmax = max(tmax, tt)
             ex_sum += ex
-            fill += (tt - ex) / iters[l]
+            fill += ov / iters[l]
         lat = max(cs + ex_sum, tmax) + fill
         latency_s[b] = lat
         util[b] = ideal / clock / lat if lat > 0 else 0.0

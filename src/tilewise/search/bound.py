@@ -12,18 +12,26 @@ it. Three facts of the model make one cheap to compute:
    with every ``I`` loop outside every ``N`` loop, where the ``N`` sum telescopes whatever their
    order. So "``I`` loops outermost" (:func:`favorable_orders`) gives ``t``'s least traffic at
    *every* level at once, over *all* permutations; summing the per-tensor least traffic
-   (one model call per tensor) bounds every order of the open levels.
+   (one model call per tensor) bounds every order of the open levels. The same swap argument
+   (an indexing loop moved outward past a non-indexing one never adds traffic) gives the
+   least traffic over orders with constraints: in a fused chain, where real spine loops must
+   enclose real private ones, spine dims first and ``I`` first within each block; for a
+   level whose innermost loops are already fixed (:mod:`.order_trie`), the free outer loops
+   sorted the same way.
 2. *Open dims.* Every count ``c`` only grows and every ``P`` only shrinks when a dim is cut
    finer, so an open dim kept whole (its largest tile at every level: the chain
    ``whole``) bounds the traffic from below; its smallest tile at every level bounds the
    footprint; its least padded extent the compute time; its most iterations per level the
    pipeline-fill term.
-3. *The latency formula is monotone*: ``max(T_c + sum E_l, max T_l) + sum (T_l - E_l) / it_l``
-   grows with each tensor's bytes (moving bytes between ``E`` and ``T - E`` cannot lower it)
-   and with ``T_c``, and falls with ``it_l``. Evaluating it with the bounds above for every
-   double-buffer choice that fits the (smallest) buffers, and taking the least, bounds every
-   mapping below the node (:func:`best_variant`); with every choice fixed it *is* the least
-   latency of that mapping over double buffering.
+3. *The latency formula is monotone*: ``max(T_c + sum E_l, max T_l) + sum O_l / it_l`` grows
+   with each tensor's bytes (``T_l``, ``E_l``, ``O_l`` are link times of all, of the exposed,
+   of the double-buffered bytes) and with ``T_c``, and falls with ``it_l``. Evaluating it
+   with the bounds above for every double-buffer choice that fits the (smallest) buffers,
+   and taking the least, bounds every mapping below the node (:func:`best_variant`); with
+   every choice fixed it *is* the least latency of that mapping over double buffering. (The
+   model's fill was ``(T_l - E_l) / it_l`` before, which is not monotone: fewer bytes of a
+   tensor that is not double buffered could raise it. A GEMM node on aie-4x2 then got a bound
+   above the latency of a mapping below it; :mod:`tilewise.model.cost` has the fix.)
 
 The tests check bound <= exact cost for random nodes and completions (property test), and the
 search against brute force.
@@ -37,13 +45,17 @@ from numba import njit
 OBJ_CODE = {"latency": 0, "traffic": 1, "energy": 2, "edp": 3}
 
 
-def favorable_orders(st, moved: list[int]) -> np.ndarray:
+def favorable_orders(st, moved: list[int], spine=None) -> np.ndarray:
     """``[len(moved), D]``: per moved tensor, a loop order (dim indices, outermost first) with
-    the dims indexing it outermost: its least traffic at every level (module doc)."""
+    the dims indexing it outermost: its least traffic at every level (module doc). With the
+    chain rules' ``spine [D]`` (bool; fused chains), the spine dims come first (each block with
+    the tensor's dims outermost): the least traffic over the *legal* orders, which put every
+    real spine loop outside every real private one."""
     out = []
     for ti in moved:
-        idx = [st.dims.index(d) for d in st.tensors[ti].dims]
-        out.append(idx + [j for j in range(len(st.dims)) if j not in idx])
+        idx = set(st.dims.index(d) for d in st.tensors[ti].dims)
+        block = (lambda j: 0) if spine is None else (lambda j: 0 if spine[j] else 1)
+        out.append(sorted(range(len(st.dims)), key=lambda j: (block(j), j not in idx, j)))
     return np.array(out, np.int64).reshape(len(moved), len(st.dims))
 
 
@@ -62,7 +74,6 @@ def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, dbm, moved, e_ma
     Tm = moved.shape[0]
     rs = np.zeros(L)
     ws = np.zeros(L)
-    tt = np.zeros(L)
     for b in range(n):
         tmax = 0.0
         for l in range(1, L):
@@ -75,8 +86,7 @@ def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, dbm, moved, e_ma
             ws[l] = w
             a = r / rbw[b, l] if r > 0 else 0.0
             c = w / wbw[b, l] if w > 0 else 0.0
-            tt[l] = max(a, c)
-            tmax = max(tmax, tt[l])
+            tmax = max(tmax, a, c)
         best = np.inf
         fit = 0
         for v in range(V):
@@ -113,9 +123,10 @@ def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, dbm, moved, e_ma
                         wx += W[b, l, moved[i]]
                 a = rx / rbw[b, l] if rx > 0 else 0.0
                 c = wx / wbw[b, l] if wx > 0 else 0.0
-                ex = max(a, c)
-                ex_sum += ex
-                fill += (tt[l] - ex) / max(it[b, l], 1.0)
+                ex_sum += max(a, c)
+                a = (rs[l] - rx) / rbw[b, l] if rs[l] > rx else 0.0
+                c = (ws[l] - wx) / wbw[b, l] if ws[l] > wx else 0.0
+                fill += max(a, c) / max(it[b, l], 1.0)
             lat = max(cs[b] + ex_sum, tmax) + fill
             if lat < best:
                 best = lat

@@ -47,12 +47,15 @@ from ..model.cost import evaluate, evaluate_batch
 from ..model.plan import plan, rate
 from .result import METRICS, Result, Solution
 from .bound import OBJ_CODE, best_variant, favorable_orders
+from .order_trie import OrderTrie, arrange as _arrange
 from .space import Space
 
 OBJECTIVES = ("latency", "traffic", "energy", "edp")
 CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles")
 _ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while orders are open)
 _SLACK = 1e-9        # relative: a bound within rounding of the k-th best is kept
+_BEAM = 64           # nodes expanded at once by the dive that finds the first upper bound
+_DIVE_NODES = 50000  # the dive gives up after expanding this many nodes
 
 
 def link_bandwidths(arch, array_level, used) -> tuple[np.ndarray, np.ndarray]:
@@ -77,8 +80,8 @@ def _time(nbytes, bw):
 def latency_variants(compute_s, reads, writes, rbw, wbw, iterations, db):
     """Latency ``[B, V]`` (seconds) of each candidate under each double-buffer choice ``db``
     ``[V, L, T]``, nothing bypassed: the model's ``max(T_c + sum E_l, max T_l) +
-    sum (T_l - E_l) / iterations_l`` with ``T_l`` / ``E_l`` the link times of all / of the
-    not double-buffered bytes (reads into level l, writes out of it)."""
+    sum O_l / iterations_l`` with ``T_l`` / ``E_l`` / ``O_l`` the link times of all / of the
+    not double-buffered / of the double-buffered bytes (reads into level l, writes out of it)."""
     B, L, T = reads.shape
     r, w = reads.astype(float), writes.astype(float)
     Tt = np.maximum(_time(r.sum(2), rbw), _time(w.sum(2), wbw))            # [B, L]
@@ -86,9 +89,11 @@ def latency_variants(compute_s, reads, writes, rbw, wbw, iterations, db):
     rx = np.einsum("blt,vlt->vbl", r, keep)
     wx = np.einsum("blt,vlt->vbl", w, keep)
     ex = np.maximum(_time(rx, rbw[None]), _time(wx, wbw[None]))
+    ov = np.maximum(_time(r.sum(2)[None] - rx, rbw[None]), _time(w.sum(2)[None] - wx, wbw[None]))
     ex[:, :, 0] = 0.0
+    ov[:, :, 0] = 0.0
     Tt[:, 0] = 0.0
-    fill = ((Tt[None] - ex)[:, :, 1:] / np.maximum(iterations[None, :, 1:], 1)).sum(2)
+    fill = (ov[:, :, 1:] / np.maximum(iterations[None, :, 1:], 1)).sum(2)
     lat = np.maximum(compute_s[None, :] + ex.sum(2), Tt.max(1)[None, :]) + fill
     return lat.T
 
@@ -195,7 +200,20 @@ class Engine:
         self.n_chains = np.array([[len(self.chains[s][j].padded) for j in range(D)]
                                   for s in range(S)], np.int64).reshape(S, D)
         self.groups = [_prefix_groups([self.chains[s][j] for s in range(S)], L) for j in range(D)]
-        self.fav = favorable_orders(st, self.space.moved)
+        args = plan(workload, arch).args  # the model's chain rules: spine and forbidden dims
+        self.chain_rules = (args[-2], args[-1]) if len(workload.ops) > 1 else None
+        spine = self.chain_rules[0] if self.chain_rules is not None else None
+        self.fav = favorable_orders(st, self.space.moved, spine)
+        # ranks for completing partial orders: per tensor its favorable order; for the chain
+        # rules, spine dims first
+        self.prio = np.argsort(self.fav, axis=1)
+        # candidate innermost loops of an open level (dims of size 1 never loop) and, per
+        # candidate, each tensor's favourable order with it moved last
+        self.inner = [j for j, d in enumerate(st.dims) if workload.sizes[d] > 1]
+        self.inner_fav = np.array([[[d for d in f if d != x] + [x] for f in self.fav]
+                                   for x in self.inner], np.int64).reshape(len(self.inner), len(self.fav), self.D)
+        self.prio_legal = np.argsort(sorted(range(self.D), key=lambda j: (
+            0 if spine is None or spine[j] else 1, j)))
         self.moved_idx = np.array(self.space.moved, np.int64)
         # dims with few chains first: small fan-out near the root, where bounds are loosest
         self.dim_order = sorted(range(D), key=lambda j: (int(self.n_chains[:, j].max()), j))
@@ -210,10 +228,8 @@ class Engine:
             self.n_fixed[i + 1] = self.n_fixed[i] + (kind == "order")
             if kind == "tile":
                 self.depth[i + 1, j] = k
-        self._orders: dict = {}
+        self._tries: dict = {}
         self.energy = None
-        args = plan(workload, arch).args  # the model's chain rules: spine and forbidden dims
-        self.chain_rules = (args[-2], args[-1]) if len(workload.ops) > 1 else None
 
     def tile_combos(self) -> int:
         return int(sum(np.prod(self.n_chains[s], dtype=np.int64) for s in range(len(self.n_chains))))
@@ -264,138 +280,264 @@ class Engine:
             cb = evaluate_batch(self.workload, self.arch, MappingBatch(
                 tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]))
             return cb.reads.astype(float), cb.writes.astype(float), cb.legal
-        Tm = len(self.fav)
-        o = np.empty((n, Tm, L - 1, D), np.int64)
+        o = np.empty((n, len(self.fav), L - 1, D), np.int64)
         o[:] = self.fav[None, :, None, :]
         if nfix:
             o[:, :, :nfix] = ords[:, None, :nfix]
-        rows = n * Tm
+        R, W = self.tensor_traffic(s, tiles, o)
+        return R[:, 0], W[:, 0], None
+
+    def tensor_traffic(self, s, tiles, o):
+        """Bytes read into / written out of each level (float) where moved tensor ``i``
+        takes its own orders: ``o [n, X*Tm, L-1, D]`` holds ``X`` sets of per-tensor
+        orders (one model row per tensor and set); ``[n, X, L, T]``."""
+        n, G, L, T = len(s), o.shape[1], self.L, self.T
+        Tm = len(self.fav)
+        rows = n * G
         z = np.zeros((rows, L, T), bool)
-        spr = np.repeat(sp, Tm, 0)
+        spr = np.repeat(self.split_arr[s], G, 0)
         cb = evaluate_batch(self.workload, self.arch, MappingBatch(
-            np.repeat(tiles, Tm, 0), o.reshape(rows, L - 1, D), z, z,
+            np.repeat(tiles, G, 0), o.reshape(rows, L - 1, self.D), z, z,
             spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]))
-        rd = cb.reads.reshape(n, Tm, L, T)
-        wr = cb.writes.reshape(n, Tm, L, T)
-        R = np.zeros((n, L, T))
-        W = np.zeros((n, L, T))
+        rd = cb.reads.reshape(n, G // Tm, Tm, L, T)
+        wr = cb.writes.reshape(n, G // Tm, Tm, L, T)
+        R = np.zeros((n, G // Tm, L, T))
+        W = np.zeros((n, G // Tm, L, T))
         for i, ti in enumerate(self.moved_idx):
-            R[:, :, ti] = rd[:, i, :, ti]
-            W[:, :, ti] = wr[:, i, :, ti]
-        return R, W, None
+            R[..., ti] = rd[:, :, i, :, ti]
+            W[..., ti] = wr[:, :, i, :, ti]
+        return R, W
+
+    def inner_traffic(self, nd: dict, stage: int, tt):
+        """Per candidate innermost loop ``x`` of the first open level: each tensor's least
+        traffic over the orders that put ``x`` innermost there (its favourable order with
+        ``x`` moved last; deeper open levels favourable). Every order has some innermost
+        loop, so the least bound over ``x`` bounds every order, and it is tighter than each
+        tensor's own favourite: one loop is innermost for all tensors at once."""
+        nfix = int(self.n_fixed[stage])
+        n, X, Tm, L, D = len(nd["s"]), len(self.inner), len(self.fav), self.L, self.D
+        o = np.empty((n, X, Tm, L - 1, D), np.int64)
+        o[:] = self.fav[None, None, :, None, :]
+        if nfix:
+            o[:, :, :, :nfix] = nd["ords"][:, None, None, :nfix]
+        o[:, :, :, nfix] = self.inner_fav[None]
+        R, W = self.tensor_traffic(nd["s"], tt, o.reshape(n, X * Tm, L - 1, D))
+        return [(R[:, x], W[:, x]) for x in range(X)]
 
     def node_traffic(self, nd: dict, stage: int):
         """Per-tensor traffic bounds (or exact traffic at a leaf) of nodes at ``stage``."""
         tt = self.assemble(nd["gid"], stage)[0]
         return self.traffic(nd["s"], tt, nd["ords"], int(self.n_fixed[stage]))
 
-    def order_traffic(self, nd: dict, stage: int, k: int, parent_rw):
-        """Traffic bounds of nodes at ``stage``, whose level-``k`` order was just fixed, with one model call
-        each: the bytes into levels <= k+1 depend only on the orders of levels <= k (exact);
-        deeper levels keep the parent's per-tensor bounds (which held for every order at k)."""
-        L = self.L
-        tt = self.assemble(nd["gid"], stage)[0]
-        ords = nd["ords"].copy()
-        ords[:, k + 1:] = self.fav[0]
-        R, W, _ = self.traffic(nd["s"], tt, ords, L - 1)
-        R[:, k + 2:], W[:, k + 2:] = parent_rw[0][:, k + 2:], parent_rw[1][:, k + 2:]
-        return R, W
-
     def bound(self, nd: dict, stage: int, objectives: tuple[str, ...], stats: dict,
               rw=None) -> np.ndarray:
-        """Bounds ``[n, len(objectives)]`` of nodes at ``stage`` (see the class doc). ``rw``:
-        traffic bounds to use instead of the model's (a parent's bounds hold for its
-        children: a cheap first filter)."""
-        s, n = nd["s"], len(nd["s"])
+        """Bounds ``[n, len(objectives)]`` of nodes at ``stage`` (see the class doc); ``inf``
+        for nodes that cannot fit (their smallest buffers, single-buffered, overflow a
+        level) or, in a chain, cannot be legal (:meth:`chain_legal`): those are found first,
+        without a model call. ``rw``: traffic bounds to use instead of the model's (a
+        parent's bounds hold for its children: a cheap first filter)."""
+        n = len(nd["s"])
+        leaf = rw is None and self.n_fixed[stage] == self.L - 1  # full mappings: exact
         tt, tm, cnt, pad = self.assemble(nd["gid"], stage)
-        if rw is None:
-            R, W, legal = self.node_traffic(nd, stage)
-        else:
-            (R, W), legal = rw, None
-        cs = self.compute_s(pad)
-        pts = np.zeros(n)
-        for idx, p in zip(self.op_dims, self.pp):
-            pts += np.prod(pad[:, idx], axis=1).astype(float) * p
-        it = np.prod(cnt, axis=2).astype(float)
         bufs, fixed = self.buffers(tm)
-        e_mac, e_byte = self.energy if self.energy is not None else (0.0, np.zeros(self.L))
-        out = np.empty((n, len(objectives)))
-        nfit = np.zeros(n, np.int64)
-        for i, o in enumerate(objectives):
-            best_variant(OBJ_CODE[o], cs, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
-                         self.cap, self.dbm, self.moved_idx, e_mac, e_byte, pts, out[:, i], nfit)
-        if legal is not None:
-            bad = ~legal
-            if bad.any():
-                out[bad] = np.inf
-                key = "chain order"
-                stats["rejected"][key] = stats["rejected"].get(key, 0) + int(bad.sum()) * len(self.db)
+        out = np.full((n, len(objectives)), np.inf)
+        over = bufs.sum(2) + fixed > self.cap[None, :]
+        alive = ~over.any(1)
+        if leaf:
             stats["evaluated"] += n
             stats["candidates"] += n * len(self.db)
+        else:
+            for k in range(1, self.L):  # count the nodes by the level that overflows first
+                self._reject(stats, f"capacity at {self.arch.levels[k].name}",
+                             over[:, k] & ~over[:, :k].any(1))
+            if self.chain_rules is not None:
+                legal = self.chain_legal(tt, nd["s"], stage)
+                self._reject(stats, "chain order", alive & ~legal)
+                alive &= legal
+        idx = np.nonzero(alive)[0]
+        if not len(idx):
+            return out
+        if len(idx) < n:
+            nd = {key: nd[key][idx] for key in ("s", "gid", "ords")}
+            tt, cnt, pad, bufs, fixed = tt[idx], cnt[idx], pad[idx], bufs[idx], fixed[idx]
+            rw = None if rw is None else (rw[0][idx], rw[1][idx])
+        s, m = nd["s"], len(idx)
+        variants, legal = None, None
+        if rw is not None:
+            R, W = rw
+        elif leaf:
+            R, W, legal = self.node_traffic(nd, stage)
+        elif len(self.inner):
+            variants = self.inner_traffic(nd, stage, tt)
+            R, W = variants[0]
+        else:
+            R, W, _ = self.node_traffic(nd, stage)
+        cs = self.compute_s(pad)
+        pts = np.zeros(m)
+        for ix, p in zip(self.op_dims, self.pp):
+            pts += np.prod(pad[:, ix], axis=1).astype(float) * p
+        it = np.prod(cnt, axis=2).astype(float)
+        e_mac, e_byte = self.energy if self.energy is not None else (0.0, np.zeros(self.L))
+        sub = np.empty((m, len(objectives)))
+        nfit = np.zeros(m, np.int64)
+        for i, o in enumerate(objectives):
+            best_variant(OBJ_CODE[o], cs, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
+                         self.cap, self.dbm, self.moved_idx, e_mac, e_byte, pts, sub[:, i], nfit)
+            for Rx, Wx in (variants or [])[1:]:  # the least over the shared innermost loops
+                tmp = np.empty(m)
+                best_variant(OBJ_CODE[o], cs, Rx, Wx, self.rbw[s], self.wbw[s], it, bufs, fixed,
+                             self.cap, self.dbm, self.moved_idx, e_mac, e_byte, pts, tmp, nfit)
+                np.minimum(sub[:, i], tmp, out=sub[:, i])
+        if leaf:
             stats["valid"] += int(nfit[legal].sum())
-        full = np.isinf(out[:, 0]) & (nfit == 0)
-        if legal is None and full.any():  # nothing fits: count the nodes by the level that overflows
-            over = bufs.sum(2) + fixed > self.cap[None, :]
-            for k in range(1, self.L):
-                m = full & over[:, k] & ~over[:, :k].any(1)
-                if m.any():
-                    key = f"capacity at {self.arch.levels[k].name}"
-                    stats["rejected"][key] = stats["rejected"].get(key, 0) + int(m.sum())
-            m = full & ~over.any(1)
-            if m.any():
-                key = "capacity with the declared double buffering"
-                stats["rejected"][key] = stats["rejected"].get(key, 0) + int(m.sum())
+            sub[~legal] = np.inf
+            self._reject(stats, "chain order", ~legal, len(self.db))
+        else:
+            self._reject(stats, "capacity with the declared double buffering", nfit == 0)
+        out[idx] = sub
         return out
+
+    @staticmethod
+    def _reject(stats: dict, key: str, mask: np.ndarray, per: int = 1) -> None:
+        if mask.any():
+            stats["rejected"][key] = stats["rejected"].get(key, 0) + int(mask.sum()) * per
 
     # ----- expansion -----
 
-    def orders(self, real_key: tuple) -> np.ndarray:
-        """``[m, D]`` canonical orders of one level with real loops ``real_key``."""
-        if real_key not in self._orders:
-            self._orders[real_key] = self.space.orders_for(real_key)
-        return self._orders[real_key]
+    def trie(self, real_key: tuple) -> OrderTrie:
+        """The canonical orders of one level with real loops ``real_key`` (bools per dim) as
+        a trie from the innermost loop outward (:mod:`.order_trie`)."""
+        if real_key not in self._tries:
+            self._tries[real_key] = OrderTrie.build(self.space.orders_for(real_key), sum(real_key))
+        return self._tries[real_key]
 
     def children(self, nd: dict, stage: int):
-        """The children of ``nd`` (nodes at ``stage``), in slices of at most ``_ROWS``, each
-        with its share ``w`` of the parent's weight (the fraction of the space below it)."""
+        """The children of ``nd`` (nodes at a tile stage), in slices of at most ``_ROWS``, each
+        with its share ``w`` of the parent's weight (the fraction of the space below it) and
+        the index of its ``parent``."""
         kind, k, j = self.stages[stage]
-        if kind == "tile":
-            g = self.groups[j][k - 1]
-            lo, hi = g.child_lo[nd["gid"][:, j]], g.child_hi[nd["gid"][:, j]]
-            fan = hi - lo
-            parent = np.repeat(np.arange(len(fan)), fan)
-            child = np.arange(len(parent)) - np.repeat(np.cumsum(fan) - fan, fan) + lo[parent]
-            share = self.groups[j][k].combos[child] / g.combos[nd["gid"][parent, j]]
-        else:
-            tt = self.assemble(nd["gid"], stage)[0]
-            real_all = self.space.real_loops(tt, self.ways[nd["s"]])
-            real = real_all[:, k]
-            keys = np.packbits(real, axis=1, bitorder="little")
-            _, first, inv = np.unique(keys, axis=0, return_index=True, return_inverse=True)
-            inv = inv.ravel()
-            parents, ords = [], []
-            for q in range(len(first)):
-                members = np.nonzero(inv == q)[0]
-                o = self.orders(tuple(bool(x) for x in real[first[q]]))
-                parents.append(np.repeat(members, len(o)))
-                ords.append(np.tile(o, (len(members), 1)))
-            parent = np.concatenate(parents)
-            ordk = np.concatenate(ords)
-            if self.chain_rules is not None:  # drop orders the chain rules forbid already
-                ok = self.legal_prefix(real_all, nd["ords"], parent, ordk, k)
-                parent, ordk = parent[ok], ordk[ok]
-            share = 1.0 / np.bincount(parent, minlength=len(nd["s"]))[parent]
+        g = self.groups[j][k - 1]
+        lo, hi = g.child_lo[nd["gid"][:, j]], g.child_hi[nd["gid"][:, j]]
+        fan = hi - lo
+        parent = np.repeat(np.arange(len(fan)), fan)
+        child = np.arange(len(parent)) - np.repeat(np.cumsum(fan) - fan, fan) + lo[parent]
+        share = self.groups[j][k].combos[child] / g.combos[nd["gid"][parent, j]]
         for a in range(0, len(parent), _ROWS):
             p = parent[a:a + _ROWS]
-            out = dict(s=nd["s"][p], gid=nd["gid"][p], ords=nd["ords"][p], w=nd["w"][p] * share[a:a + _ROWS],
+            gid = nd["gid"][p].copy()
+            gid[:, j] = child[a:a + _ROWS]
+            yield dict(s=nd["s"][p], gid=gid, ords=nd["ords"][p], w=nd["w"][p] * share[a:a + _ROWS],
                        parent=p)
-            if kind == "tile":
-                out["gid"] = out["gid"].copy()
-                out["gid"][:, j] = child[a:a + _ROWS]
-            else:
-                out["ords"] = out["ords"].copy()
-                out["ords"][:, k] = ordk[a:a + _ROWS]
-            yield out
+
+    def order_children(self, nd: dict, stage: int, objectives, keep, stats):
+        """The children of ``nd`` (nodes at the stage fixing the level-``k`` order) that
+        survive ``keep``, with their bounds ``lb``, and the weight of the pruned ones.
+
+        The order is fixed one real loop at a time from the innermost (:class:`OrderTrie`);
+        a partial order is bounded like an open level, each tensor completing it with the
+        free loops sorted its favourable way (:meth:`partial_order_bound`), and dropped with
+        every order ending in it when ``keep`` refuses the bound or the chain rules refuse
+        every completion (checked on the completion with spine loops first)."""
+        k = self.stages[stage][1]
+        Tm = len(self.fav)
+        tt = self.assemble(nd["gid"], stage)[0]
+        real_all = self.space.real_loops(tt, self.ways[nd["s"]])
+        keys = np.packbits(real_all[:, k], axis=1, bitorder="little")
+        _, first, tid = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        tries = [self.trie(tuple(bool(x) for x in real_all[i, k])) for i in first]
+        total = np.array([len(t.orders) for t in tries], float)
+        p, tid, g = np.arange(len(tid)), tid.ravel(), np.zeros(len(tid), np.int64)
+        rep = np.array([t.orders[0] for t in tries], np.int64).reshape(-1, self.D)[tid]
+        size = total[tid].astype(np.int64)
+        out, pruned = [], 0.0
+        for m in range(self.D + 1):
+            if m:  # expand every surviving partial order by one loop
+                P, TID, G, rep, size = [], [], [], [], []
+                for q in np.unique(tid):
+                    sel = np.nonzero(tid == q)[0]
+                    tr = tries[q]
+                    lo, hi = tr.child_lo[m - 1][g[sel]], tr.child_hi[m - 1][g[sel]]
+                    fan = hi - lo
+                    par = np.repeat(sel, fan)
+                    c = np.arange(len(par)) - np.repeat(np.cumsum(fan) - fan, fan) + np.repeat(lo, fan)
+                    P.append(p[par])
+                    TID.append(np.full(len(par), q))
+                    G.append(c)
+                    rep.append(tr.orders[tr.lo[m][c]])
+                    size.append(tr.hi[m][c] - tr.lo[m][c])
+                p, tid, g = np.concatenate(P), np.concatenate(TID), np.concatenate(G)
+                rep, size = np.concatenate(rep), np.concatenate(size)
+            w = nd["w"][p] * size / total[tid]
+            done = size == 1  # a single order left: complete
+            if done.any():
+                ords = nd["ords"][p[done]].copy()
+                ords[:, k] = rep[done]
+                ch = dict(s=nd["s"][p[done]], gid=nd["gid"][p[done]], ords=ords, w=w[done])
+                if self.chain_rules is not None:
+                    ok = self.legal_prefix(real_all, nd["ords"], p[done], rep[done], k)
+                    pruned += float(ch["w"][~ok].sum())
+                    ch = {key: v[ok] for key, v in ch.items()}
+                for a in range(0, len(ch["s"]), _ROWS // Tm):
+                    part = {key: v[a:a + _ROWS // Tm] for key, v in ch.items()}
+                    part["lb"] = self.bound(part, stage + 1, objectives, stats)
+                    ok = keep(part["lb"])
+                    pruned += float(part["w"][~ok].sum())
+                    if stage + 1 == len(self.stages):
+                        stats["pruned_candidates"] += int((~ok).sum()) * len(self.db)
+                    out.append({key: v[ok] for key, v in part.items()})
+            p, tid, g, rep, w = p[~done], tid[~done], g[~done], rep[~done], w[~done]
+            if not len(p):
+                break
+            if not m:
+                continue  # the root: the parent's bound holds
+            r = np.array([t.r for t in tries])[tid]
+            if self.chain_rules is not None:
+                arr = _arrange(rep, r - m, self.prio_legal)
+                legal = self.legal_prefix(real_all, nd["ords"], p, arr, k)
+                pruned += float(w[~legal].sum())
+                p, tid, g, rep, w, r = p[legal], tid[legal], g[legal], rep[legal], w[legal], r[legal]
+            ok = np.zeros(len(p), bool)
+            stats["nodes"] += len(p)
+            for a in range(0, len(p), _ROWS // Tm):
+                sl = slice(a, a + _ROWS // Tm)
+                sub = {key: nd[key][p[sl]] for key in ("s", "gid", "ords")}
+                ok[sl] = keep(self.partial_order_bound(sub, stage, rep[sl], r[sl] - m,
+                                                       objectives, stats))
+            pruned += float(w[~ok].sum())
+            p, tid, g = p[ok], tid[ok], g[ok]
+            if not len(p):
+                break
+        if not out:
+            return None, pruned
+        return {key: np.concatenate([c[key] for c in out]) for key in out[0]}, pruned
+
+    def chain_legal(self, tt: np.ndarray, s: np.ndarray, stage: int) -> np.ndarray:
+        """Whether nodes at ``stage`` (tiles ``tt``) can be legal for the chain rules whatever
+        their orders: among the loops whose tiles are fixed, no real loop over a forbidden dim
+        and no real private loop at a level above a real spine loop (within a level the order
+        can put spine loops first; that is checked when the order is fixed)."""
+        spine, forbidden = self.chain_rules
+        known = self.depth[stage][None, :] >= np.arange(1, self.L)[:, None]   # [L-1, D]
+        real = self.space.real_loops(tt, self.ways[s]) & known[None]
+        ok = ~(real & forbidden[None, None, :]).any((1, 2))
+        private = np.logical_or.accumulate((real & ~spine[None, None, :]).any(2), axis=1)
+        return ok & ~(private[:, :-1] & (real & spine[None, None, :]).any(2)[:, 1:]).any(1)
+
+    def partial_order_bound(self, nd: dict, stage: int, rep: np.ndarray, n_free,
+                            objectives, stats) -> np.ndarray:
+        """Bounds of nodes ``nd`` at the order stage ``stage`` (level ``k``) given a partial
+        level-``k`` order: ``rep [n, D]`` with its first ``n_free`` loops free (the outer
+        real loops, any order) and the rest fixed; each tensor completes it its favourable
+        way (:func:`.order_trie.arrange`), deeper open levels too."""
+        k = self.stages[stage][1]
+        n, Tm = len(nd["s"]), len(self.fav)
+        o = np.empty((n, Tm, self.L - 1, self.D), np.int64)
+        o[:] = self.fav[None, :, None, :]
+        o[:, :, :k] = nd["ords"][:, None, :k]
+        for i in range(Tm):
+            o[:, i, k] = _arrange(rep, n_free, self.prio[i])
+        R, W = self.tensor_traffic(nd["s"], self.assemble(nd["gid"], stage)[0], o)
+        return self.bound(nd, stage + 1, objectives, stats, (R[:, 0], W[:, 0]))
 
     def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:
         """Whether the loops of levels 0 .. k (orders ``ords[parent]`` above k, ``ordk`` at k;
@@ -423,20 +565,47 @@ class Engine:
 
     # ----- the depth-first branch and bound -----
 
-    def dfs(self, objectives, keep, leaf, stats, progress=None):
-        """Visit the space: ``keep(bounds) -> mask`` prunes, ``leaf(nodes)`` takes full
-        mappings (their bounds are exact per mapping, least over double buffering)."""
+    def root(self, objectives, stats) -> dict:
+        """The root nodes (one per split with a non-empty space) with their bounds."""
         L, D = self.L, self.D
         ok = np.nonzero((self.n_chains > 0).all(1))[0]
-        total = stats["tile_combos"]
         root = dict(s=ok.astype(np.int64), gid=np.tile(ok[:, None], (1, D)).astype(np.int64),
                     ords=np.full((len(ok), max(L - 1, 1), D), -1, np.int64),
-                    w=np.prod(self.n_chains[ok], axis=1).astype(float) / max(total, 1))
+                    w=np.prod(self.n_chains[ok], axis=1).astype(float) / max(stats["tile_combos"], 1))
         root["lb"] = self.bound(root, 0, objectives, stats)
+        return root
+
+    def dive(self, root: dict, objectives, stats, top: int) -> _Pool:
+        """A beam search with backtracking: the depth-first walk with nothing pruned but the
+        infeasible, ``_BEAM`` nodes at a time (the least bounds first), until the leaves
+        give ``top`` candidates (an upper bound on the k-th best) or ``_DIVE_NODES`` nodes
+        have been expanded (then the search starts without one)."""
+        found = {"pool": _Pool()}
+        start = stats["nodes"]
+
+        def leaf(nd):
+            found["pool"] = _Pool.concat([found["pool"], self.leaf_pool(nd, stats, np.inf, top)]).best(top)
+
+        def stop():
+            return len(found["pool"]) >= top or stats["nodes"] - start > _DIVE_NODES
+
+        self.dfs(objectives, lambda lb: np.isfinite(lb[:, 0]), leaf, stats, root=root,
+                 batch_cap=_BEAM, stop=stop)
+        return found["pool"]
+
+    def dfs(self, objectives, keep, leaf, stats, progress=None, root=None, batch_cap=None,
+            stop=None):
+        """Visit the space: ``keep(bounds) -> mask`` prunes, ``leaf(nodes)`` takes full
+        mappings (their bounds are exact per mapping, least over double buffering); at most
+        ``batch_cap`` nodes expanded at once; ``stop()`` ends the walk early."""
+        L = self.L
+        total = stats["tile_combos"]
+        if root is None:
+            root = self.root(objectives, stats)
         last = len(self.stages)
         stack = [(0, root)]
         done = 0.0
-        while stack:
+        while stack and not (stop and stop()):
             stage, nd = stack.pop()
             m = keep(nd["lb"])
             if not m.all():
@@ -455,31 +624,29 @@ class Engine:
             kind, k, j = self.stages[stage]
             fan = int(self.n_chains[:, j].max()) if kind == "tile" else 64
             batch = max(1, _ROWS // max(fan, 1))
+            batch = min(batch, batch_cap) if batch_cap else batch
             if len(nd["s"]) > batch:
                 stack.append((stage, {key: v[batch:] for key, v in nd.items()}))
                 nd = {key: v[:batch] for key, v in nd.items()}
             stats["nodes"] += len(nd["s"])
-            kids = []
-            # the parent's traffic bounds pre-filter children short of the leaves
-            rw = self.node_traffic(nd, stage)[:2] if stage + 1 < last else None
-            for ch in self.children(nd, stage):
-                parent = ch.pop("parent")
-                if stage + 1 < last:  # first with the parent's traffic bounds (a tile stage:
-                    # no model call) or, after an order, one model call for the levels it decides
-                    prw = (rw[0][parent], rw[1][parent])
-                    if kind == "order":
-                        prw = self.order_traffic(ch, stage + 1, k, prw)
-                    m = keep(self.bound(ch, stage + 1, objectives, stats, prw))
+            if kind == "order":
+                kids, pruned = self.order_children(nd, stage, objectives, keep, stats)
+                done += pruned
+                kids = [kids] if kids is not None and len(kids["s"]) else []
+            else:
+                kids = []
+                rw = self.node_traffic(nd, stage)[:2]  # the parent's traffic bounds hold
+                for ch in self.children(nd, stage):   # for its children: a first filter
+                    parent = ch.pop("parent")
+                    m = keep(self.bound(ch, stage + 1, objectives, stats, (rw[0][parent], rw[1][parent])))
                     done += float(ch["w"][~m].sum())
                     ch = {key: v[m] for key, v in ch.items()}
                     if not len(ch["s"]):
                         continue
-                ch["lb"] = self.bound(ch, stage + 1, objectives, stats)
-                m = keep(ch["lb"])
-                done += float(ch["w"][~m].sum())
-                if stage + 1 == last:
-                    stats["pruned_candidates"] += int((~m).sum()) * len(self.db)
-                kids.append({key: v[m] for key, v in ch.items()})
+                    ch["lb"] = self.bound(ch, stage + 1, objectives, stats)
+                    m = keep(ch["lb"])
+                    done += float(ch["w"][~m].sum())
+                    kids.append({key: v[m] for key, v in ch.items()})
             if not kids:
                 continue
             kids = {key: np.concatenate([c[key] for c in kids]) for key in kids[0]}
@@ -545,17 +712,21 @@ class Engine:
         if objective in ("energy", "edp"):
             self.energy = energy_constants(self.arch)
         stats = self.new_stats()
+        root = self.root((objective,), stats)
         state = {"best": _Pool(), "kth": np.inf}
+        # an upper bound first: the k-th best of a beam dive prunes from the start
+        dive = self.dive(root, (objective,), stats, top)
+        kth0 = dive.kth(top)
 
         def keep(lb):
-            return lb[:, 0] <= state["kth"] * (1 + _SLACK)
+            return lb[:, 0] <= min(state["kth"], kth0) * (1 + _SLACK)
 
         def leaf(nd):
-            pool = self.leaf_pool(nd, stats, state["kth"], top)
+            pool = self.leaf_pool(nd, stats, min(state["kth"], kth0), top)
             state["best"] = _Pool.concat([state["best"], pool]).best(top)
             state["kth"] = state["best"].kth(top)
 
-        self.dfs((objective,), keep, leaf, stats, progress)
+        self.dfs((objective,), keep, leaf, stats, progress, root)
         if not len(state["best"]):
             self.find_smallest(stats)
         return state["best"], stats

@@ -125,10 +125,10 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
     compute_s = cycles / clock
 
     used = b.rows_ways * b.cols_ways
-    Tt, Ex = link_times(st, b, reads, writes, used)
+    Tt, Ex, Ov = link_times(st, b, reads, writes, used)
     iterations = np.stack([np.prod([dim_tiles[j].count[l] for j in range(D)], axis=0)
                            for l in range(L)], 1)
-    lat = latency(compute_s, Tt, Ex, iterations)
+    lat = latency(compute_s, Tt, Ex, Ov, iterations)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(Tt > 0, compute_s[:, None] / np.where(Tt > 0, Tt, 1), np.inf)
     ratio[:, 0] = np.inf

@@ -7,11 +7,12 @@ above the array, the cores used at and below it)::
 
     T_l = max(bytes read into l / read bw, bytes written out of l / write bw)       seconds
     E_l = the same with only the bytes of tensors *not* double-buffered at the receiving level
+    O_l = the same with only the bytes of the double-buffered ones
 
 Double-buffered transfers overlap compute; the others stall it. With ``T_c`` the compute time
 (cycles of the busiest core / clock, ops run one after another)::
 
-    latency = max(T_c + sum_l E_l, max_l T_l) + sum_l (T_l - E_l) / iterations_l
+    latency = max(T_c + sum_l E_l, max_l T_l) + sum_l O_l / iterations_l
 
 the last term being the pipeline fill/drain: one tile's worth of each overlapped link
 (``iterations_l`` = tiles visited at level l per instance). Nothing double-buffered gives
@@ -27,7 +28,7 @@ from tilewise.errors import SpecError
 
 
 def link_times(st, batch, reads, writes, used_cores):
-    """``T, E``: ``[batch, levels]`` seconds per link (index 0 unused, zero)."""
+    """``T, E, O``: ``[batch, levels]`` seconds per link (index 0 unused, zero)."""
     arch = st.arch
     B, L, T = reads.shape
     a = st.array_level if st.array_level is not None else L
@@ -47,6 +48,7 @@ def link_times(st, batch, reads, writes, used_cores):
         src = np.where(kept[:, c, :], c, src)
     Tt = np.zeros((B, L))
     Ex = np.zeros((B, L))
+    Ov = np.zeros((B, L))
     for l in range(1, L):
         lv = arch.levels[l]
         inst = lv.instances if l < a else np.minimum(lv.instances, used_cores)
@@ -60,10 +62,12 @@ def link_times(st, batch, reads, writes, used_cores):
                                   np.where(wr[:, l] > 0, wr[:, l] / wbw, 0))
             Ex[:, l] = np.maximum(np.where(rd_x[:, l] > 0, rd_x[:, l] / rbw, 0),
                                   np.where(wr_x[:, l] > 0, wr_x[:, l] / wbw, 0))
-    return Tt, Ex
+            rd_o, wr_o = rd[:, l] - rd_x[:, l], wr[:, l] - wr_x[:, l]
+            Ov[:, l] = np.maximum(np.where(rd_o > 0, rd_o / rbw, 0), np.where(wr_o > 0, wr_o / wbw, 0))
+    return Tt, Ex, Ov
 
 
-def latency(compute_s, Tt, Ex, iterations):
+def latency(compute_s, Tt, Ex, Ov, iterations):
     """End-to-end seconds per candidate (see the module docstring)."""
-    fill = ((Tt - Ex)[:, 1:] / np.maximum(iterations[:, 1:], 1)).sum(1)
+    fill = (Ov[:, 1:] / np.maximum(iterations[:, 1:], 1)).sum(1)
     return np.maximum(compute_s + Ex.sum(1), Tt.max(1)) + fill
