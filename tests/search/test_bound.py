@@ -119,3 +119,77 @@ def test_favorable_orders_put_each_tensors_dims_outermost():
     names = [eng.st.tensors[t].name for t in eng.space.moved]
     fav = {n: "".join(eng.st.dims[j] for j in o) for n, o in zip(names, favorable_orders(eng.st, eng.space.moved))}
     assert fav == {"A": "mkn", "B": "nkm", "C": "mnk"}
+
+
+# --- the aie-4x2 preset: full-size link and capacity numbers, where transfers can dominate ---
+
+PRESET_CASES = [tw.gemm(64, 64, 64), tw.conv2d(1, 8, 8, 8, 16, 3, 3, padding=1),
+                tw.mha(64, 64, 16, dtype="i16")]
+_PRESET: dict = {}
+
+
+def _preset_engine(w):
+    if w.name not in _PRESET:
+        from tilewise.arch.loader import load_arch
+
+        _PRESET[w.name] = Engine(w, load_arch("aie-4x2"), {})
+    return _PRESET[w.name]
+
+
+def _random_mapping(eng, rng):
+    """A random full mapping of the declared space: split, one tile chain per dim, any
+    permutation per level (illegal chain orders included: the caller skips them)."""
+    from tilewise.model.batch import MappingBatch
+
+    L, D = eng.L, eng.D
+    s = int(rng.choice(np.nonzero((eng.n_chains > 0).all(1))[0]))
+    tiles = np.empty((1, L, D), np.int64)
+    for j in range(D):
+        top, deep = eng.groups[j][0], eng.groups[j][L - 1]
+        lo, hi = np.searchsorted(deep.lo, top.lo[s]), np.searchsorted(deep.lo, top.hi[s])
+        tiles[0, :, j] = deep.whole[rng.integers(lo, hi)]
+    ords = np.array([rng.permutation(D) for _ in range(L - 1)])[None]
+    sp = eng.split_arr[s:s + 1]
+    z = np.zeros((1, L, eng.T), bool)
+    return MappingBatch(tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]).mapping(
+        0, eng.workload, eng.arch)
+
+
+@pytest.mark.parametrize("w", PRESET_CASES, ids=lambda w: w.name)
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_node_and_partial_order_bounds_on_the_aie_preset(w, seed):
+    """Every node on the path to a random mapping, and every partial loop order of the
+    order trie (innermost loops fixed, outer ones free), bounds its least latency."""
+    eng = _preset_engine(w)
+    m = _random_mapping(eng, np.random.default_rng(seed))
+    try:
+        m.validate(w, eng.arch)
+    except tw.MappingError:
+        return
+    names = [eng.st.tensors[t].name for t in eng.space.moved]
+    lat = np.inf
+    for v in eng.dbm:
+        levels = tuple(lv.__class__(lv.level, lv.tiles, lv.order, lv.bypass,
+                                    frozenset(n for i, n in enumerate(names) if v[k, i]))
+                       for k, lv in enumerate(m.levels))
+        c = evaluate(w, eng.arch, m.__class__(levels, m.rows, m.cols), check_capacity=False)
+        if c.fits:
+            lat = min(lat, c.latency_s)
+    if not np.isfinite(lat):
+        return
+    eng.objective = "latency"
+    stats = eng.new_stats()
+    for stage in range(len(eng.stages) + 1):
+        nd = _node(eng, m, stage)
+        assert eng.bound(nd, stage, ("latency",), stats)[0, 0] <= lat * (1 + 1e-12), stage
+        if stage < len(eng.stages) and eng.stages[stage][0] == "order":
+            k = eng.stages[stage][1]
+            tt = eng.assemble(nd["gid"], stage)[0]
+            real = eng.space.real_loops(tt, eng.ways[nd["s"]])[0, k]
+            order = [eng.st.dims.index(d) for d in m.levels[k].order]
+            rep = np.array([[j for j in order if real[j]] + [j for j in range(eng.D) if not real[j]]])
+            for n_free in range(int(real.sum())):
+                lb = eng.partial_order_bound(nd, stage, rep, n_free, ("latency",), stats)[0, 0]
+                assert lb <= lat * (1 + 1e-12), (stage, n_free)
+    assert eng.bound(nd, len(eng.stages), ("latency",), stats)[0, 0] == pytest.approx(lat, rel=1e-12)

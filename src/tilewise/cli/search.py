@@ -139,7 +139,7 @@ def print_result(result) -> None:
               f"{s['tile_combos']:,} · branch-and-bound nodes {s['nodes']:,} (with every tile "
               f"fixed {s['examined_combos']:,}) · candidates bounded exactly {s['candidates']:,} "
               f"(ranked {s['candidates'] - s['pruned_candidates']:,}, valid {s['valid']:,}) · "
-              f"rejected nodes: {rej} · {s['seconds']:.2f} s")
+              f"rejected nodes: {rej} · passes {s['passes']} · {s['seconds']:.2f} s")
 
 
 def _plot(result, front, path) -> None:

@@ -3,14 +3,28 @@
 The space (:mod:`.space`) is a product of a spatial split, per-dim tile chains, canonical loop
 orders per level and double-buffer choices. The search is a depth-first branch and bound
 (:class:`Engine`) that fixes, level by level from the outermost, the level-``k`` tile of every
-dim and then the level ``k-1`` loop order (whose real loops those tiles decide). Every node
-gets a lower bound from the one cost model (:mod:`.bound`): the kernel evaluates each tensor
-under its own least-traffic orders for the open levels, with the open tiles at their most
-favourable stand-ins, and the latency formula is minimized over the double-buffer choices that
-fit. Children are bounded in numpy batches (first with the parent's traffic bounds, which
-cost no model call), sorted, and the most promising batch is expanded first, so a good k-th
-best comes early; a node whose bound exceeds the k-th best objective found (by more than
-rounding, ``_SLACK``) is dropped with its subtree, so nothing unseen can beat or tie it.
+dim and then the level ``k-1`` loop order (whose real loops those tiles decide). A loop order
+is fixed one loop at a time from the innermost (:mod:`.order_trie`): the innermost loops
+decide most of the reuse, so a bad suffix is dropped with every order ending in it. Every
+node gets a lower bound from the one cost model (:mod:`.bound`): the kernel evaluates each
+tensor under its own least-traffic orders for the open levels (in a chain, the least over the
+legal ones), with the open tiles at their most favourable stand-ins, and the latency formula
+is minimized over the double-buffer choices that fit. Nodes whose smallest buffers overflow a
+level, or that the chain rules make illegal whatever their orders, are dropped before any
+model call. Children are bounded in numpy batches (first with the parent's traffic bounds,
+which cost no model call), sorted, and the most promising batch is expanded first; a node
+whose bound exceeds the k-th best objective found (by more than rounding, ``_SLACK``) is
+dropped with its subtree, so nothing unseen can beat or tie it.
+
+Upper bound first: a beam dive (the same walk, ``_BEAM`` nodes at a time, nothing pruned but
+the infeasible) looks for ``top`` candidates; their k-th best prunes the walk from the start.
+When the dive finds none within ``_DIVE_NODES`` nodes, the walk runs in threshold passes:
+nodes above ``theta`` are also cut (the least such bound is remembered), starting at 0.1 %
+above the root's bound and growing the excess 8x (at least to the least cut bound) until the
+k-th best found lies within ``theta`` or nothing was cut. Either way every node whose bound is
+at most the final k-th best is visited, so the result is exact; the passes only keep an
+uninformed walk out of subtrees far from the optimum.
+
 A leaf is a full mapping: every double-buffer choice of it is costed
 (:func:`latency_variants`, checked against :func:`tilewise.evaluate`) and the running top-k
 keeps the best (objective, larger innermost tile = more work per subvolume, higher 𝔽 = min over
@@ -28,7 +42,7 @@ Statistics (``Result.stats``): ``tile_combos`` the size of the tile space, ``nod
 expanded, ``examined_combos`` nodes with every tile fixed, ``evaluated`` full mappings bounded
 exactly, ``candidates`` those x double-buffer choices, ``valid`` the ones that fit,
 ``pruned_candidates`` those dropped by their bound before ranking, ``rejected`` nodes dropped
-per constraint (capacity per level, chain order), ``seconds``.
+per constraint (capacity per level, chain order), ``passes`` threshold passes, ``seconds``.
 
     >>> r = search(gemm(512, 768, 768, dtype="i8"), "aie-4x2", objective="latency", top=5)
     >>> print(r.best.mapping); r.best.xslowdown
@@ -56,6 +70,8 @@ _ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while order
 _SLACK = 1e-9        # relative: a bound within rounding of the k-th best is kept
 _BEAM = 64           # nodes expanded at once by the dive that finds the first upper bound
 _DIVE_NODES = 50000  # the dive gives up after expanding this many nodes
+_THETA0 = 1e-3       # without a dive's bound: the first threshold, relative to the root's bound
+_THETA_GROWTH = 8.0  # each further pass: the threshold's excess over the root's bound x 8
 
 
 def link_bandwidths(arch, array_level, used) -> tuple[np.ndarray, np.ndarray]:
@@ -207,11 +223,6 @@ class Engine:
         # ranks for completing partial orders: per tensor its favorable order; for the chain
         # rules, spine dims first
         self.prio = np.argsort(self.fav, axis=1)
-        # candidate innermost loops of an open level (dims of size 1 never loop) and, per
-        # candidate, each tensor's favourable order with it moved last
-        self.inner = [j for j, d in enumerate(st.dims) if workload.sizes[d] > 1]
-        self.inner_fav = np.array([[[d for d in f if d != x] + [x] for f in self.fav]
-                                   for x in self.inner], np.int64).reshape(len(self.inner), len(self.fav), self.D)
         self.prio_legal = np.argsort(sorted(range(self.D), key=lambda j: (
             0 if spine is None or spine[j] else 1, j)))
         self.moved_idx = np.array(self.space.moved, np.int64)
@@ -308,22 +319,6 @@ class Engine:
             W[..., ti] = wr[:, :, i, :, ti]
         return R, W
 
-    def inner_traffic(self, nd: dict, stage: int, tt):
-        """Per candidate innermost loop ``x`` of the first open level: each tensor's least
-        traffic over the orders that put ``x`` innermost there (its favourable order with
-        ``x`` moved last; deeper open levels favourable). Every order has some innermost
-        loop, so the least bound over ``x`` bounds every order, and it is tighter than each
-        tensor's own favourite: one loop is innermost for all tensors at once."""
-        nfix = int(self.n_fixed[stage])
-        n, X, Tm, L, D = len(nd["s"]), len(self.inner), len(self.fav), self.L, self.D
-        o = np.empty((n, X, Tm, L - 1, D), np.int64)
-        o[:] = self.fav[None, None, :, None, :]
-        if nfix:
-            o[:, :, :, :nfix] = nd["ords"][:, None, None, :nfix]
-        o[:, :, :, nfix] = self.inner_fav[None]
-        R, W = self.tensor_traffic(nd["s"], tt, o.reshape(n, X * Tm, L - 1, D))
-        return [(R[:, x], W[:, x]) for x in range(X)]
-
     def node_traffic(self, nd: dict, stage: int):
         """Per-tensor traffic bounds (or exact traffic at a leaf) of nodes at ``stage``."""
         tt = self.assemble(nd["gid"], stage)[0]
@@ -359,19 +354,10 @@ class Engine:
             return out
         if len(idx) < n:
             nd = {key: nd[key][idx] for key in ("s", "gid", "ords")}
-            tt, cnt, pad, bufs, fixed = tt[idx], cnt[idx], pad[idx], bufs[idx], fixed[idx]
+            cnt, pad, bufs, fixed = cnt[idx], pad[idx], bufs[idx], fixed[idx]
             rw = None if rw is None else (rw[0][idx], rw[1][idx])
         s, m = nd["s"], len(idx)
-        variants, legal = None, None
-        if rw is not None:
-            R, W = rw
-        elif leaf:
-            R, W, legal = self.node_traffic(nd, stage)
-        elif len(self.inner):
-            variants = self.inner_traffic(nd, stage, tt)
-            R, W = variants[0]
-        else:
-            R, W, _ = self.node_traffic(nd, stage)
+        R, W, legal = self.node_traffic(nd, stage) if rw is None else (rw[0], rw[1], None)
         cs = self.compute_s(pad)
         pts = np.zeros(m)
         for ix, p in zip(self.op_dims, self.pp):
@@ -383,11 +369,6 @@ class Engine:
         for i, o in enumerate(objectives):
             best_variant(OBJ_CODE[o], cs, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
                          self.cap, self.dbm, self.moved_idx, e_mac, e_byte, pts, sub[:, i], nfit)
-            for Rx, Wx in (variants or [])[1:]:  # the least over the shared innermost loops
-                tmp = np.empty(m)
-                best_variant(OBJ_CODE[o], cs, Rx, Wx, self.rbw[s], self.wbw[s], it, bufs, fixed,
-                             self.cap, self.dbm, self.moved_idx, e_mac, e_byte, pts, tmp, nfit)
-                np.minimum(sub[:, i], tmp, out=sub[:, i])
         if leaf:
             stats["valid"] += int(nfit[legal].sum())
             sub[~legal] = np.inf
@@ -705,7 +686,7 @@ class Engine:
     def new_stats(self) -> dict:
         return {"tile_combos": self.tile_combos(), "examined_combos": 0, "evaluated": 0,
                 "candidates": 0, "valid": 0, "rejected": {}, "smallest": {},
-                "pruned_candidates": 0, "leaves": 0, "nodes": 0}
+                "pruned_candidates": 0, "leaves": 0, "nodes": 0, "passes": 0}
 
     def run(self, objective: str, top: int, progress=None) -> tuple[_Pool, dict]:
         self.objective = objective
@@ -713,20 +694,32 @@ class Engine:
             self.energy = energy_constants(self.arch)
         stats = self.new_stats()
         root = self.root((objective,), stats)
-        state = {"best": _Pool(), "kth": np.inf}
-        # an upper bound first: the k-th best of a beam dive prunes from the start
-        dive = self.dive(root, (objective,), stats, top)
-        kth0 = dive.kth(top)
+        # an upper bound first: the k-th best of a beam dive prunes from the start; without
+        # one, threshold passes (bounds up to 0.1 % over the root's least, then 8x that
+        # excess, ...) keep the walk out of subtrees far from the optimum
+        kth0 = self.dive(root, (objective,), stats, top).kth(top)
+        lb0 = float(root["lb"][:, 0].min()) if len(root["s"]) else np.inf
+        state = {"theta": kth0 if np.isfinite(kth0) else lb0 * (1 + _THETA0)}
 
         def keep(lb):
-            return lb[:, 0] <= min(state["kth"], kth0) * (1 + _SLACK)
+            ok = lb[:, 0] <= state["kth"] * (1 + _SLACK)
+            cut = ok & (lb[:, 0] > state["theta"] * (1 + _SLACK))
+            if cut.any():
+                state["next"] = min(state["next"], float(lb[cut, 0].min()))
+            return ok & ~cut
 
         def leaf(nd):
-            pool = self.leaf_pool(nd, stats, min(state["kth"], kth0), top)
+            pool = self.leaf_pool(nd, stats, min(state["kth"], state["theta"]), top)
             state["best"] = _Pool.concat([state["best"], pool]).best(top)
             state["kth"] = state["best"].kth(top)
 
-        self.dfs((objective,), keep, leaf, stats, progress, root)
+        while True:  # exact once the top-k lie within the threshold or nothing was cut
+            state.update(best=_Pool(), kth=np.inf, next=np.inf)
+            stats["passes"] += 1
+            self.dfs((objective,), keep, leaf, stats, progress, root)
+            if state["kth"] <= state["theta"] * (1 + _SLACK) or np.isinf(state["next"]):
+                break
+            state["theta"] = max(state["next"], lb0 + (state["theta"] - lb0) * _THETA_GROWTH)
         if not len(state["best"]):
             self.find_smallest(stats)
         return state["best"], stats
