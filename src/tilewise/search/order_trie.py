@@ -10,8 +10,8 @@ from the innermost outward, the orders sharing their ``m`` innermost real loops 
 contiguous range, a node at depth ``m``.
 
     >>> t = OrderTrie.build(np.array([[0, 1, 2], [1, 0, 2], [0, 2, 1]]), r=3)
-    >>> t.orders[:, :3].tolist()     # innermost real loop 1, then 2; ranges per depth below
-    [[0, 2, 1], [0, 1, 2], [1, 0, 2]]
+    >>> t.orders.tolist()     # by innermost loop (1, then 2), then the next one out
+    [[0, 2, 1], [1, 0, 2], [0, 1, 2]]
     >>> t.lo[1].tolist(), t.hi[1].tolist()
     ([0, 1], [1, 3])
 """
