@@ -52,9 +52,9 @@ def favorable_orders(st, moved: list[int], spine=None) -> np.ndarray:
     the tensor's dims outermost): the least traffic over the *legal* orders, which put every
     real spine loop outside every real private one."""
     out = []
+    block = (lambda j: 0) if spine is None else (lambda j: 0 if spine[j] else 1)
     for ti in moved:
         idx = set(st.dims.index(d) for d in st.tensors[ti].dims)
-        block = (lambda j: 0) if spine is None else (lambda j: 0 if spine[j] else 1)
         out.append(sorted(range(len(st.dims)), key=lambda j: (block(j), j not in idx, j)))
     return np.array(out, np.int64).reshape(len(moved), len(st.dims))
 

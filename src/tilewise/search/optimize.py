@@ -284,39 +284,42 @@ class Engine:
         """Bytes read into / written out of each level ``[n, L, T]`` (float): exact for the
         given orders when every level's order is fixed (``nfix == L-1``; also returns the
         legality mask), else each tensor's least traffic over the open levels' orders."""
-        n, L, D, T = len(s), self.L, self.D, self.T
+        n, L, T = len(s), self.L, self.T
         sp = self.split_arr[s]
         if nfix == L - 1:
             z = np.zeros((n, L, T), bool)
             cb = evaluate_batch(self.workload, self.arch, MappingBatch(
                 tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]))
             return cb.reads.astype(float), cb.writes.astype(float), cb.legal
-        o = np.empty((n, len(self.fav), L - 1, D), np.int64)
+        R, W = self.tensor_traffic(s, tiles, self.tensor_orders(ords, nfix))
+        return R, W, None
+
+    def tensor_orders(self, ords: np.ndarray, nfix: int) -> np.ndarray:
+        """``[n, Tm, L-1, D]``: per moved tensor, the nodes' orders ``ords`` of the first
+        ``nfix`` levels and its favourable order (:func:`favorable_orders`) below."""
+        o = np.empty((len(ords), len(self.fav), self.L - 1, self.D), np.int64)
         o[:] = self.fav[None, :, None, :]
-        if nfix:
-            o[:, :, :nfix] = ords[:, None, :nfix]
-        R, W = self.tensor_traffic(s, tiles, o)
-        return R[:, 0], W[:, 0], None
+        o[:, :, :nfix] = ords[:, None, :nfix]
+        return o
 
     def tensor_traffic(self, s, tiles, o):
-        """Bytes read into / written out of each level (float) where moved tensor ``i``
-        takes its own orders: ``o [n, X*Tm, L-1, D]`` holds ``X`` sets of per-tensor
-        orders (one model row per tensor and set); ``[n, X, L, T]``."""
-        n, G, L, T = len(s), o.shape[1], self.L, self.T
-        Tm = len(self.fav)
-        rows = n * G
+        """Bytes read into / written out of each level ``[n, L, T]`` (float) where moved
+        tensor ``i`` takes its own orders ``o[:, i] [n, Tm, L-1, D]`` (one model row per
+        tensor)."""
+        n, Tm, L, T = len(s), len(self.fav), self.L, self.T
+        rows = n * Tm
         z = np.zeros((rows, L, T), bool)
-        spr = np.repeat(self.split_arr[s], G, 0)
+        spr = np.repeat(self.split_arr[s], Tm, 0)
         cb = evaluate_batch(self.workload, self.arch, MappingBatch(
-            np.repeat(tiles, G, 0), o.reshape(rows, L - 1, self.D), z, z,
+            np.repeat(tiles, Tm, 0), o.reshape(rows, L - 1, self.D), z, z,
             spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]))
-        rd = cb.reads.reshape(n, G // Tm, Tm, L, T)
-        wr = cb.writes.reshape(n, G // Tm, Tm, L, T)
-        R = np.zeros((n, G // Tm, L, T))
-        W = np.zeros((n, G // Tm, L, T))
+        rd = cb.reads.reshape(n, Tm, L, T)
+        wr = cb.writes.reshape(n, Tm, L, T)
+        R = np.zeros((n, L, T))
+        W = np.zeros((n, L, T))
         for i, ti in enumerate(self.moved_idx):
-            R[..., ti] = rd[:, :, i, :, ti]
-            W[..., ti] = wr[:, :, i, :, ti]
+            R[:, :, ti] = rd[:, i, :, ti]
+            W[:, :, ti] = wr[:, i, :, ti]
         return R, W
 
     def node_traffic(self, nd: dict, stage: int):
@@ -398,10 +401,7 @@ class Engine:
         the index of its ``parent``."""
         kind, k, j = self.stages[stage]
         g = self.groups[j][k - 1]
-        lo, hi = g.child_lo[nd["gid"][:, j]], g.child_hi[nd["gid"][:, j]]
-        fan = hi - lo
-        parent = np.repeat(np.arange(len(fan)), fan)
-        child = np.arange(len(parent)) - np.repeat(np.cumsum(fan) - fan, fan) + lo[parent]
+        parent, child = _expand(g.child_lo[nd["gid"][:, j]], g.child_hi[nd["gid"][:, j]])
         share = self.groups[j][k].combos[child] / g.combos[nd["gid"][parent, j]]
         for a in range(0, len(parent), _ROWS):
             p = parent[a:a + _ROWS]
@@ -437,10 +437,8 @@ class Engine:
                 for q in np.unique(tid):
                     sel = np.nonzero(tid == q)[0]
                     tr = tries[q]
-                    lo, hi = tr.child_lo[m - 1][g[sel]], tr.child_hi[m - 1][g[sel]]
-                    fan = hi - lo
-                    par = np.repeat(sel, fan)
-                    c = np.arange(len(par)) - np.repeat(np.cumsum(fan) - fan, fan) + np.repeat(lo, fan)
+                    par, c = _expand(tr.child_lo[m - 1][g[sel]], tr.child_hi[m - 1][g[sel]])
+                    par = sel[par]
                     P.append(p[par])
                     TID.append(np.full(len(par), q))
                     G.append(c)
@@ -511,14 +509,11 @@ class Engine:
         real loops, any order) and the rest fixed; each tensor completes it its favourable
         way (:func:`.order_trie.arrange`), deeper open levels too."""
         k = self.stages[stage][1]
-        n, Tm = len(nd["s"]), len(self.fav)
-        o = np.empty((n, Tm, self.L - 1, self.D), np.int64)
-        o[:] = self.fav[None, :, None, :]
-        o[:, :, :k] = nd["ords"][:, None, :k]
-        for i in range(Tm):
+        o = self.tensor_orders(nd["ords"], k)
+        for i in range(len(self.fav)):
             o[:, i, k] = _arrange(rep, n_free, self.prio[i])
-        R, W = self.tensor_traffic(nd["s"], self.assemble(nd["gid"], stage)[0], o)
-        return self.bound(nd, stage + 1, objectives, stats, (R[:, 0], W[:, 0]))
+        rw = self.tensor_traffic(nd["s"], self.assemble(nd["gid"], stage)[0], o)
+        return self.bound(nd, stage + 1, objectives, stats, rw)
 
     def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:
         """Whether the loops of levels 0 .. k (orders ``ords[parent]`` above k, ``ordk`` at k;
@@ -817,6 +812,14 @@ def _prefix_groups(chains: list, L: int) -> list[_Groups]:
         object.__setattr__(g, "child_lo", np.searchsorted(c.lo, g.lo))
         object.__setattr__(g, "child_hi", np.searchsorted(c.lo, g.hi))
     return out
+
+
+def _expand(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every index of the ranges ``[lo[i], hi[i])``, with the range ``i`` it came from:
+    ``(parent, index)``, both ``[sum(hi - lo)]``, in range order."""
+    fan = hi - lo
+    parent = np.repeat(np.arange(len(fan)), fan)
+    return parent, np.arange(len(parent)) - np.repeat(np.cumsum(fan) - fan, fan) + lo[parent]
 
 
 def _metric(pool: _Pool, name: str, key: dict) -> np.ndarray:
