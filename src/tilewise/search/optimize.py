@@ -61,6 +61,7 @@ from ..model.cost import evaluate, evaluate_batch
 from ..model.plan import plan, rate
 from .result import METRICS, Result, Solution
 from .bound import OBJ_CODE, best_variant, favorable_orders
+from .buffers import BufferTable
 from .order_trie import OrderTrie, arrange as _arrange
 from .space import Space
 
@@ -241,6 +242,7 @@ class Engine:
                 self.depth[i + 1, j] = k
         self._tries: dict = {}
         self.energy = None
+        self.buf = BufferTable(self.space)
 
     def tile_combos(self) -> int:
         return int(sum(np.prod(self.n_chains[s], dtype=np.int64) for s in range(len(self.n_chains))))
@@ -254,10 +256,12 @@ class Engine:
 
     # ----- nodes -----
 
-    def assemble(self, gid: np.ndarray, stage: int):
+    def assemble(self, gid: np.ndarray, stage: int, s: np.ndarray | None = None):
         """Per node: tiles for traffic (open levels at their largest), tiles for footprint
         (open levels at their smallest), counts (most) ``[n, L, D]`` and padded extents
-        ``[n, D]`` (least) over the chains of each dim's group ``gid [n, D]``."""
+        ``[n, D]`` (least) over the chains of each dim's group ``gid [n, D]``. With the
+        splits ``s [n]`` of a chain, the footprint tiles also obey the loops the chain rules
+        keep from iterating (:meth:`chain_forced`)."""
         n, L, D = len(gid), self.L, self.D
         tt = np.empty((n, L, D), np.int64)
         tm = np.empty((n, L, D), np.int64)
@@ -269,16 +273,43 @@ class Engine:
             tm[:, :, j] = g.small[gid[:, j]]
             cnt[:, :, j] = g.max_cnt[gid[:, j]]
             pad[:, j] = g.min_pad[gid[:, j]]
+        if s is not None and self.chain_rules is not None:
+            self.chain_forced(tt, tm, s, stage)
         return tt, tm, cnt, pad
+
+    def chain_forced(self, tt: np.ndarray, tm: np.ndarray, s: np.ndarray, stage: int) -> None:
+        """Raise, in place, the footprint stand-ins ``tm`` of open tiles that the chain rules
+        force: a loop over a forbidden dim, and a loop over a spine dim below a level with a
+        real private loop (known from the fixed tiles ``tt``), may not iterate, so the next
+        tile of that dim is at least ``ceil(tile / ways)``. Every legal mapping below the
+        node has tiles at least these, so the footprint stays a lower bound; a node whose
+        forced tile exceeds the largest of its group (``tm > tt``) has no legal mapping."""
+        spine, forbidden = self.chain_rules
+        L, dep = self.L, self.depth[stage]
+        ways = self.ways[s]
+        known = dep[None, :] >= np.arange(1, L)[:, None]                     # [L-1, D]
+        real = self.space.real_loops(tt, ways) & known[None]
+        priv = (real & ~spine[None, None, :]).any(2)                        # [n, L-1]
+        first = np.where(priv.any(1), np.argmax(priv, axis=1), L)           # [n]
+        for j in range(self.D):
+            if not (spine[j] or forbidden[j]):
+                continue
+            for l in range(int(dep[j]) + 1, L):
+                w = ways[:, j] if l == self.st.array_level else 1
+                need = -(-tm[:, l - 1, j] // w)
+                force = np.ones(len(s), bool) if forbidden[j] else l - 1 >= first + 1
+                tm[:, l, j] = np.where(force, np.maximum(tm[:, l, j], need), tm[:, l, j])
 
     def buffers(self, tiles: np.ndarray):
         """Single-buffer bytes of the moved tensors ``[n, L, Tm]`` and other buffers ``[n, L]``."""
-        n = len(tiles)
-        bufs = np.zeros((n, self.L, len(self.space.moved)), np.int64)
-        fixed = np.zeros((n, self.L), np.int64)
-        for k in range(1, self.L):
-            bufs[:, k], fixed[:, k] = self.space.buffer_bytes(k, tiles[:, k, :])
-        return bufs, fixed
+        return self.buf.bytes(tiles)
+
+    def traffic_tiles(self, gid: np.ndarray, s: np.ndarray, stage: int) -> np.ndarray:
+        """Traffic stand-ins ``[n, L, D]`` of nodes at ``stage``: open tiles at their
+        largest value that can still fit (:meth:`.BufferTable.cap_tiles`)."""
+        tt, tm = self.assemble(gid, stage, s)[:2]
+        self.buf.cap_tiles(tt, tm, s, self.cap)
+        return tt
 
     def traffic(self, s, tiles, ords, nfix: int):
         """Bytes read into / written out of each level ``[n, L, T]`` (float): exact for the
@@ -324,7 +355,7 @@ class Engine:
 
     def node_traffic(self, nd: dict, stage: int):
         """Per-tensor traffic bounds (or exact traffic at a leaf) of nodes at ``stage``."""
-        tt = self.assemble(nd["gid"], stage)[0]
+        tt = self.traffic_tiles(nd["gid"], nd["s"], stage)
         return self.traffic(nd["s"], tt, nd["ords"], int(self.n_fixed[stage]))
 
     def bound(self, nd: dict, stage: int, objectives: tuple[str, ...], stats: dict,
@@ -336,7 +367,7 @@ class Engine:
         parent's bounds hold for its children: a cheap first filter)."""
         n = len(nd["s"])
         leaf = rw is None and self.n_fixed[stage] == self.L - 1  # full mappings: exact
-        tt, tm, cnt, pad = self.assemble(nd["gid"], stage)
+        tt, tm, cnt, pad = self.assemble(nd["gid"], stage, nd["s"])
         bufs, fixed = self.buffers(tm)
         out = np.full((n, len(objectives)), np.inf)
         over = bufs.sum(2) + fixed > self.cap[None, :]
@@ -349,7 +380,7 @@ class Engine:
                 self._reject(stats, f"capacity at {self.arch.levels[k].name}",
                              over[:, k] & ~over[:, :k].any(1))
             if self.chain_rules is not None:
-                legal = self.chain_legal(tt, nd["s"], stage)
+                legal = self.chain_legal(tt, nd["s"], stage) & (tm <= tt).all((1, 2))
                 self._reject(stats, "chain order", alive & ~legal)
                 alive &= legal
         idx = np.nonzero(alive)[0]
@@ -360,7 +391,12 @@ class Engine:
             cnt, pad, bufs, fixed = cnt[idx], pad[idx], bufs[idx], fixed[idx]
             rw = None if rw is None else (rw[0][idx], rw[1][idx])
         s, m = nd["s"], len(idx)
-        R, W, legal = self.node_traffic(nd, stage) if rw is None else (rw[0], rw[1], None)
+        if rw is None:
+            tt = tt[idx] if m < n else tt
+            self.buf.cap_tiles(tt, tm[idx] if m < n else tm, s, self.cap)
+            R, W, legal = self.traffic(s, tt, nd["ords"], int(self.n_fixed[stage]))
+        else:
+            R, W, legal = rw[0], rw[1], None
         cs = self.compute_s(pad)
         pts = np.zeros(m)
         for ix, p in zip(self.op_dims, self.pp):
@@ -512,7 +548,7 @@ class Engine:
         o = self.tensor_orders(nd["ords"], k)
         for i in range(len(self.fav)):
             o[:, i, k] = _arrange(rep, n_free, self.prio[i])
-        rw = self.tensor_traffic(nd["s"], self.assemble(nd["gid"], stage)[0], o)
+        rw = self.tensor_traffic(nd["s"], self.traffic_tiles(nd["gid"], nd["s"], stage), o)
         return self.bound(nd, stage + 1, objectives, stats, rw)
 
     def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:
