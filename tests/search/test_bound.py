@@ -87,10 +87,7 @@ def _exact(eng, w, m):
 def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
     eng, ms = _mappings(w)
     eng.space.db_mode = "any"  # bound over every double-buffer choice
-    dbv = eng.space.db_variants()
-    eng.dbm = dbv
-    eng.db = np.zeros((len(dbv), eng.L, eng.T), bool)
-    eng.db[:, :, eng.space.moved] = dbv
+    eng.set_db_variants(eng.space.db_variants())
     eng.energy = energy_constants(ARCH)
     m = data.draw(st.sampled_from(ms))
     try:

@@ -125,11 +125,16 @@ class CostBatch:
 
 
 def evaluate(workload, arch, mapping, check_capacity: bool = True) -> Cost:
-    """Cost of one mapping (validated: MappingError names the culprit).
+    """Cost of one mapping (validated: MappingError names the culprit) on ``arch`` (an Arch,
+    a preset name or a YAML path).
 
     With ``check_capacity`` a footprint over a level's capacity raises CapacityError naming the
     level and the bytes; without, the cost is returned with ``fits=False``.
     """
+    if isinstance(arch, str):  # a preset name or a YAML path, as search() takes
+        from ..arch.loader import load_arch
+
+        arch = load_arch(arch)
     batch = MappingBatch.from_mappings(workload, arch, [mapping])
     cost = evaluate_batch(workload, arch, batch).item(0)
     if check_capacity and not cost.fits:
@@ -140,14 +145,16 @@ def evaluate(workload, arch, mapping, check_capacity: bool = True) -> Cost:
     return cost
 
 
-def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
+def evaluate_batch(workload, arch, candidates: MappingBatch, only=None) -> CostBatch:
     """Evaluate a batch of mappings at once (one compiled loop, :mod:`.kernel`).
 
     Candidates are assumed well-formed: arrays shaped for this workload and arch, orders that
     are permutations, bypass/double-buffer flags and spatial splits that
     :meth:`~tilewise.mapping.Mapping.validate` would accept. ``legal`` flags tiles over their
     parent, misaligned innermost tiles, illegal chain orders and non-positive tiles or ways
-    (whose other fields are left zero); ``fits`` the capacity.
+    (whose other fields are left zero); ``fits`` the capacity. ``only`` (tensor indices of
+    the workload's tensors ``[B]``, -1 for all): count each candidate's traffic of that one
+    tensor (the search's per-tensor bounds); link times and latency then cover it alone.
     """
     p = plan(workload, arch)
     st = p.st
@@ -176,9 +183,16 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
         compute_cycles=np.empty(B), compute_s=np.empty(B), transfer_s=np.empty((B, L)),
         latency_s=np.empty(B), utilization=np.empty(B), ratio=np.empty((B, L)))
     flags = np.zeros(3, np.int64)
+    if only is None:
+        only_arr = np.full(B, -1, np.int64)
+    else:
+        only_arr = i64(only)
+        if only_arr.shape != (B,) or ((only_arr < -1) | (only_arr >= T)).any():
+            raise MappingError(f"only= must be {B} tensor indices in [-1, {T}); got shape "
+                               f"{only_arr.shape}")
     evaluate_into(tiles, orders, flag(b.bypass),
                   flag(b.double_buffer), i64(b.rows_dim), i64(b.rows_ways), i64(b.cols_dim),
-                  i64(b.cols_ways), *p.args, *out.values(), flags)
+                  i64(b.cols_ways), only_arr, *p.args, *out.values(), flags)
     if flags[2]:
         raise MappingError(f"batch candidate {flags[2] - 1}: orders and split dims must be dim "
                            f"indices in [0, {D}) (-1: no split)")

@@ -177,7 +177,7 @@ def _affine_value(g, lam, level, gi, mono, axes, P, X, XN, idx):
 
 
 @njit(cache=True, error_model="numpy")
-def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways,
+def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
                   sizes, align, a, link_a, has_array, bc_rows_split, bc_cols_split,
                   moved, is_out, tbytes, tmask, oth, plain, affine,
                   gi, mono, axes, max_pow, explicit, win, max_x,
@@ -193,6 +193,10 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     ``flags[1]``: 1 + the first level that moves data but has no bandwidth (0: none);
     ``flags[2]``: 1 + the first candidate whose orders or split dims are not dim indices (0:
     none; evaluation stops there, since they index arrays unchecked).
+
+    ``only[b] >= 0``: count the traffic of that tensor alone (the others' is left zero, and
+    the link times and latency cover that tensor only): the search's per-tensor bounds need
+    one tensor per candidate, and skipping the rest is most of a candidate's work.
 
     Consecutive candidates often share their tiles (a search evaluates each tile combo under
     many loop orders): a dim whose tiles and ways equal the previous evaluated candidate's keeps
@@ -496,7 +500,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
             reads[b, 0, t] = 0
             writes[b, 0, t] = 0
             reloads[b, 0, t] = 0
-            if not moved[t]:
+            if not moved[t] or (only[b] >= 0 and only[b] != t):
                 for level in range(1, L):
                     reads[b, level, t] = 0
                     writes[b, level, t] = 0

@@ -59,21 +59,44 @@ def favorable_orders(st, moved: list[int], spine=None) -> np.ndarray:
     return np.array(out, np.int64).reshape(len(moved), len(st.dims))
 
 
+def level_subsets(dbm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The double-buffer choices ``dbm [V, L, Tm]`` per level: ``subs [L, U, Tm]`` the distinct
+    sets of double-buffered tensors at each level, ``nsub [L]`` how many, ``var_sub [V, L]``
+    which one each choice takes. A choice's latency terms and fit are sums and checks per
+    level, so :func:`best_variant` computes them once per level set, not once per choice."""
+    V, L, Tm = dbm.shape
+    per = [np.unique(dbm[:, l, :], axis=0, return_inverse=True) for l in range(L)]
+    U = max(len(u) for u, _ in per)
+    subs = np.zeros((L, U, Tm), np.bool_)
+    nsub = np.zeros(L, np.int64)
+    var_sub = np.zeros((V, L), np.int64)
+    for l, (u, inv) in enumerate(per):
+        subs[l, :len(u)] = u
+        nsub[l] = len(u)
+        var_sub[:, l] = inv.ravel()
+    return subs, nsub, var_sub
+
+
 @njit(cache=True)
-def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, dbm, moved, e_mac, e_byte,
-                 pts, out, nfit):
-    """Per node ``b``: the least objective over the double-buffer choices ``dbm [V, L, Tm]``
-    whose buffers fit (``bufs [n, L, Tm]`` single-buffer bytes of the moved tensors, ``fixed
-    [n, L]`` the other buffers, ``cap [L]``), with compute seconds ``cs``, bytes read into /
-    written out of each level ``R, W [n, L, T]``, link bandwidths ``rbw, wbw [n, L]`` (B/s)
-    and iterations ``it [n, L]``. ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J,
-    ``e_mac`` J per padded op point ``pts [n]``, ``e_byte [L]`` J per byte), 3 energy x
-    latency. ``inf`` when nothing fits. ``nfit [n]``: how many choices fit."""
+def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, subs, nsub, var_sub, moved,
+                 e_mac, e_byte, pts, out, nfit):
+    """Per node ``b``: the least objective over the double-buffer choices (per level the set
+    ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
+    single-buffer bytes of the moved tensors, ``fixed [n, L]`` the other buffers, ``cap
+    [L]``), with compute seconds ``cs``, bytes read into / written out of each level ``R, W
+    [n, L, T]``, link bandwidths ``rbw, wbw [n, L]`` (B/s) and iterations ``it [n, L]``.
+    ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J, ``e_mac`` J per padded op point
+    ``pts [n]``, ``e_byte [L]`` J per byte), 3 energy x latency. ``inf`` when nothing fits.
+    ``nfit [n]``: how many choices fit."""
     n, L, T = R.shape
-    V = dbm.shape[0]
+    V = var_sub.shape[0]
+    U = subs.shape[1]
     Tm = moved.shape[0]
     rs = np.zeros(L)
     ws = np.zeros(L)
+    fit = np.zeros((L, U), np.bool_)
+    ex = np.zeros((L, U))
+    fl = np.zeros((L, U))
     for b in range(n):
         tmax = 0.0
         for l in range(1, L):
@@ -87,53 +110,51 @@ def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, dbm, moved, e_ma
             a = r / rbw[b, l] if r > 0 else 0.0
             c = w / wbw[b, l] if w > 0 else 0.0
             tmax = max(tmax, a, c)
-        best = np.inf
-        fit = 0
-        for v in range(V):
-            ok = True
-            for l in range(1, L):
+            for u in range(nsub[l]):
                 tot = fixed[b, l]
-                for i in range(Tm):
-                    tot += bufs[b, l, i] * (1 + dbm[v, l, i])
-                if tot > cap[l]:
-                    ok = False
-                    break
-            if not ok:
-                continue
-            fit += 1
-            if obj == 1 or obj == 2:  # independent of double buffering: the first fit decides
-                if fit > 1:
-                    continue
-                if obj == 1:
-                    best = rs[1] + ws[1] if L > 1 else 0.0
-                else:
-                    e = pts[b] * e_mac
-                    for l in range(1, L):
-                        e += (rs[l] + ws[l]) * e_byte[l]
-                    best = e
-                continue
-            ex_sum = 0.0
-            fill = 0.0
-            for l in range(1, L):
                 rx = 0.0
                 wx = 0.0
                 for i in range(Tm):
-                    if not dbm[v, l, i]:
+                    tot += bufs[b, l, i] * (1 + subs[l, u, i])
+                    if not subs[l, u, i]:
                         rx += R[b, l, moved[i]]
                         wx += W[b, l, moved[i]]
+                fit[l, u] = tot <= cap[l]
                 a = rx / rbw[b, l] if rx > 0 else 0.0
                 c = wx / wbw[b, l] if wx > 0 else 0.0
-                ex_sum += max(a, c)
-                a = (rs[l] - rx) / rbw[b, l] if rs[l] > rx else 0.0
-                c = (ws[l] - wx) / wbw[b, l] if ws[l] > wx else 0.0
-                fill += max(a, c) / max(it[b, l], 1.0)
-            lat = max(cs[b] + ex_sum, tmax) + fill
-            if lat < best:
-                best = lat
-        if obj == 3 and best < np.inf:
+                ex[l, u] = max(a, c)
+                a = (r - rx) / rbw[b, l] if r > rx else 0.0
+                c = (w - wx) / wbw[b, l] if w > wx else 0.0
+                fl[l, u] = max(a, c) / max(it[b, l], 1.0)
+        best = np.inf
+        nf = 0
+        for v in range(V):
+            ex_sum = 0.0
+            fill = 0.0
+            ok = True
+            for l in range(1, L):
+                u = var_sub[v, l]
+                if not fit[l, u]:
+                    ok = False
+                    break
+                ex_sum += ex[l, u]
+                fill += fl[l, u]
+            if not ok:
+                continue
+            nf += 1
+            if obj == 0 or obj == 3:
+                lat = max(cs[b] + ex_sum, tmax) + fill
+                if lat < best:
+                    best = lat
+        nfit[b] = nf
+        if nf == 0:
+            out[b] = np.inf
+        elif obj == 1:  # independent of double buffering
+            out[b] = rs[1] + ws[1] if L > 1 else 0.0
+        elif obj == 2 or obj == 3:
             e = pts[b] * e_mac
             for l in range(1, L):
                 e += (rs[l] + ws[l]) * e_byte[l]
-            best = best * e
-        out[b] = best
-        nfit[b] = fit
+            out[b] = e if obj == 2 else best * e
+        else:
+            out[b] = best

@@ -96,13 +96,16 @@ class BufferTable:
                self.bank, bufs, other)
         return bufs, other
 
-    def cap_tiles(self, tt: np.ndarray, tm: np.ndarray, s: np.ndarray, cap: np.ndarray) -> None:
-        """Lower, in place, each open tile of the traffic stand-ins ``tt [n, L, D]`` (where it
-        exceeds the smallest stand-in ``tm``) to the largest candidate value of its split ``s
-        [n]`` that fits level capacity ``cap [L]`` (bytes) with the other dims at ``tm``."""
+    def cap_tiles(self, tt: np.ndarray, tm: np.ndarray, s: np.ndarray, cap: np.ndarray,
+                  dims: np.ndarray) -> None:
+        """Lower, in place, the innermost tile of each dim in ``dims [D]`` (bool: dims whose
+        tiles above the innermost are fixed) in the traffic stand-ins ``tt [n, L, D]``, where
+        it exceeds the smallest stand-in ``tm``, to the largest candidate value of its split
+        ``s [n]`` that fits the innermost capacity ``cap[L-1]`` (bytes) with the other dims
+        at ``tm``."""
         _cap_tiles(tt, np.ascontiguousarray(tm, np.int64), np.ascontiguousarray(s, np.int64),
-                   np.asarray(cap, float), self.values, self.v_lo, self.v_hi, self.sizes,
-                   *self.desc, self.block, self.bank)
+                   float(cap[-1]), np.ascontiguousarray(dims, np.bool_), self.values, self.v_lo,
+                   self.v_hi, self.sizes, *self.desc, self.block, self.bank)
 
 
 @njit(cache=True)
@@ -155,30 +158,30 @@ def _level_total(k, tl, sizes, level, nbytes, ax_lo, ax_hi, t_lo, t_hi, t_dim, t
 
 
 @njit(cache=True)
-def _cap_tiles(tt, tm, s, cap, values, v_lo, v_hi, sizes, level, slot, nbytes, ax_lo, ax_hi,
-               t_lo, t_hi, t_dim, t_coef, block, bank):
+def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, level, slot, nbytes, ax_lo,
+               ax_hi, t_lo, t_hi, t_dim, t_coef, block, bank):
     n, L, D = tt.shape
+    k = L - 1
     tl = np.empty(D, np.int64)
+    if not np.isfinite(cap):
+        return
     for i in range(n):
-        for k in range(1, L):
-            if not np.isfinite(cap[k]):
+        for j in range(D):
+            if not dims[j] or tt[i, k, j] <= tm[i, k, j]:
                 continue
-            for j in range(D):
-                if tt[i, k, j] <= tm[i, k, j]:
-                    continue
-                for q in range(D):
-                    tl[q] = tm[i, k, q]
-                # largest value <= tt that fits: values ascending, fit is monotone
-                lo = v_lo[s[i], j, k]
-                hi = lo + np.searchsorted(values[lo:v_hi[s[i], j, k]], tt[i, k, j], side="right")
-                a, z = lo, hi  # values[a - 1] fits (unless a == lo); the answer is below z
-                while a < z:
-                    mid = (a + z) // 2
-                    tl[j] = values[mid]
-                    if _level_total(k, tl, sizes, level, nbytes, ax_lo, ax_hi, t_lo, t_hi,
-                                    t_dim, t_coef, block, bank) <= cap[k]:
-                        a = mid + 1
-                    else:
-                        z = mid
-                if a > lo and values[a - 1] < tt[i, k, j]:
-                    tt[i, k, j] = max(values[a - 1], tm[i, k, j])
+            for q in range(D):
+                tl[q] = tm[i, k, q]
+            # largest value <= tt that fits: values ascending, the footprint monotone
+            lo = v_lo[s[i], j, k]
+            hi = lo + np.searchsorted(values[lo:v_hi[s[i], j, k]], tt[i, k, j], side="right")
+            a, z = lo, hi  # values[a - 1] fits (unless a == lo); the answer is below z
+            while a < z:
+                mid = (a + z) // 2
+                tl[j] = values[mid]
+                if _level_total(k, tl, sizes, level, nbytes, ax_lo, ax_hi, t_lo, t_hi, t_dim,
+                                t_coef, block, bank) <= cap:
+                    a = mid + 1
+                else:
+                    z = mid
+            if a > lo and values[a - 1] < tt[i, k, j]:
+                tt[i, k, j] = max(values[a - 1], tm[i, k, j])

@@ -60,7 +60,7 @@ from ..model.batch import MappingBatch
 from ..model.cost import evaluate, evaluate_batch
 from ..model.plan import plan, rate
 from .result import METRICS, Result, Solution
-from .bound import OBJ_CODE, best_variant, favorable_orders
+from .bound import OBJ_CODE, best_variant, favorable_orders, level_subsets
 from .buffers import BufferTable
 from .order_trie import OrderTrie, arrange as _arrange
 from .space import Space
@@ -71,8 +71,8 @@ _ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while order
 _SLACK = 1e-9        # relative: a bound within rounding of the k-th best is kept
 _BEAM = 64           # nodes expanded at once by the dive that finds the first upper bound
 _DIVE_NODES = 50000  # the dive gives up after expanding this many nodes
-_THETA0 = 1e-3       # without a dive's bound: the first threshold, relative to the root's bound
-_THETA_GROWTH = 8.0  # each further pass: the threshold's excess over the root's bound x 8
+_THETA0 = 1e-3
+_THETA_GROWTH = 8.0
 
 
 def link_bandwidths(arch, array_level, used) -> tuple[np.ndarray, np.ndarray]:
@@ -188,10 +188,7 @@ class Engine:
         st = self.st = self.space.st
         self.L, self.D = st.n_levels, len(st.dims)
         self.T = len(st.tensors)
-        dbv = self.space.db_variants()
-        self.db = np.zeros((len(dbv), self.L, self.T), bool)
-        self.db[:, :, self.space.moved] = dbv
-        self.dbm = dbv  # [V, L, moved]
+        self.set_db_variants(self.space.db_variants())
         clock = float(arch.compute.clock_hz)
         self.op_dims, self.op_c = [], []
         ideal = 0.0
@@ -243,6 +240,13 @@ class Engine:
         self._tries: dict = {}
         self.energy = None
         self.buf = BufferTable(self.space)
+
+    def set_db_variants(self, dbv: np.ndarray) -> None:
+        """The double-buffer choices ``dbv [V, L, moved]`` every mapping is costed under."""
+        self.db = np.zeros((len(dbv), self.L, self.T), bool)
+        self.db[:, :, self.space.moved] = dbv
+        self.dbm = dbv
+        self.db_subs = level_subsets(dbv)
 
     def tile_combos(self) -> int:
         return int(sum(np.prod(self.n_chains[s], dtype=np.int64) for s in range(len(self.n_chains))))
@@ -304,12 +308,6 @@ class Engine:
         """Single-buffer bytes of the moved tensors ``[n, L, Tm]`` and other buffers ``[n, L]``."""
         return self.buf.bytes(tiles)
 
-    def traffic_tiles(self, gid: np.ndarray, s: np.ndarray, stage: int) -> np.ndarray:
-        """Traffic stand-ins ``[n, L, D]`` of nodes at ``stage``: open tiles at their
-        largest value that can still fit (:meth:`.BufferTable.cap_tiles`)."""
-        tt, tm = self.assemble(gid, stage, s)[:2]
-        self.buf.cap_tiles(tt, tm, s, self.cap)
-        return tt
 
     def traffic(self, s, tiles, ords, nfix: int):
         """Bytes read into / written out of each level ``[n, L, T]`` (float): exact for the
@@ -343,7 +341,7 @@ class Engine:
         spr = np.repeat(self.split_arr[s], Tm, 0)
         cb = evaluate_batch(self.workload, self.arch, MappingBatch(
             np.repeat(tiles, Tm, 0), o.reshape(rows, L - 1, self.D), z, z,
-            spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]))
+            spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]), only=np.tile(self.moved_idx, n))
         rd = cb.reads.reshape(n, Tm, L, T)
         wr = cb.writes.reshape(n, Tm, L, T)
         R = np.zeros((n, L, T))
@@ -355,20 +353,49 @@ class Engine:
 
     def node_traffic(self, nd: dict, stage: int):
         """Per-tensor traffic bounds (or exact traffic at a leaf) of nodes at ``stage``."""
-        tt = self.traffic_tiles(nd["gid"], nd["s"], stage)
+        tt = self.capped(self.stand_ins(nd, stage), nd["s"], stage)
         return self.traffic(nd["s"], tt, nd["ords"], int(self.n_fixed[stage]))
 
+    def stand_ins(self, nd: dict, stage: int) -> dict:
+        """The stand-ins of nodes at ``stage`` (:meth:`assemble`: ``tt tm cnt pad``) and the
+        single-buffer bytes of their smallest tiles (``bufs fixed``)."""
+        tt, tm, cnt, pad = self.assemble(nd["gid"], stage, nd["s"])
+        bufs, fixed = self.buffers(tm)
+        return dict(tt=tt, tm=tm, cnt=cnt, pad=pad, bufs=bufs, fixed=fixed)
+
+    def capped(self, si: dict, s: np.ndarray, stage: int, idx=None) -> np.ndarray:
+        """The traffic stand-ins of ``si`` (nodes at ``stage``, rows ``idx``, default all)
+        with each open innermost tile whose dim is fixed above capped to the largest that
+        can fit (:meth:`.BufferTable.cap_tiles`); kept in ``si`` for reuse.
+
+        Only the innermost level, only below fixed tiles: the capped stand-in then differs
+        from a mapping below the node in that one tile, and a larger innermost tile never
+        moves more bytes. Capping a deeper tile under an open (whole) parent would not be a
+        bound: it turns the parent's loop real *inside* every loop of the levels above,
+        where a mapping with a smaller parent tile has that loop outside them (GEMM 512 x
+        3072 x 768 on aie-4x2: the C partial sums reloaded 48x, a bound of 2x the optimum)."""
+        dims = self.depth[stage] >= self.L - 2
+        if "ttc" not in si:
+            if idx is not None:
+                ttc = si["tt"][idx]
+                self.buf.cap_tiles(ttc, si["tm"][idx], s, self.cap, dims)
+                return ttc
+            si["ttc"] = si["tt"].copy()
+            self.buf.cap_tiles(si["ttc"], si["tm"], s, self.cap, dims)
+        return si["ttc"] if idx is None else si["ttc"][idx]
+
     def bound(self, nd: dict, stage: int, objectives: tuple[str, ...], stats: dict,
-              rw=None) -> np.ndarray:
+              rw=None, si=None) -> np.ndarray:
         """Bounds ``[n, len(objectives)]`` of nodes at ``stage`` (see the class doc); ``inf``
         for nodes that cannot fit (their smallest buffers, single-buffered, overflow a
         level) or, in a chain, cannot be legal (:meth:`chain_legal`): those are found first,
         without a model call. ``rw``: traffic bounds to use instead of the model's (a
-        parent's bounds hold for its children: a cheap first filter)."""
+        parent's bounds hold for its children: a cheap first filter); ``si``: the nodes'
+        :meth:`stand_ins` when already known."""
         n = len(nd["s"])
         leaf = rw is None and self.n_fixed[stage] == self.L - 1  # full mappings: exact
-        tt, tm, cnt, pad = self.assemble(nd["gid"], stage, nd["s"])
-        bufs, fixed = self.buffers(tm)
+        si = self.stand_ins(nd, stage) if si is None else si
+        tt, tm, cnt, pad, bufs, fixed = (si[k] for k in ("tt", "tm", "cnt", "pad", "bufs", "fixed"))
         out = np.full((n, len(objectives)), np.inf)
         over = bufs.sum(2) + fixed > self.cap[None, :]
         alive = ~over.any(1)
@@ -392,9 +419,8 @@ class Engine:
             rw = None if rw is None else (rw[0][idx], rw[1][idx])
         s, m = nd["s"], len(idx)
         if rw is None:
-            tt = tt[idx] if m < n else tt
-            self.buf.cap_tiles(tt, tm[idx] if m < n else tm, s, self.cap)
-            R, W, legal = self.traffic(s, tt, nd["ords"], int(self.n_fixed[stage]))
+            ttc = self.capped(si, s, stage, idx if m < n else None)
+            R, W, legal = self.traffic(s, ttc, nd["ords"], int(self.n_fixed[stage]))
         else:
             R, W, legal = rw[0], rw[1], None
         cs = self.compute_s(pad)
@@ -407,7 +433,7 @@ class Engine:
         nfit = np.zeros(m, np.int64)
         for i, o in enumerate(objectives):
             best_variant(OBJ_CODE[o], cs, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
-                         self.cap, self.dbm, self.moved_idx, e_mac, e_byte, pts, sub[:, i], nfit)
+                         self.cap, *self.db_subs, self.moved_idx, e_mac, e_byte, pts, sub[:, i], nfit)
         if leaf:
             stats["valid"] += int(nfit[legal].sum())
             sub[~legal] = np.inf
@@ -457,8 +483,10 @@ class Engine:
         every completion (checked on the completion with spine loops first)."""
         k = self.stages[stage][1]
         Tm = len(self.fav)
-        tt = self.assemble(nd["gid"], stage)[0]
-        real_all = self.space.real_loops(tt, self.ways[nd["s"]])
+        si = self.stand_ins(nd, stage)  # the level-k order changes no tile: one for all children
+        self.capped(si, nd["s"], stage)
+        take = lambda rows: {key: v[rows] for key, v in si.items()}
+        real_all = self.space.real_loops(si["tt"], self.ways[nd["s"]])
         keys = np.packbits(real_all[:, k], axis=1, bitorder="little")
         _, first, tid = np.unique(keys, axis=0, return_index=True, return_inverse=True)
         tries = [self.trie(tuple(bool(x) for x in real_all[i, k])) for i in first]
@@ -487,14 +515,16 @@ class Engine:
             if done.any():
                 ords = nd["ords"][p[done]].copy()
                 ords[:, k] = rep[done]
-                ch = dict(s=nd["s"][p[done]], gid=nd["gid"][p[done]], ords=ords, w=w[done])
+                ch = dict(s=nd["s"][p[done]], gid=nd["gid"][p[done]], ords=ords, w=w[done],
+                          parent=p[done])
                 if self.chain_rules is not None:
                     ok = self.legal_prefix(real_all, nd["ords"], p[done], rep[done], k)
                     pruned += float(ch["w"][~ok].sum())
                     ch = {key: v[ok] for key, v in ch.items()}
                 for a in range(0, len(ch["s"]), _ROWS // Tm):
                     part = {key: v[a:a + _ROWS // Tm] for key, v in ch.items()}
-                    part["lb"] = self.bound(part, stage + 1, objectives, stats)
+                    part["lb"] = self.bound(part, stage + 1, objectives, stats,
+                                            si=take(part.pop("parent")))
                     ok = keep(part["lb"])
                     pruned += float(part["w"][~ok].sum())
                     if stage + 1 == len(self.stages):
@@ -517,7 +547,7 @@ class Engine:
                 sl = slice(a, a + _ROWS // Tm)
                 sub = {key: nd[key][p[sl]] for key in ("s", "gid", "ords")}
                 ok[sl] = keep(self.partial_order_bound(sub, stage, rep[sl], r[sl] - m,
-                                                       objectives, stats))
+                                                       objectives, stats, take(p[sl])))
             pruned += float(w[~ok].sum())
             p, tid, g = p[ok], tid[ok], g[ok]
             if not len(p):
@@ -539,7 +569,7 @@ class Engine:
         return ok & ~(private[:, :-1] & (real & spine[None, None, :]).any(2)[:, 1:]).any(1)
 
     def partial_order_bound(self, nd: dict, stage: int, rep: np.ndarray, n_free,
-                            objectives, stats) -> np.ndarray:
+                            objectives, stats, si=None) -> np.ndarray:
         """Bounds of nodes ``nd`` at the order stage ``stage`` (level ``k``) given a partial
         level-``k`` order: ``rep [n, D]`` with its first ``n_free`` loops free (the outer
         real loops, any order) and the rest fixed; each tensor completes it its favourable
@@ -548,8 +578,9 @@ class Engine:
         o = self.tensor_orders(nd["ords"], k)
         for i in range(len(self.fav)):
             o[:, i, k] = _arrange(rep, n_free, self.prio[i])
-        rw = self.tensor_traffic(nd["s"], self.traffic_tiles(nd["gid"], nd["s"], stage), o)
-        return self.bound(nd, stage + 1, objectives, stats, rw)
+        si = self.stand_ins(nd, stage) if si is None else si
+        rw = self.tensor_traffic(nd["s"], self.capped(si, nd["s"], stage), o)
+        return self.bound(nd, stage + 1, objectives, stats, rw, si)
 
     def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:
         """Whether the loops of levels 0 .. k (orders ``ords[parent]`` above k, ``ordk`` at k;
@@ -650,12 +681,15 @@ class Engine:
                 rw = self.node_traffic(nd, stage)[:2]  # the parent's traffic bounds hold
                 for ch in self.children(nd, stage):   # for its children: a first filter
                     parent = ch.pop("parent")
-                    m = keep(self.bound(ch, stage + 1, objectives, stats, (rw[0][parent], rw[1][parent])))
+                    si = self.stand_ins(ch, stage + 1)
+                    m = keep(self.bound(ch, stage + 1, objectives, stats,
+                                        (rw[0][parent], rw[1][parent]), si))
                     done += float(ch["w"][~m].sum())
                     ch = {key: v[m] for key, v in ch.items()}
                     if not len(ch["s"]):
                         continue
-                    ch["lb"] = self.bound(ch, stage + 1, objectives, stats)
+                    ch["lb"] = self.bound(ch, stage + 1, objectives, stats,
+                                          si={key: v[m] for key, v in si.items()})
                     m = keep(ch["lb"])
                     done += float(ch["w"][~m].sum())
                     kids.append({key: v[m] for key, v in ch.items()})
@@ -730,7 +764,7 @@ class Engine:
         # excess, ...) keep the walk out of subtrees far from the optimum
         kth0 = self.dive(root, (objective,), stats, top).kth(top)
         lb0 = float(root["lb"][:, 0].min()) if len(root["s"]) else np.inf
-        state = {"theta": kth0 if np.isfinite(kth0) else lb0 * (1 + _THETA0)}
+        state = {"theta": min(kth0, lb0 * (1 + _THETA0))}
 
         def keep(lb):
             ok = lb[:, 0] <= state["kth"] * (1 + _SLACK)
