@@ -226,11 +226,15 @@ class Engine:
         self.moved_idx = np.array(self.space.moved, np.int64)
         # dims with few chains first: small fan-out near the root, where bounds are loosest
         self.dim_order = sorted(range(D), key=lambda j: (int(self.n_chains[:, j].max()), j))
-        # stages: per level k = 1 .. L-1 the level-k tile of each dim, then the level k-1 order
+        # stages: per level k = 1 .. L-1 the level-k tile of each dim, then the level k-1 order;
+        # a dim with one chain in every split (a size-1 dim, a fixed tile) is fixed at the root
+        self.single = (self.n_chains == 1).all(0)
         self.stages = []
         for k in range(1, L):
-            self.stages += [("tile", k, j) for j in self.dim_order] + [("order", k - 1, -1)]
+            self.stages += [("tile", k, j) for j in self.dim_order if not self.single[j]]
+            self.stages.append(("order", k - 1, -1))
         self.depth = np.zeros((len(self.stages) + 1, D), np.int64)  # levels fixed per dim
+        self.depth[0, self.single] = L - 1
         self.n_fixed = np.zeros(len(self.stages) + 1, np.int64)      # levels whose order is fixed
         for i, (kind, k, j) in enumerate(self.stages):
             self.depth[i + 1] = self.depth[i]
@@ -612,11 +616,19 @@ class Engine:
         """The root nodes (one per split with a non-empty space) with their bounds."""
         L, D = self.L, self.D
         ok = np.nonzero((self.n_chains > 0).all(1))[0]
-        root = dict(s=ok.astype(np.int64), gid=np.tile(ok[:, None], (1, D)).astype(np.int64),
+        root = dict(s=ok.astype(np.int64), gid=self.root_gid(ok),
                     ords=np.full((len(ok), max(L - 1, 1), D), -1, np.int64),
                     w=np.prod(self.n_chains[ok], axis=1).astype(float) / max(stats["tile_combos"], 1))
         root["lb"] = self.bound(root, 0, objectives, stats)
         return root
+
+    def root_gid(self, s: np.ndarray) -> np.ndarray:
+        """``[n, D]`` group indices of the roots of splits ``s``: the split itself (depth 0),
+        or for a dim with a single chain its one chain (depth L-1)."""
+        gid = np.tile(np.asarray(s, np.int64)[:, None], (1, self.D))
+        for j in np.nonzero(self.single)[0]:
+            gid[:, j] = np.searchsorted(self.groups[j][self.L - 1].lo, self.groups[j][0].lo[s])
+        return gid
 
     def dive(self, root: dict, objectives, stats, top: int) -> _Pool:
         """A beam search with backtracking: the depth-first walk with nothing pruned but the
@@ -792,7 +804,7 @@ class Engine:
     def find_smallest(self, stats: dict) -> None:
         """For the empty-space message: the smallest tiles of every split, checked for fit."""
         S = len(self.space.splits)
-        _, tiles, _, _ = self.assemble(np.tile(np.arange(S)[:, None], (1, self.D)), 0)
+        _, tiles, _, _ = self.assemble(self.root_gid(np.arange(S)), 0)
         self.space.fits_single(tiles, {"rejected": {}, "smallest": stats["smallest"]})
 
     def front(self, x: str, y: str, progress=None) -> _Pool:
