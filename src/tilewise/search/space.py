@@ -180,6 +180,7 @@ class Space:
     orders_allowed: list | None = None
     fixed: dict = field(default_factory=dict)
     max_core: dict = field(default_factory=dict)
+    chain_cache: dict = field(default_factory=dict, repr=False)  # (dim, ways, values) -> chains
 
     @classmethod
     def build(cls, workload, arch, spatial="any", double_buffer="any", orders=None,
@@ -300,8 +301,17 @@ class Space:
         computes (innermost count x innermost tile)."""
         st, arch = self.st, self.st.arch
         L, d = st.n_levels, st.dims[j]
-        size = st.sizes[j]
         w = int(self.splits[s].ways(len(st.dims))[j])
+        vals = tuple(tuple(self.values[s][arch.levels[k].name][d]) for k in range(1, L))
+        key = (j, w, vals)  # splits that cut dim j alike share its chains
+        if key not in self.chain_cache:
+            self.chain_cache[key] = self._chains_of(j, w, vals)
+        return self.chain_cache[key]
+
+    def _chains_of(self, j: int, w: int, vals: tuple) -> "DimChains":
+        st, arch = self.st, self.st.arch
+        L, d = st.n_levels, st.dims[j]
+        size = st.sizes[j]
         a = st.workload.alignment(arch.alignment)[d]
         rows_t, rows_c = [], []
 
@@ -312,7 +322,7 @@ class Space:
                 return
             ww = w if k == st.array_level else 1
             lim = -(-(-(-parent // ww)) // a) * a if k == L - 1 else parent // ww
-            for t in self.values[s][arch.levels[k].name][d]:
+            for t in vals[k - 1]:
                 if t > lim:
                     continue
                 step = t * ww
