@@ -121,7 +121,8 @@ def test_favorable_orders_put_each_tensors_dims_outermost():
 # --- the aie-4x2 preset: full-size link and capacity numbers, where transfers can dominate ---
 
 PRESET_CASES = [tw.gemm(64, 64, 64), tw.conv2d(1, 8, 8, 8, 16, 3, 3, padding=1),
-                tw.mha(64, 64, 16, dtype="i16")]
+                tw.mha(64, 64, 16, dtype="i16"),
+                tw.gemm(256, 1024, 384, dtype="i8")]  # the core's banks bind: capped stand-ins
 _PRESET: dict = {}
 
 
@@ -159,21 +160,25 @@ def test_node_and_partial_order_bounds_on_the_aie_preset(w, seed):
     """Every node on the path to a random mapping, and every partial loop order of the
     order trie (innermost loops fixed, outer ones free), bounds its least latency."""
     eng = _preset_engine(w)
-    m = _random_mapping(eng, np.random.default_rng(seed))
-    try:
-        m.validate(w, eng.arch)
-    except tw.MappingError:
-        return
+    rng = np.random.default_rng(seed)
     names = [eng.st.tensors[t].name for t in eng.space.moved]
-    lat = np.inf
-    for v in eng.dbm:
-        levels = tuple(lv.__class__(lv.level, lv.tiles, lv.order, lv.bypass,
-                                    frozenset(n for i, n in enumerate(names) if v[k, i]))
-                       for k, lv in enumerate(m.levels))
-        c = evaluate(w, eng.arch, m.__class__(levels, m.rows, m.cols), check_capacity=False)
-        if c.fits:
-            lat = min(lat, c.latency_s)
-    if not np.isfinite(lat):
+    for _ in range(50):  # a legal mapping that fits (most random ones of large problems do not)
+        m = _random_mapping(eng, rng)
+        try:
+            m.validate(w, eng.arch)
+        except tw.MappingError:
+            continue
+        lat = np.inf
+        for v in eng.dbm:
+            levels = tuple(lv.__class__(lv.level, lv.tiles, lv.order, lv.bypass,
+                                        frozenset(n for i, n in enumerate(names) if v[k, i]))
+                           for k, lv in enumerate(m.levels))
+            c = evaluate(w, eng.arch, m.__class__(levels, m.rows, m.cols), check_capacity=False)
+            if c.fits:
+                lat = min(lat, c.latency_s)
+        if np.isfinite(lat):
+            break
+    else:
         return
     eng.objective = "latency"
     stats = eng.new_stats()
