@@ -161,3 +161,36 @@ def test_space_brute_force_counts_every_permutation():
     for j in range(3):
         chains *= len(sp.dim_chains(0, j).tiles)
     assert len(ms) == chains * 6 * 6
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0].name + str(i) for i, c in enumerate(CASES)])
+def test_many_threshold_passes_resume_without_loss_or_duplicates(case, monkeypatch):
+    """With a tiny first threshold and slow growth the walk runs many passes, each resuming
+    from the nodes and partial loop orders the previous one deferred: the top-k is the same
+    as brute force's, and no mapping appears twice."""
+    from tilewise.search import optimize
+
+    monkeypatch.setattr(optimize, "_THETA0", 1e-9)
+    monkeypatch.setattr(optimize, "_THETA_GROWTH", 1.5)
+    monkeypatch.setattr(optimize, "_DIVE_NODES", 0)  # no upper bound from a dive
+    w, arch, cons = case
+    brute = brute_force(w, arch, lambda c: c.latency_s, **cons)
+    r = search(w, arch, objective="latency", top=8, **cons)
+    assert r.stats["passes"] > 1 or r.top[-1].latency_s == r.top[0].latency_s  # ties: one
+    assert_top_matches([s.latency_s for s in r.top], sorted(v for v, _, _ in brute))
+    texts = [str(s.mapping) for s in r.top]
+    assert len(set(texts)) == len(texts)
+
+
+def test_threshold_passes_give_the_same_top_k_on_a_real_problem(monkeypatch):
+    from tilewise.search import optimize
+
+    w = tw.gemm(512, 768, 768, dtype="i16")
+    want = search(w, "aie-4x2", top=5)
+    monkeypatch.setattr(optimize, "_THETA0", 1e-7)
+    monkeypatch.setattr(optimize, "_THETA_GROWTH", 1.5)
+    monkeypatch.setattr(optimize, "_DIVE_NODES", 0)
+    got = search(w, "aie-4x2", top=5)
+    assert got.stats["passes"] > want.stats["passes"]
+    assert [s.latency_s for s in got.top] == [s.latency_s for s in want.top]
+    assert len({str(s.mapping) for s in got.top}) == 5

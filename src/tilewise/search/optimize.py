@@ -71,8 +71,8 @@ _ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while order
 _SLACK = 1e-9        # relative: a bound within rounding of the k-th best is kept
 _BEAM = 64           # nodes expanded at once by the dive that finds the first upper bound
 _DIVE_NODES = 50000  # the dive gives up after expanding this many nodes
-_THETA0 = 1e-3
-_THETA_GROWTH = 8.0
+_THETA0 = 1e-4       # the first threshold: 0.01 % over the root's bound
+_THETA_GROWTH = 2.0  # each further pass: the threshold's excess over the root's bound x 2
 
 
 def link_bandwidths(arch, array_level, used) -> tuple[np.ndarray, np.ndarray]:
@@ -476,15 +476,22 @@ class Engine:
             yield dict(s=nd["s"][p], gid=gid, ords=nd["ords"][p], w=nd["w"][p] * share[a:a + _ROWS],
                        parent=p)
 
-    def order_children(self, nd: dict, stage: int, objectives, keep, stats):
+    def order_children(self, nd: dict, stage: int, objectives, keep, stats, defer=None,
+                       keep_partial=None, theta=None):
         """The children of ``nd`` (nodes at the stage fixing the level-``k`` order) that
         survive ``keep``, with their bounds ``lb``, and the weight of the pruned ones.
 
         The order is fixed one real loop at a time from the innermost (:class:`OrderTrie`);
         a partial order is bounded like an open level, each tensor completing it with the
         free loops sorted its favourable way (:meth:`partial_order_bound`), and dropped with
-        every order ending in it when ``keep`` refuses the bound or the chain rules refuse
-        every completion (checked on the completion with spine loops first)."""
+        every order ending in it when ``keep_partial`` (default ``keep``) refuses the bound
+        or the chain rules refuse every completion (checked on the completion with spine
+        loops first).
+
+        Threshold passes (``theta()`` the current threshold, ``defer`` as in :meth:`dfs`): a
+        partial order over the threshold is cut and its parent deferred with ``tp`` = the
+        threshold; re-expanded in a later pass, the parent emits only the orders below a
+        partial order over ``tp`` (the others were emitted before, or deferred as nodes)."""
         k = self.stages[stage][1]
         Tm = len(self.fav)
         si = self.stand_ins(nd, stage)  # the level-k order changes no tile: one for all children
@@ -498,10 +505,13 @@ class Engine:
         p, tid, g = np.arange(len(tid)), tid.ravel(), np.zeros(len(tid), np.int64)
         rep = np.array([t.orders[0] for t in tries], np.int64).reshape(-1, self.D)[tid]
         size = total[tid].astype(np.int64)
+        tp = nd["tp"] if "tp" in nd else np.full(len(tid), -np.inf)
+        new = np.zeros(len(p), bool)  # a partial order above it was over tp: not emitted before
+        cut_lb = np.full(len(tid), np.inf)  # per parent: least bound of a partial order cut
         out, pruned = [], 0.0
         for m in range(self.D + 1):
             if m:  # expand every surviving partial order by one loop
-                P, TID, G, rep, size = [], [], [], [], []
+                P, TID, G, rep, size, NEW = [], [], [], [], [], []
                 for q in np.unique(tid):
                     sel = np.nonzero(tid == q)[0]
                     tr = tries[q]
@@ -510,12 +520,13 @@ class Engine:
                     P.append(p[par])
                     TID.append(np.full(len(par), q))
                     G.append(c)
+                    NEW.append(new[par])
                     rep.append(tr.orders[tr.lo[m][c]])
                     size.append(tr.hi[m][c] - tr.lo[m][c])
                 p, tid, g = np.concatenate(P), np.concatenate(TID), np.concatenate(G)
-                rep, size = np.concatenate(rep), np.concatenate(size)
+                rep, size, new = np.concatenate(rep), np.concatenate(size), np.concatenate(NEW)
             w = nd["w"][p] * size / total[tid]
-            done = size == 1  # a single order left: complete
+            done = (size == 1) & (new | np.isneginf(tp[p]))  # a single order left: complete
             if done.any():
                 ords = nd["ords"][p[done]].copy()
                 ords[:, k] = rep[done]
@@ -530,11 +541,14 @@ class Engine:
                     part["lb"] = self.bound(part, stage + 1, objectives, stats,
                                             si=take(part.pop("parent")))
                     ok = keep(part["lb"])
+                    if defer is not None and not ok.all():
+                        pruned -= defer(stage + 1, {key: v[~ok] for key, v in part.items()})
                     pruned += float(part["w"][~ok].sum())
                     if stage + 1 == len(self.stages):
                         stats["pruned_candidates"] += int((~ok).sum()) * len(self.db)
                     out.append({key: v[ok] for key, v in part.items()})
-            p, tid, g, rep, w = p[~done], tid[~done], g[~done], rep[~done], w[~done]
+            more = size > 1
+            p, tid, g, rep, w, new = p[more], tid[more], g[more], rep[more], w[more], new[more]
             if not len(p):
                 break
             if not m:
@@ -545,17 +559,32 @@ class Engine:
                 legal = self.legal_prefix(real_all, nd["ords"], p, arr, k)
                 pruned += float(w[~legal].sum())
                 p, tid, g, rep, w, r = p[legal], tid[legal], g[legal], rep[legal], w[legal], r[legal]
-            ok = np.zeros(len(p), bool)
+                new = new[legal]
+            lbs = np.empty((len(p), len(objectives)))
             stats["nodes"] += len(p)
             for a in range(0, len(p), _ROWS // Tm):
                 sl = slice(a, a + _ROWS // Tm)
                 sub = {key: nd[key][p[sl]] for key in ("s", "gid", "ords")}
-                ok[sl] = keep(self.partial_order_bound(sub, stage, rep[sl], r[sl] - m,
-                                                       objectives, stats, take(p[sl])))
+                lbs[sl] = self.partial_order_bound(sub, stage, rep[sl], r[sl] - m, objectives,
+                                                   stats, take(p[sl]))
+            ok = (keep_partial or keep)(lbs)
+            lb = lbs[:, 0]
+            if theta is not None:  # over the threshold: cut now, the parent deferred
+                cut = ok & (lb > theta() * (1 + _SLACK))
+                np.minimum.at(cut_lb, p[cut], lb[cut])
+                ok &= ~cut
+                pruned -= float(w[cut].sum())  # not pruned: deferred
             pruned += float(w[~ok].sum())
-            p, tid, g = p[ok], tid[ok], g[ok]
+            new = new[ok] | (lb[ok] > tp[p[ok]] * (1 + _SLACK))
+            p, tid, g, rep = p[ok], tid[ok], g[ok], rep[ok]
             if not len(p):
                 break
+        if defer is not None and np.isfinite(cut_lb).any():
+            back = np.nonzero(np.isfinite(cut_lb))[0]
+            part = {key: v[back] for key, v in nd.items() if key not in ("lb", "tp")}
+            part["lb"] = np.repeat(cut_lb[back][:, None], nd["lb"].shape[1], 1)
+            part["tp"] = np.full(len(back), theta())
+            defer(stage, part)
         if not out:
             return None, pruned
         return {key: np.concatenate([c[key] for c in out]) for key in out[0]}, pruned
@@ -644,26 +673,32 @@ class Engine:
         def stop():
             return len(found["pool"]) >= top or stats["nodes"] - start > _DIVE_NODES
 
-        self.dfs(objectives, lambda lb: np.isfinite(lb[:, 0]), leaf, stats, root=root,
+        self.dfs(objectives, lambda lb: np.isfinite(lb[:, 0]), leaf, stats, roots=[(0, root)],
                  batch_cap=_BEAM, stop=stop)
         return found["pool"]
 
-    def dfs(self, objectives, keep, leaf, stats, progress=None, root=None, batch_cap=None,
-            stop=None):
-        """Visit the space: ``keep(bounds) -> mask`` prunes, ``leaf(nodes)`` takes full
+    def dfs(self, objectives, keep, leaf, stats, progress=None, roots=None, batch_cap=None,
+            stop=None, defer=None, keep_partial=None, theta=None, done=0.0) -> float:
+        """Visit the space below ``roots`` (``(stage, nodes)`` entries, the last popped first;
+        default the root): ``keep(bounds) -> mask`` prunes, ``leaf(nodes)`` takes full
         mappings (their bounds are exact per mapping, least over double buffering); at most
-        ``batch_cap`` nodes expanded at once; ``stop()`` ends the walk early."""
+        ``batch_cap`` nodes expanded at once; ``stop()`` ends the walk early. ``defer(stage,
+        nodes)`` receives every node ``keep`` refuses (to keep those a threshold cut, not a
+        bound) and returns the weight it kept for later (not done); partial loop orders are pruned by ``keep_partial`` and cut at ``theta()``
+        (:meth:`order_children`). ``done``: the share of the space already settled (for
+        ``progress``); returns it updated."""
         L = self.L
         total = stats["tile_combos"]
-        if root is None:
-            root = self.root(objectives, stats)
+        if roots is None:
+            roots = [(0, self.root(objectives, stats))]
         last = len(self.stages)
-        stack = [(0, root)]
-        done = 0.0
+        stack = list(roots)
         while stack and not (stop and stop()):
             stage, nd = stack.pop()
             m = keep(nd["lb"])
             if not m.all():
+                if defer is not None:
+                    done -= defer(stage, {k: v[~m] for k, v in nd.items()})
                 done += float(nd["w"][~m].sum())
                 if stage == last:
                     stats["pruned_candidates"] += int((~m).sum()) * len(self.db)
@@ -685,7 +720,8 @@ class Engine:
                 nd = {key: v[:batch] for key, v in nd.items()}
             stats["nodes"] += len(nd["s"])
             if kind == "order":
-                kids, pruned = self.order_children(nd, stage, objectives, keep, stats)
+                kids, pruned = self.order_children(nd, stage, objectives, keep, stats, defer,
+                                                   keep_partial, theta)
                 done += pruned
                 kids = [kids] if kids is not None and len(kids["s"]) else []
             else:
@@ -694,8 +730,11 @@ class Engine:
                 for ch in self.children(nd, stage):   # for its children: a first filter
                     parent = ch.pop("parent")
                     si = self.stand_ins(ch, stage + 1)
-                    m = keep(self.bound(ch, stage + 1, objectives, stats,
-                                        (rw[0][parent], rw[1][parent]), si))
+                    lb = self.bound(ch, stage + 1, objectives, stats,
+                                    (rw[0][parent], rw[1][parent]), si)
+                    m = keep(lb)
+                    if defer is not None and not m.all():
+                        done -= defer(stage + 1, {**{key: v[~m] for key, v in ch.items()}, "lb": lb[~m]})
                     done += float(ch["w"][~m].sum())
                     ch = {key: v[m] for key, v in ch.items()}
                     if not len(ch["s"]):
@@ -703,6 +742,8 @@ class Engine:
                     ch["lb"] = self.bound(ch, stage + 1, objectives, stats,
                                           si={key: v[m] for key, v in si.items()})
                     m = keep(ch["lb"])
+                    if defer is not None and not m.all():
+                        done -= defer(stage + 1, {key: v[~m] for key, v in ch.items()})
                     done += float(ch["w"][~m].sum())
                     kids.append({key: v[m] for key, v in ch.items()})
             if not kids:
@@ -714,7 +755,8 @@ class Engine:
             order = np.lexsort(tuple(lb[:, i] for i in range(lb.shape[1] - 1, -1, -1)))
             stack.append((stage + 1, {key: v[order] for key, v in kids.items()}))
         if progress:
-            progress(total, total)
+            progress(int(min(done, 1.0) * total) if defer is not None else total, total)
+        return done
 
     def leaf_pool(self, nd: dict, stats: dict, kth: float = np.inf, top: int | None = None) -> _Pool:
         """Every double-buffer choice of the full mappings ``nd``, costed and filtered by
@@ -771,32 +813,45 @@ class Engine:
             self.energy = energy_constants(self.arch)
         stats = self.new_stats()
         root = self.root((objective,), stats)
-        # an upper bound first: the k-th best of a beam dive prunes from the start; without
-        # one, threshold passes (bounds up to 0.1 % over the root's least, then 8x that
-        # excess, ...) keep the walk out of subtrees far from the optimum
+        # an upper bound first: the k-th best of a beam dive; then threshold passes (module
+        # doc): nodes over theta are deferred, not dropped, and the next pass resumes from them
         kth0 = self.dive(root, (objective,), stats, top).kth(top)
         lb0 = float(root["lb"][:, 0].min()) if len(root["s"]) else np.inf
-        state = {"theta": min(kth0, lb0 * (1 + _THETA0))}
+        state = {"theta": min(kth0, lb0 * (1 + _THETA0)), "best": _Pool(), "kth": np.inf}
 
         def keep(lb):
-            ok = lb[:, 0] <= state["kth"] * (1 + _SLACK)
-            cut = ok & (lb[:, 0] > state["theta"] * (1 + _SLACK))
-            if cut.any():
-                state["next"] = min(state["next"], float(lb[cut, 0].min()))
-            return ok & ~cut
+            return (lb[:, 0] <= state["kth"] * (1 + _SLACK)) & (lb[:, 0] <= state["theta"] * (1 + _SLACK))
+
+        def keep_partial(lb):
+            return lb[:, 0] <= state["kth"] * (1 + _SLACK)
+
+        def defer(stage, nd):
+            lb = nd["lb"][:, 0]
+            cut = (lb <= state["kth"] * (1 + _SLACK)) & (lb > state["theta"] * (1 + _SLACK))
+            if not cut.any():
+                return 0.0
+            state["deferred"].append((stage, {k: v[cut] for k, v in nd.items()}))
+            state["next"] = min(state["next"], float(lb[cut].min()))
+            return float(nd["w"][cut].sum())  # not done: a later pass visits it
 
         def leaf(nd):
-            pool = self.leaf_pool(nd, stats, min(state["kth"], state["theta"]), top)
+            pool = self.leaf_pool(nd, stats, state["kth"], top)
             state["best"] = _Pool.concat([state["best"], pool]).best(top)
             state["kth"] = state["best"].kth(top)
 
-        while True:  # exact once the top-k lie within the threshold or nothing was cut
-            state.update(best=_Pool(), kth=np.inf, next=np.inf)
+        entries, done = [(0, root)], 0.0
+        while True:  # exact once the top-k lie within the threshold or nothing was deferred
+            state.update(deferred=[], next=np.inf)
             stats["passes"] += 1
-            self.dfs((objective,), keep, leaf, stats, progress, root)
-            if state["kth"] <= state["theta"] * (1 + _SLACK) or np.isinf(state["next"]):
+            done = self.dfs((objective,), keep, leaf, stats, progress, entries, defer=defer,
+                            keep_partial=keep_partial, theta=lambda: state["theta"], done=done)
+            if state["kth"] <= state["theta"] * (1 + _SLACK) or not state["deferred"]:
                 break
             state["theta"] = max(state["next"], lb0 + (state["theta"] - lb0) * _THETA_GROWTH)
+            # resume from the deferred nodes, the least bounds popped first
+            entries = sorted(state["deferred"], key=lambda e: -float(e[1]["lb"][:, 0].min()))
+        if progress:
+            progress(stats["tile_combos"], stats["tile_combos"])
         if not len(state["best"]):
             self.find_smallest(stats)
         return state["best"], stats
