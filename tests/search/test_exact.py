@@ -172,7 +172,6 @@ def test_many_threshold_passes_resume_without_loss_or_duplicates(case, monkeypat
 
     monkeypatch.setattr(optimize, "_THETA0", 1e-9)
     monkeypatch.setattr(optimize, "_THETA_GROWTH", 1.5)
-    monkeypatch.setattr(optimize, "_DIVE_NODES", 0)  # no upper bound from a dive
     w, arch, cons = case
     brute = brute_force(w, arch, lambda c: c.latency_s, **cons)
     r = search(w, arch, objective="latency", top=8, **cons)
@@ -189,7 +188,6 @@ def test_threshold_passes_give_the_same_top_k_on_a_real_problem(monkeypatch):
     want = search(w, "aie-4x2", top=5)
     monkeypatch.setattr(optimize, "_THETA0", 1e-7)
     monkeypatch.setattr(optimize, "_THETA_GROWTH", 1.5)
-    monkeypatch.setattr(optimize, "_DIVE_NODES", 0)
     got = search(w, "aie-4x2", top=5)
     assert got.stats["passes"] > want.stats["passes"]
     assert [s.latency_s for s in got.top] == [s.latency_s for s in want.top]

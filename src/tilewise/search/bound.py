@@ -22,7 +22,15 @@ it. Three facts of the model make one cheap to compute:
    finer, so an open dim kept whole (its largest tile at every level: the chain
    ``whole``) bounds the traffic from below; its smallest tile at every level bounds the
    footprint; its least padded extent the compute time; its most iterations per level the
-   pipeline-fill term.
+   pipeline-fill term. Two tightenings keep those stand-ins valid:
+   - *capacity*: an open innermost tile under fixed parents is at most the largest candidate
+     that fits the level with every other dim at its smallest (:mod:`.buffers`); a larger
+     innermost tile with the same parents never moves more bytes. (Capping a deeper tile under
+     an *open* parent is not a bound: it makes the parent's loop real inside every loop of the
+     levels above, where a smaller parent would have put it outside them.)
+   - *chain rules*: below a level with a real private loop, spine loops may not iterate, so
+     their next tiles are at least ``ceil(tile / ways)``: the footprint stand-ins take that,
+     and a node whose forced tile exceeds its group's largest has no legal mapping.
 3. *The latency formula is monotone*: ``max(T_c + sum E_l, max T_l) + sum O_l / it_l`` grows
    with each tensor's bytes (``T_l``, ``E_l``, ``O_l`` are link times of all, of the exposed,
    of the double-buffered bytes) and with ``T_c``, and falls with ``it_l``. Evaluating it

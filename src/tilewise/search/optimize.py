@@ -16,14 +16,16 @@ which cost no model call), sorted, and the most promising batch is expanded firs
 whose bound exceeds the k-th best objective found (by more than rounding, ``_SLACK``) is
 dropped with its subtree, so nothing unseen can beat or tie it.
 
-Upper bound first: a beam dive (the same walk, ``_BEAM`` nodes at a time, nothing pruned but
-the infeasible) looks for ``top`` candidates; their k-th best prunes the walk from the start.
-When the dive finds none within ``_DIVE_NODES`` nodes, the walk runs in threshold passes:
-nodes above ``theta`` are also cut (the least such bound is remembered), starting at 0.1 %
-above the root's bound and growing the excess 8x (at least to the least cut bound) until the
-k-th best found lies within ``theta`` or nothing was cut. Either way every node whose bound is
-at most the final k-th best is visited, so the result is exact; the passes only keep an
-uninformed walk out of subtrees far from the optimum.
+Threshold passes: a node whose bound is over ``theta`` (first 0.01 % over the
+root's least bound, ``_THETA0``) is *deferred*, not dropped, and so is a partial loop order
+over it (its parent node is kept with ``tp = theta``; re-expanded later, it emits only the
+orders below a partial order over ``tp``, so nothing is emitted twice). The next pass doubles
+the threshold's excess over the root bound (``_THETA_GROWTH``, at least to the least deferred
+bound) and resumes from the deferred nodes; no node is expanded twice. The walk stops once the
+k-th best found lies within ``theta`` (every deferred bound is then above it) or nothing was
+deferred. Every node whose bound is at most the final k-th best is visited, so the result is
+exact; the passes make the walk nearly best-first where bounds are flat (a convolution's top
+mappings lie within 0.02 % of the compute bound) without giving up batched evaluation.
 
 A leaf is a full mapping: every double-buffer choice of it is costed
 (:func:`latency_variants`, checked against :func:`tilewise.evaluate`) and the running top-k
@@ -69,8 +71,6 @@ OBJECTIVES = ("latency", "traffic", "energy", "edp")
 CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles")
 _ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while orders are open)
 _SLACK = 1e-9        # relative: a bound within rounding of the k-th best is kept
-_BEAM = 64           # nodes expanded at once by the dive that finds the first upper bound
-_DIVE_NODES = 50000  # the dive gives up after expanding this many nodes
 _THETA0 = 1e-4       # the first threshold: 0.01 % over the root's bound
 _THETA_GROWTH = 2.0  # each further pass: the threshold's excess over the root's bound x 2
 
@@ -659,30 +659,11 @@ class Engine:
             gid[:, j] = np.searchsorted(self.groups[j][self.L - 1].lo, self.groups[j][0].lo[s])
         return gid
 
-    def dive(self, root: dict, objectives, stats, top: int) -> _Pool:
-        """A beam search with backtracking: the depth-first walk with nothing pruned but the
-        infeasible, ``_BEAM`` nodes at a time (the least bounds first), until the leaves
-        give ``top`` candidates (an upper bound on the k-th best) or ``_DIVE_NODES`` nodes
-        have been expanded (then the search starts without one)."""
-        found = {"pool": _Pool()}
-        start = stats["nodes"]
-
-        def leaf(nd):
-            found["pool"] = _Pool.concat([found["pool"], self.leaf_pool(nd, stats, np.inf, top)]).best(top)
-
-        def stop():
-            return len(found["pool"]) >= top or stats["nodes"] - start > _DIVE_NODES
-
-        self.dfs(objectives, lambda lb: np.isfinite(lb[:, 0]), leaf, stats, roots=[(0, root)],
-                 batch_cap=_BEAM, stop=stop)
-        return found["pool"]
-
-    def dfs(self, objectives, keep, leaf, stats, progress=None, roots=None, batch_cap=None,
-            stop=None, defer=None, keep_partial=None, theta=None, done=0.0) -> float:
+    def dfs(self, objectives, keep, leaf, stats, progress=None, roots=None, defer=None,
+            keep_partial=None, theta=None, done=0.0) -> float:
         """Visit the space below ``roots`` (``(stage, nodes)`` entries, the last popped first;
         default the root): ``keep(bounds) -> mask`` prunes, ``leaf(nodes)`` takes full
-        mappings (their bounds are exact per mapping, least over double buffering); at most
-        ``batch_cap`` nodes expanded at once; ``stop()`` ends the walk early. ``defer(stage,
+        mappings (their bounds are exact per mapping, least over double buffering). ``defer(stage,
         nodes)`` receives every node ``keep`` refuses (to keep those a threshold cut, not a
         bound) and returns the weight it kept for later (not done); partial loop orders are pruned by ``keep_partial`` and cut at ``theta()``
         (:meth:`order_children`). ``done``: the share of the space already settled (for
@@ -693,7 +674,7 @@ class Engine:
             roots = [(0, self.root(objectives, stats))]
         last = len(self.stages)
         stack = list(roots)
-        while stack and not (stop and stop()):
+        while stack:
             stage, nd = stack.pop()
             m = keep(nd["lb"])
             if not m.all():
@@ -714,7 +695,6 @@ class Engine:
             kind, k, j = self.stages[stage]
             fan = int(self.n_chains[:, j].max()) if kind == "tile" else 64
             batch = max(1, _ROWS // max(fan, 1))
-            batch = min(batch, batch_cap) if batch_cap else batch
             if len(nd["s"]) > batch:
                 stack.append((stage, {key: v[batch:] for key, v in nd.items()}))
                 nd = {key: v[:batch] for key, v in nd.items()}
@@ -813,11 +793,10 @@ class Engine:
             self.energy = energy_constants(self.arch)
         stats = self.new_stats()
         root = self.root((objective,), stats)
-        # an upper bound first: the k-th best of a beam dive; then threshold passes (module
-        # doc): nodes over theta are deferred, not dropped, and the next pass resumes from them
-        kth0 = self.dive(root, (objective,), stats, top).kth(top)
+        # threshold passes (module doc): nodes over theta are deferred, not dropped, and the
+        # next pass resumes from them
         lb0 = float(root["lb"][:, 0].min()) if len(root["s"]) else np.inf
-        state = {"theta": min(kth0, lb0 * (1 + _THETA0)), "best": _Pool(), "kth": np.inf}
+        state = {"theta": lb0 * (1 + _THETA0), "best": _Pool(), "kth": np.inf}
 
         def keep(lb):
             return (lb[:, 0] <= state["kth"] * (1 + _SLACK)) & (lb[:, 0] <= state["theta"] * (1 + _SLACK))
