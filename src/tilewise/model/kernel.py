@@ -496,11 +496,12 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
             epoch += 1
 
         # ---- traffic ---------------------------------------------------------------------
+        one = only[b]
         for t in range(T):
             reads[b, 0, t] = 0
             writes[b, 0, t] = 0
             reloads[b, 0, t] = 0
-            if not moved[t] or (only[b] >= 0 and only[b] != t):
+            if not moved[t] or (one >= 0 and one != t):
                 for level in range(1, L):
                     reads[b, level, t] = 0
                     writes[b, level, t] = 0
