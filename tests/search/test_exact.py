@@ -190,5 +190,6 @@ def test_threshold_passes_give_the_same_top_k_on_a_real_problem(monkeypatch):
     monkeypatch.setattr(optimize, "_THETA_GROWTH", 1.5)
     got = search(w, "aie-4x2", top=5)
     assert got.stats["passes"] > want.stats["passes"]
-    assert [s.latency_s for s in got.top] == [s.latency_s for s in want.top]
+    # the same mappings in the same order: ties are broken by the mapping, not the walk
+    assert [str(s.mapping) for s in got.top] == [str(s.mapping) for s in want.top]
     assert len({str(s.mapping) for s in got.top}) == 5

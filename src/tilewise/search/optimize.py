@@ -30,7 +30,8 @@ mappings lie within 0.02 % of the compute bound) without giving up batched evalu
 A leaf is a full mapping: every double-buffer choice of it is costed
 (:func:`latency_variants`, checked against :func:`tilewise.evaluate`) and the running top-k
 keeps the best (objective, larger innermost tile = more work per subvolume, higher 𝔽 = min over
-links of compute time / transfer time, enumeration order) with ``np.lexsort``. The exact
+links of compute time / transfer time, then the mapping itself: split, tiles, orders, double
+buffering, smallest first, so the ranking does not depend on the walk) with ``np.lexsort``. The exact
 Pareto front uses the same walk, dropping nodes whose bound pair a front point dominates.
 Chain rules (spine loops first) prune order prefixes as soon as they are violated.
 
@@ -140,7 +141,7 @@ def energy_constants(arch) -> tuple[float, np.ndarray]:
 class _Pool:
     """Kept candidates: parallel arrays, merged and cut by rank."""
 
-    KEYS = ("obj", "vol", "F", "seq", "lat", "traffic", "energy", "tiles", "orders", "db", "sp")
+    KEYS = ("obj", "vol", "F", "lat", "traffic", "energy", "tiles", "orders", "db", "sp")
 
     def __init__(self, **arrays):
         self.a = arrays
@@ -159,7 +160,16 @@ class _Pool:
         return _Pool(**{k: np.concatenate([p.a[k] for p in pools]) for k in pools[0].a})
 
     def ranked(self):
-        return np.lexsort((self.a["seq"], -self.a["F"], -self.a["vol"], self.a["obj"]))
+        return np.lexsort(self.identity()[::-1] + (-self.a["F"], -self.a["vol"], self.a["obj"]))
+
+    def identity(self) -> tuple:
+        """Columns that name each candidate (split, tiles, orders, double buffering), for
+        the last tie-break: the ranking then does not depend on the order of the walk."""
+        n = len(self)
+        cols = np.concatenate([self.a["sp"].reshape(n, -1), self.a["tiles"].reshape(n, -1),
+                               self.a["orders"].reshape(n, -1),
+                               self.a["db"].reshape(n, -1).astype(np.int64)], axis=1)
+        return tuple(cols[:, i] for i in range(cols.shape[1]))
 
     def best(self, top: int) -> "_Pool":
         """The ``top`` best kept candidates, in rank order."""
@@ -775,10 +785,9 @@ class Engine:
         bi, vi = np.nonzero(fits)
         if len(bi) == 0:
             return _Pool()
-        seq0 = stats["leaves"]
         stats["leaves"] += B
         vol = np.prod(tiles[:, L - 1, :], axis=1).astype(float)
-        return _Pool(obj=obj[bi, vi], vol=vol[bi], F=F[bi], seq=(seq0 + bi) * V + vi,
+        return _Pool(obj=obj[bi, vi], vol=vol[bi], F=F[bi],
                      lat=lat[bi, vi], traffic=traffic[bi, vi], energy=energy[bi, vi],
                      tiles=tiles[bi], orders=nd["ords"][bi], db=self.db[vi], sp=spb[bi])
 
@@ -865,7 +874,7 @@ class Engine:
             if not len(merged):
                 return
             mx, my = _metric(merged, x, key), _metric(merged, y, key)
-            order = np.lexsort((merged.a["seq"], -merged.a["F"], -merged.a["vol"], my, mx))
+            order = np.lexsort(merged.identity()[::-1] + (-merged.a["F"], -merged.a["vol"], my, mx))
             ys = my[order]
             prev_min = np.minimum.accumulate(np.concatenate([[np.inf], ys[:-1]]))
             f = merged.take(order[ys < prev_min])
