@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 from . import _pickle  # noqa: F401  (frozen values picklable for worker processes)
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # bumped when results change: the solution store keys on it
 
 # name -> module that defines it. One section per area; keep each section sorted.
 _EXPORTS: dict[str, str] = {
