@@ -9,13 +9,15 @@ the level's block and, when bank granular, to whole banks. Moved tensors get one
 the innermost level also holds the fused intermediates (not computed in place) and the ops'
 state, summed as "other" bytes.
 
-:func:`cap_tiles` tightens the search's traffic stand-ins. An open tile (a dim's level-``l``
-tile not yet fixed by the node) is bounded, for traffic, by the largest tile of the group; but
-every buffer grows with every tile, so a mapping below the node that fits level ``l`` has that
+:meth:`BufferTable.cap_tiles` tightens the search's traffic stand-ins. An open innermost
+tile under fixed parents is bounded, for traffic, by the largest tile of its group; but every
+buffer grows with every tile, so a mapping below the node that fits the innermost level has that
 tile no larger than the largest candidate value that fits with every *other* dim at its
-smallest stand-in (single buffers). Using the smaller of the two keeps the bound valid and
-stops a node from claiming the reuse of a tile that cannot fit (attention on aie-4x2: a 64-row
-core tile of Q needs a seventh 8 KiB bank).
+smallest stand-in (single buffers). Using the smaller of the two keeps the bound valid (a larger
+innermost tile under the same parents never moves more bytes) and stops a node from claiming
+the reuse of a tile that cannot fit (attention on aie-4x2: a 64-row core tile of Q needs a
+seventh 8 KiB bank). Deeper tiles under an open parent are not capped: see
+:meth:`tilewise.search.optimize.Engine.capped`.
 """
 
 from __future__ import annotations
