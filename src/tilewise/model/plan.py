@@ -137,6 +137,7 @@ class Plan:
     args: tuple
     useful_points: np.ndarray  # [ops] real iteration points
     capacity: np.ndarray       # [levels] bytes (inf: unbounded)
+    footprint: tuple           # the buffers' arrays of ``args``: f_tensor .. bank (kernel doc)
 
 
 # columns of the group table (``Plan.args``' ``gi``): kind (0 plain, 1 one affine axis, 2 several),
@@ -282,6 +283,8 @@ def build(workload, arch) -> Plan:
                     forbidden[dims.index(d)] |= d not in st.spine
     bc = (arr is not None and arr.broadcast_cols, arr is not None and arr.broadcast_rows)
 
+    footprint = (_i64(f_tensor), np.array(f_level, bool).reshape(-1, L), _i64(f_bytes, (-1, L)),
+                 _i64(f_ax, (-1, 2)), _i64(ax_terms, (-1, 2)), _i64(terms, (-1, 2)), block, bank)
     align = st.workload.alignment(arch.alignment)
     args = (
         _i64(st.sizes), _i64([align[d] for d in dims]), a, link_a,
@@ -289,13 +292,11 @@ def build(workload, arch) -> Plan:
         moved, is_out, tbytes, tmask, oth, plain, affine,
         gi, _i64(mono, (-1, 1 + M)), _i64(axes, (-1, 2 + M)), int(max_pow), explicit, win,
         int(max_x),
-        _i64(f_tensor), np.array(f_level, bool).reshape(-1, L), _i64(f_bytes, (-1, L)),
-        _i64(f_ax, (-1, 2)), _i64(ax_terms, (-1, 2)),
-        _i64(terms, (-1, 2)), block, bank, capacity,
+        *footprint, capacity,
         op_mask, op_pp, op_rate, float(arch.compute.clock_hz), float(ideal),
         read_bw, write_bw, inst, no_read, no_write, len(ops) > 1, spine, forbidden,
     )
-    return Plan(st, args, useful, capacity)
+    return Plan(st, args, useful, capacity, footprint)
 
 
 _CACHE: dict = {}

@@ -1,7 +1,8 @@
 """Buffer bytes of the declared space, compiled: the search's capacity checks and its
 capacity-aware traffic stand-ins.
 
-The rules are the model's (:mod:`tilewise.model.footprint`; :meth:`.Space.buffer_bytes` is the
+The rules and the buffer list are the model's (:mod:`tilewise.model.footprint`, the
+description in :attr:`tilewise.model.plan.Plan.footprint`; :meth:`.Space.buffer_bytes` is the
 numpy form the tests compare with): a tensor's buffer at a level holds its full tile, per axis
 the halo extent ``sum(c * (t - 1)) + 1`` clipped to the extent the padded problem spans, times
 its bytes per point (accumulator type for an op's output in the innermost level), rounded up to
@@ -25,56 +26,28 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..model.footprint import element_bytes, in_place
+from ..model.plan import plan
 
 
 class BufferTable:
-    """Flat arrays describing every buffer of every level of one :class:`.Space`.
+    """The model's buffer description (:attr:`tilewise.model.plan.Plan.footprint`: per
+    buffer its tensor, the levels that keep it, its bytes per point per level and its axes)
+    with, per buffer, the slot of its moved tensor (``-1``: fused intermediates and state,
+    summed as "other"), and the candidate tile values of the space.
 
     ``bytes(tiles)`` gives the single-buffer bytes; ``cap_tiles(...)`` the capacity-aware
     stand-ins. Levels are indexed as in the arch (0 unused)."""
 
     def __init__(self, space):
-        st, wl = space.st, space.st.workload
+        st = space.st
         L = st.n_levels
         self.n_moved = len(space.moved)
         self.sizes = np.array(st.sizes, np.int64)
-        level, slot, nbytes, ax_lo, ax_hi, t_lo, t_hi, t_dim, t_coef = ([] for _ in range(9))
-
-        def add(k, s, t, eb):
-            level.append(k)
-            slot.append(s)
-            nbytes.append(eb)
-            ax_lo.append(len(t_lo))
-            for ax in t.axes:
-                t_lo.append(len(t_dim))
-                for d, c in ax.terms:
-                    t_dim.append(st.dims.index(d))
-                    t_coef.append(c)
-                t_hi.append(len(t_dim))
-            ax_hi.append(len(t_lo))
-
-        for k in range(1, L):
-            inner = k == L - 1
-            for i, ti in enumerate(space.moved):
-                t = st.tensors[ti]
-                add(k, i, t, element_bytes(t, wl, inner))
-            if inner:
-                shared = in_place(wl)
-                for t in st.tensors:
-                    if t.name in st.intermediate_names and t.name not in shared:
-                        add(k, -1, t, element_bytes(t, wl, True))
-                for t in wl.state:
-                    add(k, -1, t, t.element_bytes)
-        arr = lambda x: np.array(x, np.int64)
-        self.desc = (arr(level), arr(slot), arr(nbytes), arr(ax_lo), arr(ax_hi), arr(t_lo),
-                     arr(t_hi), arr(t_dim), arr(t_coef))
-        block, bank = np.ones(L, np.int64), np.zeros(L, np.int64)
-        for k, lv in enumerate(st.arch.levels):
-            block[k] = max(int(lv.block_bytes), 1)
-            if lv.bank_granular and lv.bank_bytes:
-                bank[k] = int(lv.bank_bytes)
-        self.block, self.bank = block, bank
+        f_tensor, f_level, f_bytes, f_ax, ax_terms, terms, block, bank = plan(
+            st.workload, st.arch).footprint
+        slot = np.array([space.moved.index(t) if t in space.moved else -1 for t in f_tensor],
+                        np.int64)
+        self.desc = (slot, f_level, f_bytes, f_ax, ax_terms, terms, block, bank)
         # per (split, dim, level): the candidate tile values, ascending, flattened
         S, D = len(space.splits), len(st.dims)
         vals, self.v_lo, self.v_hi = [], np.zeros((S, D, L), np.int64), np.zeros((S, D, L), np.int64)
@@ -86,7 +59,7 @@ class BufferTable:
                     self.v_lo[s, j, k], self.v_hi[s, j, k] = pos, pos + len(v)
                     vals += v
                     pos += len(v)
-        self.values = arr(vals)
+        self.values = np.array(vals, np.int64)
 
     def bytes(self, tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Single-buffer bytes of the moved tensors ``[n, L, Tm]`` and of the other buffers
@@ -94,8 +67,7 @@ class BufferTable:
         n, L, _ = tiles.shape
         bufs = np.zeros((n, L, self.n_moved), np.int64)
         other = np.zeros((n, L), np.int64)
-        _bytes(np.ascontiguousarray(tiles, np.int64), self.sizes, *self.desc, self.block,
-               self.bank, bufs, other)
+        _bytes(np.ascontiguousarray(tiles, np.int64), self.sizes, *self.desc, bufs, other)
         return bufs, other
 
     def cap_tiles(self, tt: np.ndarray, tm: np.ndarray, s: np.ndarray, cap: np.ndarray,
@@ -107,61 +79,59 @@ class BufferTable:
         at ``tm``."""
         _cap_tiles(tt, np.ascontiguousarray(tm, np.int64), np.ascontiguousarray(s, np.int64),
                    float(cap[-1]), np.ascontiguousarray(dims, np.bool_), self.values, self.v_lo,
-                   self.v_hi, self.sizes, *self.desc, self.block, self.bank)
+                   self.v_hi, self.sizes, *self.desc)
 
 
 @njit(cache=True)
-def _round(nb, block, bank):
-    nb = -(-nb // block) * block
-    if bank > 0:
-        nb = -(-nb // bank) * bank
+def _buffer(f, k, tl, sizes, f_bytes, f_ax, ax_terms, terms, block, bank):
+    """Rounded bytes of buffer ``f`` at level ``k`` for that level's tiles ``tl [D]``: per
+    axis the halo extent clipped to the padded problem's span, x bytes per point, rounded up
+    to the block and, when bank granular, to whole banks (the model's rule)."""
+    n = 1
+    for x in range(f_ax[f, 0], f_ax[f, 1]):
+        ext = 1
+        span = 1
+        for y in range(ax_terms[x, 0], ax_terms[x, 1]):
+            d = terms[y, 0]
+            t = tl[d]
+            ext += terms[y, 1] * (t - 1)
+            span += terms[y, 1] * (max(t, sizes[d]) - 1)
+        n *= min(ext, span)
+    nb = n * f_bytes[f, k]
+    nb = -(-nb // block[k]) * block[k]
+    if bank[k] > 0:
+        nb = -(-nb // bank[k]) * bank[k]
     return nb
 
 
 @njit(cache=True)
-def _buffer(b, tl, sizes, nbytes, ax_lo, ax_hi, t_lo, t_hi, t_dim, t_coef, block, bank):
-    """Rounded bytes of buffer ``b`` for one level's tiles ``tl [D]``."""
-    n = 1
-    for a in range(ax_lo[b], ax_hi[b]):
-        ext = 1
-        span = 1
-        for q in range(t_lo[a], t_hi[a]):
-            d = t_dim[q]
-            t = tl[d]
-            ext += t_coef[q] * (t - 1)
-            span += t_coef[q] * (max(t, sizes[d]) - 1)
-        n *= min(ext, span)
-    return _round(n * nbytes[b], block, bank)
-
-
-@njit(cache=True)
-def _bytes(tiles, sizes, level, slot, nbytes, ax_lo, ax_hi, t_lo, t_hi, t_dim, t_coef, block,
-           bank, bufs, other):
+def _bytes(tiles, sizes, slot, f_level, f_bytes, f_ax, ax_terms, terms, block, bank, bufs,
+           other):
     for i in range(tiles.shape[0]):
-        for b in range(level.shape[0]):
-            k = level[b]
-            nb = _buffer(b, tiles[i, k], sizes, nbytes, ax_lo, ax_hi, t_lo, t_hi, t_dim, t_coef,
-                         block[k], bank[k])
-            if slot[b] >= 0:
-                bufs[i, k, slot[b]] = nb
-            else:
-                other[i, k] += nb
+        for k in range(1, tiles.shape[1]):
+            for f in range(slot.shape[0]):
+                if not f_level[f, k]:
+                    continue
+                nb = _buffer(f, k, tiles[i, k], sizes, f_bytes, f_ax, ax_terms, terms, block,
+                             bank)
+                if slot[f] >= 0:
+                    bufs[i, k, slot[f]] = nb
+                else:
+                    other[i, k] += nb
 
 
 @njit(cache=True)
-def _level_total(k, tl, sizes, level, nbytes, ax_lo, ax_hi, t_lo, t_hi, t_dim, t_coef, block,
-                 bank):
+def _level_total(k, tl, sizes, f_level, f_bytes, f_ax, ax_terms, terms, block, bank):
     tot = 0
-    for b in range(level.shape[0]):
-        if level[b] == k:
-            tot += _buffer(b, tl, sizes, nbytes, ax_lo, ax_hi, t_lo, t_hi, t_dim, t_coef,
-                           block[k], bank[k])
+    for f in range(f_level.shape[0]):
+        if f_level[f, k]:
+            tot += _buffer(f, k, tl, sizes, f_bytes, f_ax, ax_terms, terms, block, bank)
     return tot
 
 
 @njit(cache=True)
-def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, level, slot, nbytes, ax_lo,
-               ax_hi, t_lo, t_hi, t_dim, t_coef, block, bank):
+def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, slot, f_level, f_bytes, f_ax,
+               ax_terms, terms, block, bank):
     n, L, D = tt.shape
     k = L - 1
     tl = np.empty(D, np.int64)
@@ -180,8 +150,8 @@ def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, level, slot, nby
             while a < z:
                 mid = (a + z) // 2
                 tl[j] = values[mid]
-                if _level_total(k, tl, sizes, level, nbytes, ax_lo, ax_hi, t_lo, t_hi, t_dim,
-                                t_coef, block, bank) <= cap:
+                if _level_total(k, tl, sizes, f_level, f_bytes, f_ax, ax_terms, terms, block,
+                                bank) <= cap:
                     a = mid + 1
                 else:
                     z = mid

@@ -31,8 +31,8 @@ A leaf is a full mapping: every double-buffer choice of it is costed
 (:func:`latency_variants`, checked against :func:`tilewise.evaluate`) and the running top-k
 keeps the best (objective, larger innermost tile = more work per subvolume, higher 𝔽 = min over
 links of compute time / transfer time, then the mapping itself: split, tiles, orders, double
-buffering, smallest first, so the ranking does not depend on the walk) with ``np.lexsort``. The exact
-Pareto front uses the same walk, dropping nodes whose bound pair a front point dominates.
+buffering, smallest first, so the ranking does not depend on the walk) with ``np.lexsort``.
+The exact Pareto front uses the same walk, dropping nodes whose bound pair a front point dominates.
 Chain rules (spine loops first) prune order prefixes as soon as they are violated.
 
 Constraints (keyword arguments of :func:`search`): ``spatial`` ("any", "none" or a list such
@@ -139,9 +139,8 @@ def energy_constants(arch) -> tuple[float, np.ndarray]:
 
 
 class _Pool:
-    """Kept candidates: parallel arrays, merged and cut by rank."""
-
-    KEYS = ("obj", "vol", "F", "lat", "traffic", "energy", "tiles", "orders", "db", "sp")
+    """Kept candidates: parallel arrays (``obj vol F lat traffic energy tiles orders db sp``),
+    merged and cut by rank."""
 
     def __init__(self, **arrays):
         self.a = arrays
@@ -159,8 +158,11 @@ class _Pool:
             return _Pool()
         return _Pool(**{k: np.concatenate([p.a[k] for p in pools]) for k in pools[0].a})
 
-    def ranked(self):
-        return np.lexsort(self.identity()[::-1] + (-self.a["F"], -self.a["vol"], self.a["obj"]))
+    def ranked(self, *primary):
+        """Indices in rank order: by the ``primary`` keys (first most significant; default
+        the objective), then more work per subvolume, higher 𝔽, then :meth:`identity`."""
+        primary = primary or (self.a["obj"],)
+        return np.lexsort(self.identity()[::-1] + (-self.a["F"], -self.a["vol"]) + primary[::-1])
 
     def identity(self) -> tuple:
         """Columns that name each candidate (split, tiles, orders, double buffering), for
@@ -305,8 +307,7 @@ class Engine:
         spine, forbidden = self.chain_rules
         L, dep = self.L, self.depth[stage]
         ways = self.ways[s]
-        known = dep[None, :] >= np.arange(1, L)[:, None]                     # [L-1, D]
-        real = self.space.real_loops(tt, ways) & known[None]
+        real = self.fixed_real_loops(tt, s, stage)
         priv = (real & ~spine[None, None, :]).any(2)                        # [n, L-1]
         first = np.where(priv.any(1), np.argmax(priv, axis=1), L)           # [n]
         for j in range(self.D):
@@ -321,7 +322,6 @@ class Engine:
     def buffers(self, tiles: np.ndarray):
         """Single-buffer bytes of the moved tensors ``[n, L, Tm]`` and other buffers ``[n, L]``."""
         return self.buf.bytes(tiles)
-
 
     def traffic(self, s, tiles, ords, nfix: int):
         """Bytes read into / written out of each level ``[n, L, T]`` (float): exact for the
@@ -599,14 +599,19 @@ class Engine:
             return None, pruned
         return {key: np.concatenate([c[key] for c in out]) for key in out[0]}, pruned
 
+    def fixed_real_loops(self, tt: np.ndarray, s: np.ndarray, stage: int) -> np.ndarray:
+        """``[n, L-1, D]``: the loops of nodes at ``stage`` (splits ``s``, tiles ``tt``) known
+        to iterate more than once: both tiles that decide them are fixed."""
+        known = self.depth[stage][None, :] >= np.arange(1, self.L)[:, None]   # [L-1, D]
+        return self.space.real_loops(tt, self.ways[s]) & known[None]
+
     def chain_legal(self, tt: np.ndarray, s: np.ndarray, stage: int) -> np.ndarray:
         """Whether nodes at ``stage`` (tiles ``tt``) can be legal for the chain rules whatever
         their orders: among the loops whose tiles are fixed, no real loop over a forbidden dim
         and no real private loop at a level above a real spine loop (within a level the order
         can put spine loops first; that is checked when the order is fixed)."""
         spine, forbidden = self.chain_rules
-        known = self.depth[stage][None, :] >= np.arange(1, self.L)[:, None]   # [L-1, D]
-        real = self.space.real_loops(tt, self.ways[s]) & known[None]
+        real = self.fixed_real_loops(tt, s, stage)
         ok = ~(real & forbidden[None, None, :]).any((1, 2))
         private = np.logical_or.accumulate((real & ~spine[None, None, :]).any(2), axis=1)
         return ok & ~(private[:, :-1] & (real & spine[None, None, :]).any(2)[:, 1:]).any(1)
@@ -627,9 +632,10 @@ class Engine:
 
     def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:
         """Whether the loops of levels 0 .. k (orders ``ords[parent]`` above k, ``ordk`` at k;
-        ``real_all`` the parents' real loops, :meth:`Space.real_loops`) obey the chain rules of :mod:`tilewise.model.legality` (spine loops before private
-        ones in the flattened nest, no real loop over a forbidden dim); deeper levels are
-        checked when their orders are fixed."""
+        ``real_all`` the parents' real loops, :meth:`Space.real_loops`) obey the chain rules
+        of :mod:`tilewise.model.legality` (spine loops before private ones in the flattened
+        nest, no real loop over a forbidden dim); deeper levels are checked when their orders
+        are fixed."""
         spine, forbidden = self.chain_rules
         n = len(parent)
         first_private = np.full(n, np.iinfo(np.int64).max)
@@ -673,11 +679,12 @@ class Engine:
             keep_partial=None, theta=None, done=0.0) -> float:
         """Visit the space below ``roots`` (``(stage, nodes)`` entries, the last popped first;
         default the root): ``keep(bounds) -> mask`` prunes, ``leaf(nodes)`` takes full
-        mappings (their bounds are exact per mapping, least over double buffering). ``defer(stage,
-        nodes)`` receives every node ``keep`` refuses (to keep those a threshold cut, not a
-        bound) and returns the weight it kept for later (not done); partial loop orders are pruned by ``keep_partial`` and cut at ``theta()``
-        (:meth:`order_children`). ``done``: the share of the space already settled (for
-        ``progress``); returns it updated."""
+        mappings (their bounds are exact per mapping, least over double buffering).
+        ``defer(stage, nodes)`` receives every node ``keep`` refuses (to keep those a threshold
+        cut, not a bound) and returns the weight it kept for later (not done); partial loop
+        orders are pruned by ``keep_partial`` and cut at ``theta()`` (:meth:`order_children`).
+        ``done``: the share of the space already settled (for ``progress``); returns it
+        updated."""
         L = self.L
         total = stats["tile_combos"]
         if roots is None:
@@ -724,7 +731,8 @@ class Engine:
                                     (rw[0][parent], rw[1][parent]), si)
                     m = keep(lb)
                     if defer is not None and not m.all():
-                        done -= defer(stage + 1, {**{key: v[~m] for key, v in ch.items()}, "lb": lb[~m]})
+                        refused = {key: v[~m] for key, v in ch.items()}
+                        done -= defer(stage + 1, {**refused, "lb": lb[~m]})
                     done += float(ch["w"][~m].sum())
                     ch = {key: v[m] for key, v in ch.items()}
                     if not len(ch["s"]):
@@ -874,7 +882,7 @@ class Engine:
             if not len(merged):
                 return
             mx, my = _metric(merged, x, key), _metric(merged, y, key)
-            order = np.lexsort(merged.identity()[::-1] + (-merged.a["F"], -merged.a["vol"], my, mx))
+            order = merged.ranked(mx, my)
             ys = my[order]
             prev_min = np.minimum.accumulate(np.concatenate([[np.inf], ys[:-1]]))
             f = merged.take(order[ys < prev_min])
