@@ -79,7 +79,7 @@ def test_compiled_model_equals_numpy_reference(name, make_workload, make_arch):
                   "steps", "padded_points", "useful_points"):
         np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
     for field in ("compute_cycles", "compute_s", "transfer_s", "latency_s", "utilization",
-                  "ratio", "capacity"):
+                  "ratio", "capacity", "energy_j"):
         np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-12,
                                    err_msg=field)
 
@@ -116,7 +116,7 @@ def test_consecutive_candidates_sharing_tiles(name, make_workload, make_arch):
     for field in ("legal", "fits", "footprint", "reads", "writes", "reloads", "offchip_bytes",
                   "steps", "padded_points"):
         np.testing.assert_array_equal(getattr(got, field), getattr(want, field), err_msg=field)
-    for field in ("compute_cycles", "transfer_s", "latency_s", "utilization", "ratio"):
+    for field in ("compute_cycles", "transfer_s", "latency_s", "utilization", "ratio", "energy_j"):
         np.testing.assert_allclose(getattr(got, field), getattr(want, field), rtol=1e-12,
                                    err_msg=field)
     arrays = list(batch.__dict__.values())

@@ -46,8 +46,8 @@ import numpy as np
 
 from ..errors import CapacityError, MappingError, SpecError, TilewiseError
 from .batch import MappingBatch
-from .kernel import evaluate_into
-from .plan import plan
+from .kernel import CostArrays, evaluate_into
+from .problem import Problem
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class Cost:
     latency_s: float
     utilization: float
     ratio: dict
+    energy_j: float | None = None  # joules; None when the arch gives no energy numbers
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,7 @@ class CostBatch:
     latency_s: np.ndarray
     utilization: np.ndarray
     ratio: np.ndarray          # [B, L]
+    energy_j: np.ndarray       # [B] joules (NaN: the arch gives no energy numbers)
 
     @property
     def valid(self) -> np.ndarray:
@@ -121,6 +123,7 @@ class CostBatch:
             transfer_s={L[l]: float(self.transfer_s[i, l]) for l in range(1, len(L))},
             latency_s=float(self.latency_s[i]), utilization=float(self.utilization[i]),
             ratio={L[l]: float(self.ratio[i, l]) for l in range(1, len(L))},
+            energy_j=None if np.isnan(self.energy_j[i]) else float(self.energy_j[i]),
         )
 
 
@@ -145,18 +148,21 @@ def evaluate(workload, arch, mapping, check_capacity: bool = True) -> Cost:
     return cost
 
 
-def evaluate_batch(workload, arch, candidates: MappingBatch, only=None) -> CostBatch:
+def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
+                   problem: Problem | None = None) -> CostBatch:
     """Evaluate a batch of mappings at once (one compiled loop, :mod:`.kernel`).
 
     Candidates are assumed well-formed: arrays shaped for this workload and arch, orders that
     are permutations, bypass/double-buffer flags and spatial splits that
-    :meth:`~tilewise.mapping.Mapping.validate` would accept. ``legal`` flags tiles over their
-    parent, misaligned innermost tiles, illegal chain orders and non-positive tiles or ways
-    (whose other fields are left zero); ``fits`` the capacity. ``only`` (tensor indices of
-    the workload's tensors ``[B]``, -1 for all): count each candidate's traffic of that one
+    :func:`tilewise.model.legality.check_mapping` would accept. ``legal`` flags tiles over
+    their parent, misaligned innermost tiles, illegal chain orders and non-positive tiles or
+    ways (whose other fields are left zero); ``fits`` the capacity. ``only`` (tensor indices
+    of the workload's tensors ``[B]``, -1 for all): count each candidate's traffic of that one
     tensor (the search's per-tensor bounds); link times and latency then cover it alone.
+    ``problem``: the (workload, arch) description when the caller holds it (the search
+    evaluates thousands of batches of one problem); built here otherwise.
     """
-    p = plan(workload, arch)
+    p = Problem.build(workload, arch) if problem is None else problem
     st = p.st
     b = candidates
     L, D, T, O = st.n_levels, len(st.dims), len(st.tensors), len(workload.ops)
@@ -174,25 +180,38 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None) -> CostB
     for name, (arr, shape) in arrays.items():  # the kernel indexes without bounds checks
         if np.shape(arr) != shape:
             raise MappingError(f"batch {name} has shape {np.shape(arr)}; expected {shape}")
-    # the kernel writes every element (and checks the dim indices before using them)
-    out = dict(
+    only_arr = np.full(B, -1, np.int64) if only is None else i64(only)
+    if only_arr.shape != (B,) or ((only_arr < -1) | (only_arr >= T)).any():
+        raise MappingError(f"only= must be {B} tensor indices in [-1, {T}); got shape "
+                           f"{only_arr.shape}")
+    out = _empty_outputs(B, L, T, O)  # the kernel writes every element
+    flags = np.zeros(3, np.int64)
+    evaluate_into(tiles, orders, flag(b.bypass), flag(b.double_buffer), i64(b.rows_dim),
+                  i64(b.rows_ways), i64(b.cols_dim), i64(b.cols_ways), only_arr,
+                  *p.kernel_args, out, flags)
+    _raise_flags(flags, st, arch, D)
+    return CostBatch(
+        levels=tuple(lv.name for lv in arch.levels), tensors=tuple(t.name for t in st.tensors),
+        ops=tuple(op.name for op in workload.ops), capacity=p.levels.capacity,
+        useful_points=p.useful_points, footprint=out.footprint, fits=out.fits, legal=out.legal,
+        reads=out.reads, writes=out.writes, reloads=out.reloads, offchip_bytes=out.offchip,
+        steps=out.steps, padded_points=out.padded, compute_cycles=out.cycles,
+        compute_s=out.compute_s, transfer_s=out.transfer_s, latency_s=out.latency_s,
+        utilization=out.util, ratio=out.ratio, energy_j=out.energy)
+
+
+def _empty_outputs(B: int, L: int, T: int, O: int) -> CostArrays:
+    return CostArrays(
         footprint=np.empty((B, L), np.int64), fits=np.empty(B, bool), legal=np.empty(B, bool),
         reads=np.empty((B, L, T), np.int64), writes=np.empty((B, L, T), np.int64),
-        reloads=np.empty((B, L, T), np.int64), offchip_bytes=np.empty(B, np.int64),
-        steps=np.empty((B, O), np.int64), padded_points=np.empty((B, O), np.int64),
-        compute_cycles=np.empty(B), compute_s=np.empty(B), transfer_s=np.empty((B, L)),
-        latency_s=np.empty(B), utilization=np.empty(B), ratio=np.empty((B, L)))
-    flags = np.zeros(3, np.int64)
-    if only is None:
-        only_arr = np.full(B, -1, np.int64)
-    else:
-        only_arr = i64(only)
-        if only_arr.shape != (B,) or ((only_arr < -1) | (only_arr >= T)).any():
-            raise MappingError(f"only= must be {B} tensor indices in [-1, {T}); got shape "
-                               f"{only_arr.shape}")
-    evaluate_into(tiles, orders, flag(b.bypass),
-                  flag(b.double_buffer), i64(b.rows_dim), i64(b.rows_ways), i64(b.cols_dim),
-                  i64(b.cols_ways), only_arr, *p.args, *out.values(), flags)
+        reloads=np.empty((B, L, T), np.int64), offchip=np.empty(B, np.int64),
+        steps=np.empty((B, O), np.int64), padded=np.empty((B, O), np.int64),
+        cycles=np.empty(B), compute_s=np.empty(B), transfer_s=np.empty((B, L)),
+        latency_s=np.empty(B), util=np.empty(B), ratio=np.empty((B, L)), energy=np.empty(B))
+
+
+def _raise_flags(flags: np.ndarray, st, arch, D: int) -> None:
+    """The kernel's error flags (:func:`.kernel.evaluate_into`) as clear errors."""
     if flags[2]:
         raise MappingError(f"batch candidate {flags[2] - 1}: orders and split dims must be dim "
                            f"indices in [0, {D}) (-1: no split)")
@@ -202,7 +221,3 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None) -> CostB
     if flags[1]:
         raise SpecError(f"arch {arch.name}: level {arch.levels[flags[1] - 1].name} moves data but "
                         "has no bandwidth; give it read_bandwidth and write_bandwidth")
-    return CostBatch(
-        levels=tuple(lv.name for lv in arch.levels), tensors=tuple(t.name for t in st.tensors),
-        ops=tuple(op.name for op in workload.ops), capacity=p.capacity,
-        useful_points=p.useful_points, **out)

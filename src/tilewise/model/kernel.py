@@ -19,7 +19,7 @@ this order (all exact int64 except times):
    all tiles), and ``count[j, l]`` = loop iterations down to level ``l``. Example: a dim of
    10 cut into tiles of 4 then 3 has, at the second level, extents ``{3: 3, 1: 2, 2: 1}``.
    Dims under an affine index that may touch the tensor border also get explicit
-   ``(start, extent)`` lists of the border tiles only (:mod:`tilewise.model.plan`).
+   ``(start, extent)`` lists of the border tiles only (:mod:`tilewise.model.problem`).
 3. *Traffic* (the reuse rule, the same one :mod:`tilewise.blocked.walker` follows step by
    step): walking the flattened nest, a tensor's tile at level ``l`` is (re)loaded each time
    its identity changes; the bytes moved are the real (clipped) bytes. Counting without
@@ -59,10 +59,15 @@ work, not the loop control, dominates), sorted orders (branch prediction is not 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+
 from numba import njit
 
-from .plan import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
+from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
+from .rules import (buffer_bytes, chain_violation, compute_cycles, energy, latency, link_time,
+                    loop_step, tile_limit)
 
 _BIG = 2.0 ** 62  # bytes: past this an int64 count could overflow
 
@@ -82,7 +87,7 @@ def _div(e, s, inv):
 
 @njit(cache=True)
 def _near_border(s, e, size, left, right):
-    """Whether tile ``[s, s + e)`` of a dim can reach the tensor border (see :mod:`.plan`)."""
+    """Whether tile ``[s, s + e)`` of a dim can reach the tensor border (see :mod:`.problem`)."""
     return s < left or s + e - 1 >= size - right
 
 
@@ -176,18 +181,91 @@ def _affine_value(g, lam, level, gi, mono, axes, P, X, XN, idx):
             return total - clip if one_axis else clip
 
 
+class CostArrays(NamedTuple):
+    """The kernel's outputs for a batch of ``B`` candidates (bytes, cycles, seconds, joules;
+    :class:`.cost.CostBatch` names them for users)."""
+
+    footprint: np.ndarray      # [B, L] bytes per instance
+    fits: np.ndarray           # [B]
+    legal: np.ndarray          # [B]
+    reads: np.ndarray          # [B, L, T] bytes into level l
+    writes: np.ndarray         # [B, L, T] bytes out of level l
+    reloads: np.ndarray        # [B, L, T] partial-sum bytes read back
+    offchip: np.ndarray        # [B] bytes over the outermost link
+    steps: np.ndarray          # [B, O] innermost tiles per core
+    padded: np.ndarray         # [B, O] padded points, all cores
+    cycles: np.ndarray         # [B] busiest core
+    compute_s: np.ndarray      # [B]
+    transfer_s: np.ndarray     # [B, L]
+    latency_s: np.ndarray      # [B]
+    util: np.ndarray           # [B]
+    ratio: np.ndarray          # [B, L]
+    energy: np.ndarray         # [B] joules (NaN: the arch gives no energy numbers)
+
+
+class _Scratch(NamedTuple):
+    """Per-call work arrays, reused across candidates (see :func:`_scratch`)."""
+
+    ways: np.ndarray      # [D] split ways of the candidate
+    step: np.ndarray      # [L-1, D] loop steps
+    pos: np.ndarray       # [L-1, D] loop position of each dim
+    real: np.ndarray      # [L-1, D] loop iterates
+    TE: np.ndarray        # [L, ME] one dim's tiles per level: extents
+    TM: np.ndarray        # [L, ME] ... multiplicities
+    TN: np.ndarray        # [L] entries per level
+    te: np.ndarray
+    tm: np.ndarray
+    count: np.ndarray     # [D, L] loop iterations down to level l
+    P: np.ndarray         # [D, L, L, max_pow + 1] power sums
+    X: np.ndarray         # [D, L, L, max_x, 2] explicit border tiles (start, extent)
+    XN: np.ndarray        # [D, L, L]
+    xs: np.ndarray
+    xe: np.ndarray
+    xs2: np.ndarray
+    xe2: np.ndarray
+    lam: np.ndarray       # [M] prefix level per group member
+    idx: np.ndarray       # [M]
+    memo: np.ndarray      # [G, keys] affine group values
+    stamp: np.ndarray     # [G, keys] epoch of each memo entry
+    last: np.ndarray      # [L + 1, D] tiles and ways held in P / count / X per dim
+    epoch: np.ndarray     # [1] bumped when any dim's tiles change (keys the memo)
+    nbraw: np.ndarray     # [L, F] buffer bytes before double buffering / bypass
+    op_s: np.ndarray      # [O] steps
+    op_busy: np.ndarray   # [O] padded points of the busiest core
+    op_pad: np.ndarray    # [O] padded points, all cores
+    iters: np.ndarray     # [L] tiles visited per level (>= 1)
+    src: np.ndarray       # [T] nearest level above keeping the tensor
+    rd: np.ndarray        # [L] link bytes: read, written, exposed read, exposed written
+    wr: np.ndarray
+    rdx: np.ndarray
+    wrx: np.ndarray
+    moved_l: np.ndarray   # [L] bytes read + written per level (energy)
+
+
+@njit(cache=True)
+def _scratch(L, D, T, O, G, F, M, max_pow, max_x):
+    ME = L + 3
+    return _Scratch(
+        np.ones(D, np.int64), np.ones((max(L - 1, 1), D), np.int64),
+        np.zeros((max(L - 1, 1), D), np.int64), np.zeros((max(L - 1, 1), D), np.bool_),
+        np.zeros((L, ME), np.int64), np.zeros((L, ME), np.int64), np.zeros(L, np.int64),
+        np.zeros(ME, np.int64), np.zeros(ME, np.int64), np.zeros((D, L), np.int64),
+        np.zeros((D, L, L, max_pow + 1), np.int64), np.zeros((D, L, L, max_x, 2), np.int64),
+        np.zeros((D, L, L), np.int64), np.zeros(max_x, np.int64), np.zeros(max_x, np.int64),
+        np.zeros(max_x, np.int64), np.zeros(max_x, np.int64), np.zeros(M, np.int64),
+        np.zeros(M, np.int64), np.zeros((G, L ** (M + 1)), np.int64),
+        np.zeros((G, L ** (M + 1)), np.int64), np.full((L + 1, D), -1, np.int64),
+        np.zeros(1, np.int64), np.zeros((L, F), np.int64), np.zeros(O, np.int64),
+        np.zeros(O, np.int64), np.zeros(O, np.int64), np.ones(L), np.zeros(T, np.int64),
+        np.zeros(L), np.zeros(L), np.zeros(L), np.zeros(L), np.zeros(L))
+
+
 @njit(cache=True, error_model="numpy")
 def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
-                  sizes, align, a, link_a, has_array, bc_rows_split, bc_cols_split,
-                  moved, is_out, tbytes, tmask, oth, plain, affine,
-                  gi, mono, axes, max_pow, explicit, win, max_x,
-                  f_tensor, f_level, f_bytes, f_ax, ax_terms, terms, block, bank, capacity,
-                  op_mask, op_pp, op_rate, clock, ideal,
-                  read_bw, write_bw, inst, no_read, no_write, chain, spine, forbidden,
-                  footprint, fits, legal, reads, writes, reloads, offchip, n_steps, padded,
-                  cycles, compute_s, transfer_s, latency_s, util, ratio, flags):
-    """Fill the output arrays for every candidate (see the module docstring). Every output
-    element is written (the arrays may come uninitialized).
+                  dims, levels, tensors, groups, buffers, compute, chain, out, flags):
+    """Fill ``out`` (:class:`CostArrays`) for every candidate (see the module docstring); the
+    problem is described by the groups of :class:`.problem.Problem`. Every output element is
+    written (the arrays may come uninitialized).
 
     ``flags[0]``: 1 + the first tensor whose byte count could overflow int64 (0: none);
     ``flags[1]``: 1 + the first level that moves data but has no bandwidth (0: none);
@@ -198,266 +276,281 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     the link times and latency cover that tensor only): the search's per-tensor bounds need
     one tensor per candidate, and skipping the rest is most of a candidate's work.
 
-    Consecutive candidates often share their tiles (a search evaluates each tile combo under
-    many loop orders): a dim whose tiles and ways equal the previous evaluated candidate's keeps
-    its tile lists, and when no dim changed, the tile-only results (affine group values,
-    unflagged buffer bytes, compute, loop iterations) are kept too.
+    The stages mirror the module docstring's steps. Consecutive candidates often share their
+    tiles (a search evaluates each tile combo under many loop orders): a dim whose tiles and
+    ways equal the previous evaluated candidate's keeps its tile lists, and when no dim
+    changed, the tile-only results (affine group values, unflagged buffer bytes, compute,
+    loop iterations) are kept too.
     """
     B, L, D = tiles.shape
-    T = moved.shape[0]
-    O = op_mask.shape[0]
-    G = gi.shape[0]
-    F = f_tensor.shape[0]
-    M = (gi.shape[1] - GI_MEM) // 2
-    ME = L + 3
-    ways = np.ones(D, np.int64)
-    step = np.ones((max(L - 1, 1), D), np.int64)
-    pos = np.zeros((max(L - 1, 1), D), np.int64)
-    TE = np.zeros((L, ME), np.int64)  # one dim's tiles per level: extents, multiplicities
-    TM = np.zeros((L, ME), np.int64)
-    TN = np.zeros(L, np.int64)
-    te = np.zeros(ME, np.int64)
-    tm = np.zeros(ME, np.int64)
-    count = np.zeros((D, L), np.int64)
-    P = np.zeros((D, L, L, max_pow + 1), np.int64)
-    X = np.zeros((D, L, L, max_x, 2), np.int64)
-    XN = np.zeros((D, L, L), np.int64)
-    xs = np.zeros(max_x, np.int64)
-    xe = np.zeros(max_x, np.int64)
-    xs2 = np.zeros(max_x, np.int64)
-    xe2 = np.zeros(max_x, np.int64)
-    lam = np.zeros(M, np.int64)
-    idx = np.zeros(M, np.int64)
-    keys = L ** (M + 1)
-    memo = np.zeros((G, keys), np.int64)
-    stamp = np.zeros((G, keys), np.int64)
-    src = np.zeros(T, np.int64)
-    inv_block = 1.0 / block
-    inv_bank = 1.0 / np.maximum(bank, 1)
-    rd = np.zeros(L)
-    wr = np.zeros(L)
-    rdx = np.zeros(L)
-    wrx = np.zeros(L)
-    # reuse across consecutive candidates: per dim the tiles (levels 0 .. L-1) and ways of the
-    # chain held in P / count / X; the tile-only results of the last candidate evaluated
-    last = np.full((L + 1, D), -1, np.int64)
-    epoch = 0  # bumped when any dim's chain changes; keys the affine memo
-    nbraw = np.zeros((L, F), np.int64)  # buffer bytes before double buffering / bypass
-    op_s = np.zeros(O, np.int64)
-    op_pad = np.zeros(O, np.int64)
-    iters = np.ones(L)
-    cyc = 0.0
-
+    sc = _scratch(L, D, tensors.moved.shape[0], compute.op_mask.shape[0], groups.gi.shape[0],
+                  buffers.tensor.shape[0], (groups.gi.shape[1] - GI_MEM) // 2, groups.max_pow,
+                  groups.max_x)
     for b in range(B):
-        # ---- indices, legality -----------------------------------------------------------
-        bad = rows_dim[b] < -1 or rows_dim[b] >= D or cols_dim[b] < -1 or cols_dim[b] >= D
-        for k in range(L - 1):
-            for p in range(D):
-                if orders[b, k, p] < 0 or orders[b, k, p] >= D:
-                    bad = True
-        if bad:
+        if _bad_indices(b, orders, rows_dim, cols_dim, D, L):
             flags[2] = b + 1
             return
-        for j in range(D):
-            ways[j] = 1
-        if rows_dim[b] >= 0:
-            ways[rows_dim[b]] = rows_ways[b]
-        if cols_dim[b] >= 0:
-            ways[cols_dim[b]] = cols_ways[b]
-        positive = rows_ways[b] >= 1 and cols_ways[b] >= 1
-        for l in range(L):
-            for j in range(D):
-                if tiles[b, l, j] < 1:
-                    positive = False
-        if not positive:  # nothing to count: every field zero
-            legal[b] = False
-            fits[b] = False
-            offchip[b] = 0
-            cycles[b] = 0.0
-            compute_s[b] = 0.0
-            latency_s[b] = 0.0
-            util[b] = 0.0
-            for l in range(L):
-                footprint[b, l] = 0
-                transfer_s[b, l] = 0.0
-                ratio[b, l] = 0.0
-                for t in range(T):
-                    reads[b, l, t] = 0
-                    writes[b, l, t] = 0
-                    reloads[b, l, t] = 0
-            for o in range(O):
-                n_steps[b, o] = 0
-                padded[b, o] = 0
+        if not _split_ways(b, tiles, rows_dim, rows_ways, cols_dim, cols_ways, sc.ways):
+            _zero(b, out)  # a non-positive tile or way: nothing to count
             continue
-        ok = True
-        for j in range(D):
-            if tiles[b, 0, j] != sizes[j]:
-                ok = False
-        for k in range(1, L):
-            for j in range(D):
-                w = ways[j] if k == a else 1
-                parent = tiles[b, k - 1, j]
-                t = tiles[b, k, j]
-                if k == L - 1:
-                    al = align[j]
-                    limit = ((parent + w - 1) // w + al - 1) // al * al
-                    if t > limit or t % al != 0:
-                        ok = False
-                elif t * w > parent:
-                    ok = False
-        for k in range(L - 1):
-            for j in range(D):
-                step[k, j] = tiles[b, k + 1, j] * (ways[j] if k + 1 == a else 1)
-            for p in range(D):
-                pos[k, orders[b, k, p]] = p
-        if chain:
-            first_private = 1 << 62
-            last_spine = -1
-            at = 0
-            for k in range(L - 1):
-                for p in range(D):
-                    dq = orders[b, k, p]
-                    if step[k, dq] < tiles[b, k, dq]:
-                        if forbidden[dq]:
-                            ok = False
-                        if spine[dq]:
-                            last_spine = at
-                        elif at < first_private:
-                            first_private = at
-                    at += 1
-            if first_private < last_spine:
-                ok = False
-        legal[b] = ok
+        out.legal[b] = _legal(b, tiles, orders, dims, levels.array, chain, sc)
+        changed = _tile_lists(b, tiles, dims.sizes, levels.array, groups, sc)
+        if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
+            sc.epoch[0] += 1
+        _traffic(b, only[b], tiles, bypass, rows_dim, rows_ways, cols_dim, cols_ways, levels,
+                 tensors, groups, sc, out, flags)
+        if changed:
+            _tile_only(b, tiles, dims.sizes, buffers, compute, sc)
+        _fit(b, dbuf, bypass, levels.capacity, buffers.tensor, sc, out)
+        _compute(b, compute, sc, out)
+        _links(b, dbuf, bypass, rows_ways[b] * cols_ways[b], levels, compute, sc, out, flags)
+        _offchip_energy(b, bypass, levels.e_byte, compute.e_point, sc, out)
 
-        # ---- tile lists per dim: (extent, multiplicity) entries, power sums P -------------
-        # Branch-free: level l always has the same number of entries (one more per cut and
-        # per array slicing; empty ones have multiplicity 0), so loops are predictable.
-        changed = False
+
+@njit(cache=True)
+def _bad_indices(b, orders, rows_dim, cols_dim, D, L):
+    """Whether candidate ``b``'s orders or split dims are not dim indices."""
+    bad = rows_dim[b] < -1 or rows_dim[b] >= D or cols_dim[b] < -1 or cols_dim[b] >= D
+    for k in range(L - 1):
+        for p in range(D):
+            if orders[b, k, p] < 0 or orders[b, k, p] >= D:
+                bad = True
+    return bad
+
+
+@njit(cache=True)
+def _split_ways(b, tiles, rows_dim, rows_ways, cols_dim, cols_ways, ways):
+    """Fill ``ways [D]``; False when a tile or a way is not positive."""
+    D = ways.shape[0]
+    for j in range(D):
+        ways[j] = 1
+    if rows_dim[b] >= 0:
+        ways[rows_dim[b]] = rows_ways[b]
+    if cols_dim[b] >= 0:
+        ways[cols_dim[b]] = cols_ways[b]
+    positive = rows_ways[b] >= 1 and cols_ways[b] >= 1
+    for l in range(tiles.shape[1]):
         for j in range(D):
-            same = ways[j] == last[L, j]
-            for l in range(L):
-                same = same and tiles[b, l, j] == last[l, j]
-            if same:  # P[j], count[j], X[j] still hold this chain
-                continue
-            changed = True
-            for l in range(L):
-                last[l, j] = tiles[b, l, j]
-            last[L, j] = ways[j]
-            wj = ways[j]
-            TE[0, 0] = sizes[j]
-            TM[0, 0] = 1
-            count[j, 0] = 1
-            n = 1
-            for k in range(L - 1):
-                s = step[k, j]
-                inv = 1.0 / s
+            if tiles[b, l, j] < 1:
+                positive = False
+    return positive
+
+
+@njit(cache=True)
+def _zero(b, out):
+    """Candidate ``b`` is malformed: illegal, and every field zero."""
+    out.legal[b] = False
+    out.fits[b] = False
+    out.offchip[b] = 0
+    out.cycles[b] = 0.0
+    out.compute_s[b] = 0.0
+    out.latency_s[b] = 0.0
+    out.util[b] = 0.0
+    out.energy[b] = 0.0
+    out.footprint[b, :] = 0
+    out.transfer_s[b, :] = 0.0
+    out.ratio[b, :] = 0.0
+    out.reads[b, :, :] = 0
+    out.writes[b, :, :] = 0
+    out.reloads[b, :, :] = 0
+    out.steps[b, :] = 0
+    out.padded[b, :] = 0
+
+
+@njit(cache=True)
+def _legal(b, tiles, orders, dims, a, chain, sc):
+    """Step 1: tiles within their parents (x ways at the array, :func:`.rules.tile_limit`),
+    the innermost aligned, the chain rules (:func:`.rules.chain_violation`). Fills the loop
+    steps, positions and real loops of ``sc``."""
+    L, D = tiles.shape[1], tiles.shape[2]
+    ok = True
+    for j in range(D):
+        if tiles[b, 0, j] != dims.sizes[j]:
+            ok = False
+    for k in range(1, L):
+        for j in range(D):
+            w = sc.ways[j] if k == a else 1
+            t = tiles[b, k, j]
+            inner = k == L - 1
+            if t > tile_limit(tiles[b, k - 1, j], w, dims.align[j], inner):
+                ok = False
+            if inner and t % dims.align[j] != 0:
+                ok = False
+    for k in range(L - 1):
+        for j in range(D):
+            sc.step[k, j] = loop_step(tiles[b, k + 1, j], sc.ways[j], k + 1 == a)
+            sc.real[k, j] = sc.step[k, j] < tiles[b, k, j]
+        for p in range(D):
+            sc.pos[k, orders[b, k, p]] = p
+    if chain.chain:
+        kind, _, _ = chain_violation(orders[b], sc.real, L - 1, chain.spine, chain.forbidden)
+        if kind != 0:
+            ok = False
+    return ok
+
+
+@njit(cache=True)
+def _tile_lists(b, tiles, sizes, a, groups, sc):
+    """Step 2: per dim whose tiles or ways changed since the last candidate, its tile lists
+    ``(extent, multiplicity)`` per level, the power sums ``P``, the loop counts and the
+    explicit border tiles (module doc). Returns whether any dim changed.
+
+    Branch-free: level l always has the same number of entries (one more per cut and per
+    array slicing; empty ones have multiplicity 0), so loops are predictable."""
+    L, D = tiles.shape[1], tiles.shape[2]
+    ways, step, last, count = sc.ways, sc.step, sc.last, sc.count
+    TE, TM, TN, te, tm, P = sc.TE, sc.TM, sc.TN, sc.te, sc.tm, sc.P
+    X, XN, xs, xe, xs2, xe2 = sc.X, sc.XN, sc.xs, sc.xe, sc.xs2, sc.xe2
+    max_pow, explicit, win = groups.max_pow, groups.explicit, groups.win
+    changed = False
+    for j in range(D):
+        same = ways[j] == last[L, j]
+        for l in range(L):
+            same = same and tiles[b, l, j] == last[l, j]
+        if same:  # P[j], count[j], X[j] still hold this chain
+            continue
+        changed = True
+        for l in range(L):
+            last[l, j] = tiles[b, l, j]
+        last[L, j] = ways[j]
+        wj = ways[j]
+        TE[0, 0] = sizes[j]
+        TM[0, 0] = 1
+        count[j, 0] = 1
+        n = 1
+        for k in range(L - 1):
+            s = step[k, j]
+            inv = 1.0 / s
+            full = 0
+            c = 0
+            for i in range(n):
+                e = TE[k, i]
+                m = TM[k, i]
+                q = _div(e, s, inv)
+                r = e - q * s
+                full += m * q
+                te[i + 1] = r
+                tm[i + 1] = m * (r > 0)
+                c += tm[i + 1]
+            te[0] = s
+            tm[0] = full
+            n += 1
+            count[j, k + 1] = c + full
+            if k + 1 == a:  # slice array tiles into at most `ways` core tiles
+                ct = tiles[b, a, j]
                 full = 0
-                c = 0
-                for i in range(n):
-                    e = TE[k, i]
-                    m = TM[k, i]
-                    q = _div(e, s, inv)
-                    r = e - q * s
-                    full += m * q
-                    te[i + 1] = r
-                    tm[i + 1] = m * (r > 0)
-                    c += tm[i + 1]
-                te[0] = s
-                tm[0] = full
-                n += 1
-                count[j, k + 1] = c + full
-                if k + 1 == a:  # slice array tiles into at most `ways` core tiles
-                    ct = tiles[b, a, j]
-                    full = 0
-                    if wj == 1:  # min(e // ct, 1) without dividing
-                        for i in range(n):
-                            f = np.int64(te[i] >= ct)
-                            r = te[i] - f * ct
-                            full += tm[i] * f
-                            TE[k + 1, i + 1] = r
-                            TM[k + 1, i + 1] = tm[i] * (r > 0)
-                    else:
-                        inv = 1.0 / ct
-                        for i in range(n):
-                            f = min(_div(te[i], ct, inv), wj)
-                            r = te[i] - f * ct
-                            full += tm[i] * f
-                            TE[k + 1, i + 1] = r
-                            TM[k + 1, i + 1] = tm[i] * (r > 0)
-                    TE[k + 1, 0] = ct
-                    TM[k + 1, 0] = full
-                    n += 1
+                if wj == 1:  # min(e // ct, 1) without dividing
+                    for i in range(n):
+                        f = np.int64(te[i] >= ct)
+                        r = te[i] - f * ct
+                        full += tm[i] * f
+                        TE[k + 1, i + 1] = r
+                        TM[k + 1, i + 1] = tm[i] * (r > 0)
                 else:
+                    inv = 1.0 / ct
                     for i in range(n):
-                        TE[k + 1, i] = te[i]
-                        TM[k + 1, i] = tm[i]
-                TN[k + 1] = n
-            TN[0] = 1
-            for lm in range(L):
-                # P[j, lm, lm]: all tiles at lm; then P[j, lm, lv]: the tiles at lv under a
-                # level-lm tile whose loops lm .. lv-1 all iterate once
-                n = TN[lm]
+                        f = min(_div(te[i], ct, inv), wj)
+                        r = te[i] - f * ct
+                        full += tm[i] * f
+                        TE[k + 1, i + 1] = r
+                        TM[k + 1, i + 1] = tm[i] * (r > 0)
+                TE[k + 1, 0] = ct
+                TM[k + 1, 0] = full
+                n += 1
+            else:
                 for i in range(n):
-                    te[i] = TE[lm, i]
-                    tm[i] = TM[lm, i]
-                s0 = 1
-                for lv in range(lm, L):
-                    if s0 == 0:  # no tile left whose loops all iterate once
-                        for pw in range(max_pow + 1):
-                            P[j, lm, lv, pw] = 0
-                        continue
-                    if lv > lm:
-                        st = step[lv - 1, j]
-                        if lv == a:
-                            ct = tiles[b, a, j]
-                            full = 0
-                            if wj == 1:
-                                for i in range(n - 1, -1, -1):
-                                    mi = tm[i] * (te[i] <= st)
-                                    f = np.int64(te[i] >= ct)
-                                    r = te[i] - f * ct
-                                    full += mi * f
-                                    te[i + 1] = r
-                                    tm[i + 1] = mi * (r > 0)
-                            else:
-                                inv = 1.0 / ct
-                                for i in range(n - 1, -1, -1):
-                                    mi = tm[i] * (te[i] <= st)
-                                    f = min(_div(te[i], ct, inv), wj)
-                                    r = te[i] - f * ct
-                                    full += mi * f
-                                    te[i + 1] = r
-                                    tm[i + 1] = mi * (r > 0)
-                            te[0] = ct
-                            tm[0] = full
-                            n += 1
+                    TE[k + 1, i] = te[i]
+                    TM[k + 1, i] = tm[i]
+            TN[k + 1] = n
+        TN[0] = 1
+        for lm in range(L):
+            # P[j, lm, lm]: all tiles at lm; then P[j, lm, lv]: the tiles at lv under a
+            # level-lm tile whose loops lm .. lv-1 all iterate once
+            n = TN[lm]
+            for i in range(n):
+                te[i] = TE[lm, i]
+                tm[i] = TM[lm, i]
+            s0 = 1
+            for lv in range(lm, L):
+                if s0 == 0:  # no tile left whose loops all iterate once
+                    for pw in range(max_pow + 1):
+                        P[j, lm, lv, pw] = 0
+                    continue
+                if lv > lm:
+                    st = step[lv - 1, j]
+                    if lv == a:
+                        ct = tiles[b, a, j]
+                        full = 0
+                        if wj == 1:
+                            for i in range(n - 1, -1, -1):
+                                mi = tm[i] * (te[i] <= st)
+                                f = np.int64(te[i] >= ct)
+                                r = te[i] - f * ct
+                                full += mi * f
+                                te[i + 1] = r
+                                tm[i + 1] = mi * (r > 0)
                         else:
-                            for i in range(n):
-                                tm[i] *= te[i] <= st
-                    s0 = 0
-                    s1 = 0
-                    for i in range(n):
-                        s0 += tm[i]
-                        s1 += tm[i] * te[i]
-                    P[j, lm, lv, 0] = s0
-                    P[j, lm, lv, 1] = s1
-                    for pw in range(2, max_pow + 1):
-                        acc = 0
+                            inv = 1.0 / ct
+                            for i in range(n - 1, -1, -1):
+                                mi = tm[i] * (te[i] <= st)
+                                f = min(_div(te[i], ct, inv), wj)
+                                r = te[i] - f * ct
+                                full += mi * f
+                                te[i + 1] = r
+                                tm[i + 1] = mi * (r > 0)
+                        te[0] = ct
+                        tm[0] = full
+                        n += 1
+                    else:
                         for i in range(n):
-                            v = tm[i]
-                            for _ in range(pw):
-                                v *= te[i]
-                            acc += v
-                        P[j, lm, lv, pw] = acc
-            if explicit[j]:  # border tiles as (start, extent), same recursion
-                size, left, right = sizes[j], win[j, 0], win[j, 1]
-                XN[j, 0, 0] = 0
-                if _near_border(0, size, size, left, right):
-                    X[j, 0, 0, 0, 0] = 0
-                    X[j, 0, 0, 0, 1] = size
-                    XN[j, 0, 0] = 1
-                for k in range(L - 1):
-                    n = _cut_x(X, XN, j, k, k, step[k, j], size, left, right, xs, xe)
+                            tm[i] *= te[i] <= st
+                s0 = 0
+                s1 = 0
+                for i in range(n):
+                    s0 += tm[i]
+                    s1 += tm[i] * te[i]
+                P[j, lm, lv, 0] = s0
+                P[j, lm, lv, 1] = s1
+                for pw in range(2, max_pow + 1):
+                    acc = 0
+                    for i in range(n):
+                        v = tm[i]
+                        for _ in range(pw):
+                            v *= te[i]
+                        acc += v
+                    P[j, lm, lv, pw] = acc
+        if explicit[j]:  # border tiles as (start, extent), same recursion
+            size, left, right = sizes[j], win[j, 0], win[j, 1]
+            XN[j, 0, 0] = 0
+            if _near_border(0, size, size, left, right):
+                X[j, 0, 0, 0, 0] = 0
+                X[j, 0, 0, 0, 1] = size
+                XN[j, 0, 0] = 1
+            for k in range(L - 1):
+                n = _cut_x(X, XN, j, k, k, step[k, j], size, left, right, xs, xe)
+                if k + 1 == a:
+                    n = _slice_x(xs, xe, n, tiles[b, a, j], ways[j], size, left, right,
+                                 xs2, xe2)
+                    for i in range(n):
+                        xs[i] = xs2[i]
+                        xe[i] = xe2[i]
+                for i in range(n):
+                    X[j, k + 1, k + 1, i, 0] = xs[i]
+                    X[j, k + 1, k + 1, i, 1] = xe[i]
+                XN[j, k + 1, k + 1] = n
+            for lm in range(L - 1):
+                n = XN[j, lm, lm]
+                for i in range(n):
+                    xs[i] = X[j, lm, lm, i, 0]
+                    xe[i] = X[j, lm, lm, i, 1]
+                for k in range(lm, L - 1):
+                    n2 = 0
+                    for i in range(n):
+                        if xe[i] <= step[k, j]:
+                            xs[n2] = xs[i]
+                            xe[n2] = xe[i]
+                            n2 += 1
+                    n = n2
                     if k + 1 == a:
                         n = _slice_x(xs, xe, n, tiles[b, a, j], ways[j], size, left, right,
                                      xs2, xe2)
@@ -465,243 +558,239 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                             xs[i] = xs2[i]
                             xe[i] = xe2[i]
                     for i in range(n):
-                        X[j, k + 1, k + 1, i, 0] = xs[i]
-                        X[j, k + 1, k + 1, i, 1] = xe[i]
-                    XN[j, k + 1, k + 1] = n
-                for lm in range(L - 1):
-                    n = XN[j, lm, lm]
-                    for i in range(n):
-                        xs[i] = X[j, lm, lm, i, 0]
-                        xe[i] = X[j, lm, lm, i, 1]
-                    for k in range(lm, L - 1):
-                        n2 = 0
-                        for i in range(n):
-                            if xe[i] <= step[k, j]:
-                                xs[n2] = xs[i]
-                                xe[n2] = xe[i]
-                                n2 += 1
-                        n = n2
-                        if k + 1 == a:
-                            n = _slice_x(xs, xe, n, tiles[b, a, j], ways[j], size, left, right,
-                                         xs2, xe2)
-                            for i in range(n):
-                                xs[i] = xs2[i]
-                                xe[i] = xe2[i]
-                        for i in range(n):
-                            X[j, lm, k + 1, i, 0] = xs[i]
-                            X[j, lm, k + 1, i, 1] = xe[i]
-                        XN[j, lm, k + 1] = n
+                        X[j, lm, k + 1, i, 0] = xs[i]
+                        X[j, lm, k + 1, i, 1] = xe[i]
+                    XN[j, lm, k + 1] = n
+    return changed
 
-        if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
-            epoch += 1
 
-        # ---- traffic ---------------------------------------------------------------------
-        one = only[b]
-        for t in range(T):
-            reads[b, 0, t] = 0
-            writes[b, 0, t] = 0
-            reloads[b, 0, t] = 0
-            if not moved[t] or (one >= 0 and one != t):
-                for level in range(1, L):
-                    reads[b, level, t] = 0
-                    writes[b, level, t] = 0
-                    reloads[b, level, t] = 0
-                continue
+@njit(cache=True)
+def _traffic(b, one, tiles, bypass, rows_dim, rows_ways, cols_dim, cols_ways, levels, tensors,
+             groups, sc, out, flags):
+    """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
+    rule of the module doc); only tensor ``one`` when ``one >= 0``."""
+    L = tiles.shape[1]
+    T = tensors.moved.shape[0]
+    a, has_array = levels.array, levels.has_array
+    bc_rows_split, bc_cols_split = levels.bc_rows_split, levels.bc_cols_split
+    moved, is_out, tbytes, tmask = tensors.moved, tensors.is_out, tensors.tbytes, tensors.tmask
+    oth, plain, affine = tensors.oth, tensors.plain, tensors.affine
+    gi, mono, axes = groups.gi, groups.mono, groups.axes
+    count, pos, P, X, XN = sc.count, sc.pos, sc.P, sc.X, sc.XN
+    lam, idx, memo, stamp = sc.lam, sc.idx, sc.memo, sc.stamp
+    epoch = sc.epoch[0]
+    reads, writes, reloads = out.reads, out.writes, out.reloads
+    for t in range(T):
+        reads[b, 0, t] = 0
+        writes[b, 0, t] = 0
+        reloads[b, 0, t] = 0
+        if not moved[t] or (one >= 0 and one != t):
             for level in range(1, L):
-                total = 1
-                check = float(tbytes[t])
-                for ii in range(1, oth[t, 0] + 1):
-                    total *= count[oth[t, ii], level]
-                    check *= count[oth[t, ii], level]
-                distinct = 1
-                for ii in range(plain[t, 0]):
-                    v = P[plain[t, 1 + 2 * ii], level, level, plain[t, 2 + 2 * ii]]
-                    distinct *= v
-                    check *= v
-                for gg in range(affine[t, 0]):
-                    g = affine[t, 1 + gg]
-                    key = level
-                    for i in range(gi[g, GI_NMEM]):
-                        lam[i] = level
-                        key = key * L + level
-                    if stamp[g, key] != epoch:
-                        memo[g, key] = _affine_value(g, lam, level, gi, mono, axes, P, X, XN, idx)
-                        stamp[g, key] = epoch
-                    v = memo[g, key]
-                    distinct *= v
-                    check *= v
-                total *= distinct
-                if check > _BIG and flags[0] == 0:
-                    flags[0] = t + 1
-                nc = 0
-                for k in range(level):
-                    for qq in range(1, oth[t, 0] + 1):  # transitions of a loop not indexing t
-                        q = oth[t, qq]
-                        p = pos[k, q]
-                        term = 1
-                        for ii in range(1, oth[t, 0] + 1):
-                            j = oth[t, ii]
-                            if j == q:
-                                term *= count[j, k + 1] - count[j, k]
-                            elif pos[k, j] < p:
-                                term *= count[j, k + 1]
-                            else:
-                                term *= count[j, k]
-                        for ii in range(plain[t, 0]):
-                            j = plain[t, 1 + 2 * ii]
-                            term *= P[j, k + 1 if pos[k, j] < p else k, level, plain[t, 2 + 2 * ii]]
-                        for gg in range(affine[t, 0]):
-                            g = affine[t, 1 + gg]
-                            key = level
-                            for i in range(gi[g, GI_NMEM]):
-                                lam[i] = k + 1 if pos[k, gi[g, GI_MEM + i]] < p else k
-                                key = key * L + lam[i]
-                            if stamp[g, key] != epoch:
-                                memo[g, key] = _affine_value(g, lam, level, gi, mono, axes, P, X,
-                                                             XN, idx)
-                                stamp[g, key] = epoch
-                            term *= memo[g, key]
-                        nc += term
-                v = (total - nc) * tbytes[t]
-                kept = 1 - bypass[b, level, t]
-                if is_out[t]:
-                    writes[b, level, t] = v * kept
-                    re = (v - distinct * tbytes[t]) * kept
-                    reloads[b, level, t] = re
-                    reads[b, level, t] = re
-                else:
-                    copies = 1
-                    if level == a and has_array:
-                        r = rows_dim[b]
-                        if not bc_rows_split and r >= 0 and not tmask[t, r]:
-                            copies *= rows_ways[b]
-                        c = cols_dim[b]
-                        if not bc_cols_split and c >= 0 and not tmask[t, c]:
-                            copies *= cols_ways[b]
-                    reads[b, level, t] = v * copies * kept
-                    writes[b, level, t] = 0
-                    reloads[b, level, t] = 0
+                reads[b, level, t] = 0
+                writes[b, level, t] = 0
+                reloads[b, level, t] = 0
+            continue
+        for level in range(1, L):
+            total = 1
+            check = float(tbytes[t])
+            for ii in range(1, oth[t, 0] + 1):
+                total *= count[oth[t, ii], level]
+                check *= count[oth[t, ii], level]
+            distinct = 1
+            for ii in range(plain[t, 0]):
+                v = P[plain[t, 1 + 2 * ii], level, level, plain[t, 2 + 2 * ii]]
+                distinct *= v
+                check *= v
+            for gg in range(affine[t, 0]):
+                g = affine[t, 1 + gg]
+                key = level
+                for i in range(gi[g, GI_NMEM]):
+                    lam[i] = level
+                    key = key * L + level
+                if stamp[g, key] != epoch:
+                    memo[g, key] = _affine_value(g, lam, level, gi, mono, axes, P, X, XN, idx)
+                    stamp[g, key] = epoch
+                v = memo[g, key]
+                distinct *= v
+                check *= v
+            total *= distinct
+            if check > _BIG and flags[0] == 0:
+                flags[0] = t + 1
+            nc = 0
+            for k in range(level):
+                for qq in range(1, oth[t, 0] + 1):  # transitions of a loop not indexing t
+                    q = oth[t, qq]
+                    p = pos[k, q]
+                    term = 1
+                    for ii in range(1, oth[t, 0] + 1):
+                        j = oth[t, ii]
+                        if j == q:
+                            term *= count[j, k + 1] - count[j, k]
+                        elif pos[k, j] < p:
+                            term *= count[j, k + 1]
+                        else:
+                            term *= count[j, k]
+                    for ii in range(plain[t, 0]):
+                        j = plain[t, 1 + 2 * ii]
+                        term *= P[j, k + 1 if pos[k, j] < p else k, level, plain[t, 2 + 2 * ii]]
+                    for gg in range(affine[t, 0]):
+                        g = affine[t, 1 + gg]
+                        key = level
+                        for i in range(gi[g, GI_NMEM]):
+                            lam[i] = k + 1 if pos[k, gi[g, GI_MEM + i]] < p else k
+                            key = key * L + lam[i]
+                        if stamp[g, key] != epoch:
+                            memo[g, key] = _affine_value(g, lam, level, gi, mono, axes, P, X,
+                                                         XN, idx)
+                            stamp[g, key] = epoch
+                        term *= memo[g, key]
+                    nc += term
+            v = (total - nc) * tbytes[t]
+            kept = 1 - bypass[b, level, t]
+            if is_out[t]:
+                writes[b, level, t] = v * kept
+                re = (v - distinct * tbytes[t]) * kept
+                reloads[b, level, t] = re
+                reads[b, level, t] = re
+            else:
+                copies = 1
+                if level == a and has_array:
+                    r = rows_dim[b]
+                    if not bc_rows_split and r >= 0 and not tmask[t, r]:
+                        copies *= rows_ways[b]
+                    c = cols_dim[b]
+                    if not bc_cols_split and c >= 0 and not tmask[t, c]:
+                        copies *= cols_ways[b]
+                reads[b, level, t] = v * copies * kept
+                writes[b, level, t] = 0
+                reloads[b, level, t] = 0
 
-        # ---- footprint -------------------------------------------------------------------
-        if changed:  # buffer bytes at full tile size, rounded to blocks and banks
-            for l in range(L):
-                for f in range(F):
-                    if not f_level[f, l]:
-                        nbraw[l, f] = 0
-                        continue
-                    npts = 1
-                    for x in range(f_ax[f, 0], f_ax[f, 1]):
-                        y0 = ax_terms[x, 0]
-                        if ax_terms[x, 1] == y0 + 1 and terms[y0, 1] == 1:  # plain: the tile
-                            npts *= tiles[b, l, terms[y0, 0]]
-                            continue
-                        ext = 1
-                        span = 1
-                        for y in range(y0, ax_terms[x, 1]):
-                            j = terms[y, 0]
-                            c = terms[y, 1]
-                            tl = tiles[b, l, j]
-                            ext += c * (tl - 1)
-                            span += c * (max(tl, sizes[j]) - 1)
-                        npts *= min(ext, span)
-                    nb = npts * f_bytes[f, l]
-                    if block[l] > 1:
-                        nb = _div(nb + block[l] - 1, block[l], inv_block[l]) * block[l]
-                    if bank[l] > 0:
-                        nb = _div(nb + bank[l] - 1, bank[l], inv_bank[l]) * bank[l]
-                    nbraw[l, f] = nb
-            # compute: steps, padded points and cycles per op; loop iterations per level
-            cyc = 0.0
-            for o in range(O):
-                s = 1
-                vol = 1
-                ne = 1
-                for j in range(D):
-                    if op_mask[o, j]:
-                        s *= count[j, L - 1]
-                        vol *= tiles[b, L - 1, j]
-                        ne *= P[j, L - 1, L - 1, 0]
-                op_s[o] = s
-                op_pad[o] = ne * vol
-                cyc += (s * vol * op_pp[o]) / op_rate[o]
-            for l in range(L):
-                it = 1
-                for j in range(D):
-                    it *= count[j, l]
-                iters[l] = max(it, 1)
-        fit = True
-        for l in range(L):
-            fp = 0
-            for f in range(F):
-                nb = nbraw[l, f]
-                ti = f_tensor[f]
-                if ti >= 0:
-                    nb *= (1 + dbuf[b, l, ti]) * (1 - bypass[b, l, ti])
-                fp += nb
-            footprint[b, l] = fp
-            if fp > capacity[l]:
-                fit = False
-        fits[b] = fit
+@njit(cache=True)
+def _tile_only(b, tiles, sizes, buffers, compute, sc):
+    """Step 4, the parts that depend on the tiles and ways only: buffer bytes at full tile
+    size per level (:func:`.rules.buffer_bytes`, before double buffering and bypass), steps
+    and padded points per op, tiles visited per level."""
+    L, D = tiles.shape[1], tiles.shape[2]
+    for l in range(L):
+        for f in range(buffers.tensor.shape[0]):
+            sc.nbraw[l, f] = buffer_bytes(f, l, tiles[b, l], sizes, buffers) \
+                if buffers.level[f, l] else 0
+    for o in range(compute.op_mask.shape[0]):
+        s = 1
+        vol = 1
+        ne = 1
+        for j in range(D):
+            if compute.op_mask[o, j]:
+                s *= sc.count[j, L - 1]
+                vol *= tiles[b, L - 1, j]
+                ne *= sc.P[j, L - 1, L - 1, 0]
+        sc.op_s[o] = s
+        sc.op_busy[o] = s * vol
+        sc.op_pad[o] = ne * vol
+    for l in range(L):
+        it = 1
+        for j in range(D):
+            it *= sc.count[j, l]
+        sc.iters[l] = max(it, 1)
 
-        # ---- compute ---------------------------------------------------------------------
-        for o in range(O):
-            n_steps[b, o] = op_s[o]
-            padded[b, o] = op_pad[o]
-        cycles[b] = cyc
-        cs = cyc / clock
-        compute_s[b] = cs
 
-        # ---- links and latency -----------------------------------------------------------
-        for l in range(L):
-            rd[l] = 0.0
-            wr[l] = 0.0
-            rdx[l] = 0.0
-            wrx[l] = 0.0
+@njit(cache=True)
+def _fit(b, dbuf, bypass, capacity, f_tensor, sc, out):
+    """Step 4: footprint per level (x2 double-buffered, nothing for a bypass) against the
+    capacity (:func:`.rules.level_capacity`)."""
+    fit = True
+    for l in range(capacity.shape[0]):
+        fp = 0
+        for f in range(f_tensor.shape[0]):
+            nb = sc.nbraw[l, f]
+            ti = f_tensor[f]
+            if ti >= 0:
+                nb *= (1 + dbuf[b, l, ti]) * (1 - bypass[b, l, ti])
+            fp += nb
+        out.footprint[b, l] = fp
+        if fp > capacity[l]:
+            fit = False
+    out.fits[b] = fit
+
+
+@njit(cache=True)
+def _compute(b, compute, sc, out):
+    """Step 4: steps, padded points, cycles of the busiest core (:func:`.rules.compute_cycles`)."""
+    for o in range(compute.op_mask.shape[0]):
+        out.steps[b, o] = sc.op_s[o]
+        out.padded[b, o] = sc.op_pad[o]
+    cyc = compute_cycles(sc.op_busy, compute.op_pp, compute.op_rate)
+    out.cycles[b] = cyc
+    out.compute_s[b] = cyc / compute.clock
+
+
+@njit(cache=True)
+def _links(b, dbuf, bypass, used, levels, compute, sc, out, flags):
+    """Step 4: bytes over each link (a transfer from the nearest level above that keeps the
+    tensor crosses every link between), link times, latency and utilization
+    (:func:`.rules.link_time`, :func:`.rules.latency`)."""
+    reads, writes = out.reads, out.writes
+    L, T = reads.shape[1], reads.shape[2]
+    rd, wr, rdx, wrx, src = sc.rd, sc.wr, sc.rdx, sc.wrx, sc.src
+    rd[:] = 0.0
+    wr[:] = 0.0
+    rdx[:] = 0.0
+    wrx[:] = 0.0
+    src[:] = 0
+    for c in range(1, L):
         for t in range(T):
-            src[t] = 0
+            r = reads[b, c, t]
+            w = writes[b, c, t]
+            rx = r * (1 - dbuf[b, c, t])
+            wx = w * (1 - dbuf[b, c, t])
+            for l in range(src[t] + 1, c + 1):
+                rd[l] += r
+                wr[l] += w
+                rdx[l] += rx
+                wrx[l] += wx
+        for t in range(T):
+            src[t] = c if not bypass[b, c, t] else src[t]
+    cs = out.compute_s[b]
+    tmax = 0.0
+    ex_sum = 0.0
+    fill = 0.0
+    out.transfer_s[b, 0] = 0.0
+    out.ratio[b, 0] = np.inf
+    for l in range(1, L):
+        ins = levels.instances[l] if l < levels.link_array else min(levels.instances[l], used)
+        if ((levels.no_read[l] and rd[l] > 0) or (levels.no_write[l] and wr[l] > 0)) \
+                and flags[1] == 0:
+            flags[1] = l + 1
+        rbw = levels.read_bw[l] * ins
+        wbw = levels.write_bw[l] * ins
+        tt = link_time(rd[l], wr[l], rbw, wbw)
+        out.transfer_s[b, l] = tt
+        out.ratio[b, l] = cs / tt if tt > 0 else np.inf
+        tmax = max(tmax, tt)
+        ex_sum += link_time(rdx[l], wrx[l], rbw, wbw)
+        fill += link_time(rd[l] - rdx[l], wr[l] - wrx[l], rbw, wbw) / sc.iters[l]
+    lat = latency(cs, ex_sum, tmax, fill)
+    out.latency_s[b] = lat
+    out.util[b] = compute.ideal / lat if lat > 0 else 0.0
+
+
+@njit(cache=True)
+def _offchip_energy(b, bypass, e_byte, e_point, sc, out):
+    """Bytes over the outermost link (a tensor's first transfer below level 0) and energy
+    (:func:`.rules.energy`)."""
+    reads, writes = out.reads, out.writes
+    L, T = reads.shape[1], reads.shape[2]
+    off = 0
+    for t in range(T):
+        first = True
         for c in range(1, L):
-            for t in range(T):
-                r = reads[b, c, t]
-                w = writes[b, c, t]
-                rx = r * (1 - dbuf[b, c, t])
-                wx = w * (1 - dbuf[b, c, t])
-                for l in range(src[t] + 1, c + 1):
-                    rd[l] += r
-                    wr[l] += w
-                    rdx[l] += rx
-                    wrx[l] += wx
-            for t in range(T):
-                src[t] = c if not bypass[b, c, t] else src[t]
-        used = rows_ways[b] * cols_ways[b]
-        tmax = 0.0
-        ex_sum = 0.0
-        fill = 0.0
-        transfer_s[b, 0] = 0.0
-        ratio[b, 0] = np.inf
-        for l in range(1, L):
-            ins = inst[l] if l < link_a else min(inst[l], used)
-            if ((no_read[l] and rd[l] > 0) or (no_write[l] and wr[l] > 0)) and flags[1] == 0:
-                flags[1] = l + 1
-            rbw = read_bw[l] * ins
-            wbw = write_bw[l] * ins
-            tt = max(rd[l] / rbw if rd[l] > 0 else 0.0, wr[l] / wbw if wr[l] > 0 else 0.0)
-            ex = max(rdx[l] / rbw if rdx[l] > 0 else 0.0, wrx[l] / wbw if wrx[l] > 0 else 0.0)
-            ov = max((rd[l] - rdx[l]) / rbw if rd[l] > rdx[l] else 0.0,
-                     (wr[l] - wrx[l]) / wbw if wr[l] > wrx[l] else 0.0)
-            transfer_s[b, l] = tt
-            ratio[b, l] = cs / tt if tt > 0 else np.inf
-            tmax = max(tmax, tt)
-            ex_sum += ex
-            fill += ov / iters[l]
-        lat = max(cs + ex_sum, tmax) + fill
-        latency_s[b] = lat
-        util[b] = ideal / clock / lat if lat > 0 else 0.0
-
-        off = 0
+            if first:
+                off += reads[b, c, t] + writes[b, c, t]
+            first = first and bypass[b, c, t]
+    out.offchip[b] = off
+    for l in range(L):
+        m = 0
         for t in range(T):
-            first = True
-            for c in range(1, L):
-                if first:
-                    off += reads[b, c, t] + writes[b, c, t]
-                first = first and bypass[b, c, t]
-        offchip[b] = off
+            m += reads[b, l, t] + writes[b, l, t]
+        sc.moved_l[l] = m
+    out.energy[b] = energy(sc.moved_l, e_byte, sc.op_pad, e_point)

@@ -1,9 +1,8 @@
 """Buffer bytes of the declared space, compiled: the search's capacity checks and its
 capacity-aware traffic stand-ins.
 
-The rules and the buffer list are the model's (:mod:`tilewise.model.footprint`, the
-description in :attr:`tilewise.model.plan.Plan.footprint`; :meth:`.Space.buffer_bytes` is the
-numpy form the tests compare with): a tensor's buffer at a level holds its full tile, per axis
+The rule and the buffer list are the model's (:func:`tilewise.model.rules.buffer_bytes` over
+:class:`tilewise.model.problem.Buffers`): a tensor's buffer at a level holds its full tile, per axis
 the halo extent ``sum(c * (t - 1)) + 1`` clipped to the extent the padded problem spans, times
 its bytes per point (accumulator type for an op's output in the innermost level), rounded up to
 the level's block and, when bank granular, to whole banks. Moved tensors get one slot each;
@@ -26,28 +25,26 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..model.plan import plan
+from ..model.rules import buffer_bytes, level_bytes
 
 
 class BufferTable:
-    """The model's buffer description (:attr:`tilewise.model.plan.Plan.footprint`: per
-    buffer its tensor, the levels that keep it, its bytes per point per level and its axes)
-    with, per buffer, the slot of its moved tensor (``-1``: fused intermediates and state,
-    summed as "other"), and the candidate tile values of the space.
+    """The model's buffer description (:class:`tilewise.model.problem.Buffers`: per buffer
+    its tensor, the levels that keep it, its bytes per point per level and its axes) with, per
+    buffer, the slot of its moved tensor (``-1``: fused intermediates and state, summed as
+    "other"), and the candidate tile values of the space.
 
     ``bytes(tiles)`` gives the single-buffer bytes; ``cap_tiles(...)`` the capacity-aware
     stand-ins. Levels are indexed as in the arch (0 unused)."""
 
-    def __init__(self, space):
+    def __init__(self, space, problem):
         st = space.st
         L = st.n_levels
         self.n_moved = len(space.moved)
-        self.sizes = np.array(st.sizes, np.int64)
-        f_tensor, f_level, f_bytes, f_ax, ax_terms, terms, block, bank = plan(
-            st.workload, st.arch).footprint
-        slot = np.array([space.moved.index(t) if t in space.moved else -1 for t in f_tensor],
-                        np.int64)
-        self.desc = (slot, f_level, f_bytes, f_ax, ax_terms, terms, block, bank)
+        self.sizes = problem.dims.sizes
+        self.desc = problem.buffers
+        self.slot = np.array([space.moved.index(t) if t in space.moved else -1
+                              for t in problem.buffers.tensor], np.int64)
         # per (split, dim, level): the candidate tile values, ascending, flattened
         S, D = len(space.splits), len(st.dims)
         vals, self.v_lo, self.v_hi = [], np.zeros((S, D, L), np.int64), np.zeros((S, D, L), np.int64)
@@ -67,7 +64,8 @@ class BufferTable:
         n, L, _ = tiles.shape
         bufs = np.zeros((n, L, self.n_moved), np.int64)
         other = np.zeros((n, L), np.int64)
-        _bytes(np.ascontiguousarray(tiles, np.int64), self.sizes, *self.desc, bufs, other)
+        _bytes(np.ascontiguousarray(tiles, np.int64), self.sizes, self.slot, self.desc, bufs,
+               other)
         return bufs, other
 
     def cap_tiles(self, tt: np.ndarray, tm: np.ndarray, s: np.ndarray, cap: np.ndarray,
@@ -79,41 +77,17 @@ class BufferTable:
         at ``tm``."""
         _cap_tiles(tt, np.ascontiguousarray(tm, np.int64), np.ascontiguousarray(s, np.int64),
                    float(cap[-1]), np.ascontiguousarray(dims, np.bool_), self.values, self.v_lo,
-                   self.v_hi, self.sizes, *self.desc)
+                   self.v_hi, self.sizes, self.desc)
 
 
 @njit(cache=True)
-def _buffer(f, k, tl, sizes, f_bytes, f_ax, ax_terms, terms, block, bank):
-    """Rounded bytes of buffer ``f`` at level ``k`` for that level's tiles ``tl [D]``: per
-    axis the halo extent clipped to the padded problem's span, x bytes per point, rounded up
-    to the block and, when bank granular, to whole banks (the model's rule)."""
-    n = 1
-    for x in range(f_ax[f, 0], f_ax[f, 1]):
-        ext = 1
-        span = 1
-        for y in range(ax_terms[x, 0], ax_terms[x, 1]):
-            d = terms[y, 0]
-            t = tl[d]
-            ext += terms[y, 1] * (t - 1)
-            span += terms[y, 1] * (max(t, sizes[d]) - 1)
-        n *= min(ext, span)
-    nb = n * f_bytes[f, k]
-    nb = -(-nb // block[k]) * block[k]
-    if bank[k] > 0:
-        nb = -(-nb // bank[k]) * bank[k]
-    return nb
-
-
-@njit(cache=True)
-def _bytes(tiles, sizes, slot, f_level, f_bytes, f_ax, ax_terms, terms, block, bank, bufs,
-           other):
+def _bytes(tiles, sizes, slot, desc, bufs, other):
     for i in range(tiles.shape[0]):
         for k in range(1, tiles.shape[1]):
             for f in range(slot.shape[0]):
-                if not f_level[f, k]:
+                if not desc.level[f, k]:
                     continue
-                nb = _buffer(f, k, tiles[i, k], sizes, f_bytes, f_ax, ax_terms, terms, block,
-                             bank)
+                nb = buffer_bytes(f, k, tiles[i, k], sizes, desc)
                 if slot[f] >= 0:
                     bufs[i, k, slot[f]] = nb
                 else:
@@ -121,17 +95,7 @@ def _bytes(tiles, sizes, slot, f_level, f_bytes, f_ax, ax_terms, terms, block, b
 
 
 @njit(cache=True)
-def _level_total(k, tl, sizes, f_level, f_bytes, f_ax, ax_terms, terms, block, bank):
-    tot = 0
-    for f in range(f_level.shape[0]):
-        if f_level[f, k]:
-            tot += _buffer(f, k, tl, sizes, f_bytes, f_ax, ax_terms, terms, block, bank)
-    return tot
-
-
-@njit(cache=True)
-def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, slot, f_level, f_bytes, f_ax,
-               ax_terms, terms, block, bank):
+def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, desc):
     n, L, D = tt.shape
     k = L - 1
     tl = np.empty(D, np.int64)
@@ -150,8 +114,7 @@ def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, slot, f_level, f
             while a < z:
                 mid = (a + z) // 2
                 tl[j] = values[mid]
-                if _level_total(k, tl, sizes, f_level, f_bytes, f_ax, ax_terms, terms, block,
-                                bank) <= cap:
+                if level_bytes(k, tl, sizes, desc) <= cap:
                     a = mid + 1
                 else:
                     z = mid

@@ -61,7 +61,8 @@ import numpy as np
 from ..errors import CapacityError, SpecError, TilewiseError
 from ..model.batch import MappingBatch
 from ..model.cost import evaluate, evaluate_batch
-from ..model.plan import plan, rate
+from ..model.problem import Problem
+from ..model.rules import rate
 from .result import METRICS, Result, Solution
 from .bound import OBJ_CODE, best_variant, favorable_orders, level_subsets
 from .buffers import BufferTable
@@ -226,8 +227,9 @@ class Engine:
         self.n_chains = np.array([[len(self.chains[s][j].padded) for j in range(D)]
                                   for s in range(S)], np.int64).reshape(S, D)
         self.groups = [_prefix_groups([self.chains[s][j] for s in range(S)], L) for j in range(D)]
-        args = plan(workload, arch).args  # the model's chain rules: spine and forbidden dims
-        self.chain_rules = (args[-2], args[-1]) if len(workload.ops) > 1 else None
+        self.problem = Problem.build(workload, arch)
+        rules = self.problem.chain  # the model's chain rules: spine and forbidden dims
+        self.chain_rules = (rules.spine, rules.forbidden) if rules.chain else None
         spine = self.chain_rules[0] if self.chain_rules is not None else None
         self.fav = favorable_orders(st, self.space.moved, spine)
         # ranks for completing partial orders: per tensor its favorable order; for the chain
@@ -255,7 +257,7 @@ class Engine:
                 self.depth[i + 1, j] = k
         self._tries: dict = {}
         self.energy = None
-        self.buf = BufferTable(self.space)
+        self.buf = BufferTable(self.space, self.problem)
 
     def set_db_variants(self, dbv: np.ndarray) -> None:
         """The double-buffer choices ``dbv [V, L, moved]`` every mapping is costed under."""
@@ -332,7 +334,7 @@ class Engine:
         if nfix == L - 1:
             z = np.zeros((n, L, T), bool)
             cb = evaluate_batch(self.workload, self.arch, MappingBatch(
-                tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]))
+                tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]), problem=self.problem)
             return cb.reads.astype(float), cb.writes.astype(float), cb.legal
         R, W = self.tensor_traffic(s, tiles, self.tensor_orders(ords, nfix))
         return R, W, None
@@ -355,7 +357,8 @@ class Engine:
         spr = np.repeat(self.split_arr[s], Tm, 0)
         cb = evaluate_batch(self.workload, self.arch, MappingBatch(
             np.repeat(tiles, Tm, 0), o.reshape(rows, L - 1, self.D), z, z,
-            spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]), only=np.tile(self.moved_idx, n))
+            spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]), only=np.tile(self.moved_idx, n),
+            problem=self.problem)
         rd = cb.reads.reshape(n, Tm, L, T)
         wr = cb.writes.reshape(n, Tm, L, T)
         R = np.zeros((n, L, T))
@@ -766,7 +769,7 @@ class Engine:
         B = len(s)
         z = np.zeros((B, L, self.T), bool)
         batch = MappingBatch(tiles, nd["ords"], z, z, spb[:, 0], spb[:, 1], spb[:, 2], spb[:, 3])
-        cb = evaluate_batch(self.workload, self.arch, batch)
+        cb = evaluate_batch(self.workload, self.arch, batch, problem=self.problem)
         V = len(self.db)
         rbw, wbw = self.rbw[s], self.wbw[s]
         iterations = np.prod(counts, axis=2).astype(float)

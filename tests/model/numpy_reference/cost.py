@@ -144,13 +144,23 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
                 first &= ~kept[:, j, ti]
             off += np.where(first, reads[:, c, ti] + writes[:, c, ti], 0)
 
+    # energy: pJ per byte moved into / out of each on-chip level, pJ per MAC x ops per point
+    e_mac = arch.compute.energy_pj_per_mac
+    energy = np.zeros(B)
+    for l in range(1, L):
+        e = arch.levels[l].energy_pj_per_byte
+        energy += (reads[:, l].sum(1) + writes[:, l].sum(1)) * (np.nan if e is None else e * 1e-12)
+    for j, op in enumerate(ops):
+        per_point = op.ops_per_point if op.kind != "mac" else 1
+        energy += padded[:, j] * per_point * (np.nan if e_mac is None else e_mac * 1e-12)
+
     return CostBatch(
         levels=tuple(lv.name for lv in arch.levels), tensors=tuple(t.name for t in st.tensors),
         ops=tuple(op.name for op in ops), footprint=footprint, capacity=capacity, fits=fits,
         legal=_legal(st, b, ways, steps), reads=reads, writes=writes, reloads=reloads,
         offchip_bytes=off, steps=n_steps, padded_points=padded, useful_points=useful,
         compute_cycles=cycles, compute_s=compute_s, transfer_s=Tt, latency_s=lat,
-        utilization=util, ratio=ratio)
+        utilization=util, ratio=ratio, energy_j=energy)
 
 
 def _legal(st, b, ways, steps) -> np.ndarray:

@@ -1,0 +1,423 @@
+"""The problem description: what the one cost model knows of a (workload, arch) pair.
+
+:meth:`Problem.build` turns the workload's tensors, index expressions, ops and the arch's levels
+into small int64/float64/bool arrays, once, in named groups (NamedTuples of arrays, which numba
+takes as arguments): :class:`DimsInfo`, :class:`Levels`, :class:`Tensors`,
+:class:`AffineGroups`, :class:`Buffers`, :class:`Compute` and :class:`ChainRules`. The compiled
+cost kernel (:mod:`tilewise.model.kernel`), the rules (:mod:`tilewise.model.rules`), the search's
+bounds and the executor's allocator all read these groups; none rebuilds them. The non-obvious
+parts:
+
+- *Groups*: a tensor's dims coupled through non-plain axes (a convolution input row
+  ``p*2 + r - 1`` couples ``p`` and ``r``); plain dims form groups of one. A group's bytes
+  factor over a set of tiles is, for kind 0 (one plain dim), a power sum of tile extents; for
+  kind 1 (one affine axis) the polynomial in the members' extents given by :func:`_poly` (the
+  halo rule, summed per dim) minus the clipping at the tensor border; for kind 2 (several affine
+  axes) a direct sum over every combination of member tiles.
+- *Border windows* (:func:`border_windows`): per dim, in elements, the tiles that can reach
+  the tensor border: a tile ``[s, s + e)`` of dim ``d`` can be clipped only if ``s < left`` or
+  ``s + e - 1 >= size - right``. Only those tiles are listed explicitly; every other tile is
+  unclipped. Example: ``I[p + r - 1]`` with P=56, R=3 over 56 rows gives ``p: (1, 1)``:
+  only the first and last p tiles can be clipped.
+- *Footprint items*: each buffer (a kept tensor per level, or a state tensor in the innermost
+  level) with its element bytes per level and its axes, each a range of ``(dim, coeff)`` terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from typing import NamedTuple
+
+from ..ir.workload import Tensor
+from .footprint import element_bytes, in_place
+from .rules import compute_bound_s, energy_per_byte, energy_per_point, level_capacity, rate
+from .structure import Structure
+
+
+@dataclass(frozen=True)
+class Group:
+    """Dims of a tensor coupled by affine axes, with the plain axes on them."""
+
+    idx: tuple[int, ...]          # dim indices
+    members: tuple[str, ...]      # dim names
+    powers: tuple[int, ...]       # plain axes per member
+    affine: tuple                 # ((Affine, extent of the tensor axis), ...)
+
+
+def groups(t: Tensor, dims: tuple[str, ...]) -> list[Group]:
+    """Connected components of ``t``'s dims through its non-plain axes."""
+    parent = {d: d for d in t.dims}
+
+    def find(d):
+        while parent[d] != d:
+            d = parent[d]
+        return d
+
+    for ax in t.axes:
+        if not ax.is_plain:
+            for d in ax.dims[1:]:
+                parent[find(d)] = find(ax.dims[0])
+    comps: dict = {}
+    for d in t.dims:
+        comps.setdefault(find(d), []).append(d)
+    out = []
+    for members in comps.values():
+        powers = tuple(sum(1 for ax in t.axes if ax.is_plain and ax.dims[0] == d) for d in members)
+        affine = tuple((ax, n) for ax, n in zip(t.axes, t.shape)
+                       if not ax.is_plain and ax.dims[0] in members)
+        out.append(Group(tuple(dims.index(d) for d in members), tuple(members), powers, affine))
+    return out
+
+
+def border_windows(g: Group, sizes: dict) -> dict[str, tuple[int, int]]:
+    """Per member dim, ``(left, right)`` in elements: a tile can be clipped at the tensor border
+    only if it starts before ``left`` or ends at or after ``size - right``.
+
+    For one affine axis ``sum(c*d) + const`` over a tensor axis of extent S (coefficients >= 1,
+    so every term is >= 0): the left border is reached only if ``c*start_d < -const``, i.e.
+    ``start_d < ceil(-const / c)``; the right only if ``c*last_d`` exceeds
+    ``rest = S - 1 - const - sum_others c*(size - 1)``, i.e. ``last_d >= rest // c + 1``.
+    Several affine axes: every tile is listed (``left = size``).
+    """
+    if len(g.affine) != 1:
+        return {d: (sizes[d], 0) for d in g.members}
+    ax, S = g.affine[0]
+    out = {}
+    for d, c in ax.terms:
+        left = -(ax.const // c) if ax.const < 0 else 0
+        rest = S - 1 - ax.const - sum(c2 * (sizes[d2] - 1) for d2, c2 in ax.terms if d2 != d)
+        right = max(0, sizes[d] - 1 - rest // c) if rest >= 0 else sizes[d]
+        out[d] = (min(left, sizes[d]), min(right, sizes[d]))
+    return out
+
+
+def _poly(g: Group) -> dict:
+    """The unclipped bytes factor of a group as a polynomial in the member extents:
+    ``{exponents per member: coefficient}`` (each affine axis contributes
+    ``sum(c * e_d) + 1 - sum(c)``, each plain axis one factor ``e_d``)."""
+    m = len(g.members)
+    poly = {tuple([0] * m): 1}
+
+    def mul(poly, terms):
+        out: dict = {}
+        for mono, c in poly.items():
+            for i, k in terms:
+                key = list(mono)
+                if i is not None:
+                    key[i] += 1
+                key = tuple(key)
+                out[key] = out.get(key, 0) + c * k
+        return out
+
+    for ax, _ in g.affine:
+        terms = [(g.members.index(d), c) for d, c in ax.terms]
+        terms.append((None, 1 - sum(c for _, c in ax.terms)))
+        poly = mul(poly, terms)
+    for i, p in enumerate(g.powers):
+        for _ in range(p):
+            poly = mul(poly, [(i, 1)])
+    return {k: v for k, v in poly.items() if v}
+
+
+# columns of the group table (:attr:`AffineGroups.gi`): kind (0 plain, 1 one affine axis, 2 several),
+# member count, border flag, [start, end) of its monomials and of its affine axes, then
+# ``M`` member dim indices and ``M`` plain-axis powers
+GI_KIND, GI_NMEM, GI_BORDER, GI_MONO, GI_AX, GI_MEM = 0, 1, 2, 3, 5, 7
+
+
+def _i64(x, shape=None) -> np.ndarray:
+    a = np.asarray(x, np.int64)
+    return a.reshape(shape) if shape is not None else a
+
+
+
+
+class DimsInfo(NamedTuple):
+    """Per dim (workload order): ``sizes [D]`` and innermost ``align [D]`` (elements)."""
+
+    sizes: np.ndarray
+    align: np.ndarray
+
+
+class Levels(NamedTuple):
+    """The memory levels, outermost first (link ``l`` joins level ``l`` to its parent).
+
+    ``array``: index of the level made of the array's cores (``L - 1`` without an array);
+    ``link_array``: first link whose instances are the cores used (``L`` without an array);
+    ``capacity [L]`` bytes per logical memory (:func:`.rules.level_capacity`, ``inf``:
+    unbounded); ``read_bw``/``write_bw [L]`` bytes/s per instance (x channels);
+    ``instances [L]``; ``no_read``/``no_write [L]`` a level without bandwidth;
+    ``e_byte [L]`` joules per byte over link ``l`` (NaN: unknown)."""
+
+    array: int
+    link_array: int
+    has_array: bool
+    bc_rows_split: bool    # a tensor not indexed by the rows' split dim is broadcast
+    bc_cols_split: bool
+    capacity: np.ndarray
+    read_bw: np.ndarray
+    write_bw: np.ndarray
+    instances: np.ndarray
+    no_read: np.ndarray
+    no_write: np.ndarray
+    e_byte: np.ndarray
+
+
+class Tensors(NamedTuple):
+    """Per tensor (``Structure.tensors`` order): ``moved`` (not a fused intermediate),
+    ``is_out`` (a final output), ``tbytes`` bytes per point as stored, ``tmask [T, D]`` dims
+    indexing it, ``oth [T, 1 + D]`` count then indices of its op's dims that do not index it,
+    ``plain [T, 1 + 2D]`` count then (dim, power) of its plain groups, ``affine [T, 1 + G]``
+    count then indices of its affine groups (:class:`AffineGroups`)."""
+
+    moved: np.ndarray
+    is_out: np.ndarray
+    tbytes: np.ndarray
+    tmask: np.ndarray
+    oth: np.ndarray
+    plain: np.ndarray
+    affine: np.ndarray
+
+
+class AffineGroups(NamedTuple):
+    """Dims coupled through affine axes (module doc): ``gi [G, 7 + 2M]`` (columns ``GI_*``),
+    ``mono`` the halo polynomials' monomials, ``axes`` the affine axes (const, extent,
+    coefficients), ``max_pow`` the largest power sum needed, ``explicit [D]`` dims listed tile
+    by tile near the border, ``win [D, 2]`` their border windows, ``max_x`` the most listed
+    tiles of a dim."""
+
+    gi: np.ndarray
+    mono: np.ndarray
+    axes: np.ndarray
+    max_pow: int
+    explicit: np.ndarray
+    win: np.ndarray
+    max_x: int
+
+
+class Buffers(NamedTuple):
+    """The buffers the levels allocate (:mod:`.footprint`): per buffer ``tensor [F]`` (its
+    tensor index, -1 for op state), ``level [F, L]`` whether level ``l`` keeps it, ``bytes
+    [F, L]`` bytes per point there, ``axes [F, 2]`` its range of ``ax_terms [*, 2]``, each a
+    range of ``terms [*, 2]`` (dim, coefficient); per level ``block``/``bank [L]`` bytes (the
+    rounding; ``bank`` 0 unless bank granular)."""
+
+    tensor: np.ndarray
+    level: np.ndarray
+    bytes: np.ndarray
+    axes: np.ndarray
+    ax_terms: np.ndarray
+    terms: np.ndarray
+    block: np.ndarray
+    bank: np.ndarray
+
+
+class Compute(NamedTuple):
+    """Per op: ``op_mask [O, D]`` its dims, ``op_pp [O]`` ops per point (1 for a MAC),
+    ``op_rate [O]`` per-core rate (ops/cycle); ``clock`` Hz; ``ideal`` the compute-bound
+    minimum (s, :func:`.rules.compute_bound_s`); ``e_point [O]`` joules per padded point
+    (NaN: unknown)."""
+
+    op_mask: np.ndarray
+    op_pp: np.ndarray
+    op_rate: np.ndarray
+    clock: float
+    ideal: float
+    e_point: np.ndarray
+
+
+class ChainRules(NamedTuple):
+    """Fused chains (:mod:`.legality`): ``chain`` (more than one op), ``spine [D]`` dims
+    shared by every op, ``forbidden [D]`` dims whose loops may not iterate."""
+
+    chain: bool
+    spine: np.ndarray
+    forbidden: np.ndarray
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A (workload, arch) pair described for the model, built once (:meth:`build`) and passed
+    to every rule, the kernel, the search and the executor."""
+
+    st: Structure
+    dims: DimsInfo
+    levels: Levels
+    tensors: Tensors
+    groups: AffineGroups
+    buffers: Buffers
+    compute: Compute
+    chain: ChainRules
+    useful_points: np.ndarray  # [ops] real iteration points
+
+    @property
+    def workload(self):
+        return self.st.workload
+
+    @property
+    def arch(self):
+        return self.st.arch
+
+    @property
+    def kernel_args(self) -> tuple:
+        """The groups in the order :func:`.kernel.evaluate_into` takes them."""
+        return (self.dims, self.levels, self.tensors, self.groups, self.buffers, self.compute,
+                self.chain)
+
+    @classmethod
+    def build(cls, workload, arch) -> "Problem":
+        """Describe ``workload`` on ``arch`` (see the module docstring)."""
+        st = Structure(workload, arch)
+        moved = np.array([t.name not in st.intermediate_names for t in st.tensors])
+        grp = [(ti, g) for ti, t in enumerate(st.tensors) if moved[ti]
+               for g in groups(t, st.dims)]
+        align = workload.alignment(arch.alignment)
+        useful = _i64([int(np.prod([workload.sizes[d] for d in op.dims])) for op in workload.ops])
+        return cls(st, DimsInfo(_i64(st.sizes), _i64([align[d] for d in st.dims])),
+                   _levels(st), _tensors(st, moved, grp), _affine_groups(st, grp),
+                   _buffers(st), _compute(st), _chain_rules(st), useful)
+
+
+def _levels(st: Structure) -> Levels:
+    arch, L = st.arch, st.n_levels
+    arr = arch.array
+    return Levels(
+        array=st.array_level if st.array_level is not None else L - 1,
+        link_array=st.array_level if st.array_level is not None else L,
+        has_array=arr is not None,
+        bc_rows_split=arr is not None and arr.broadcast_cols,
+        bc_cols_split=arr is not None and arr.broadcast_rows,
+        capacity=level_capacity(arch),
+        read_bw=np.array([lv.read_bandwidth * lv.channels for lv in arch.levels], float),
+        write_bw=np.array([lv.write_bandwidth * lv.channels for lv in arch.levels], float),
+        instances=_i64([lv.instances for lv in arch.levels]),
+        no_read=np.array([lv.read_bandwidth <= 0 for lv in arch.levels]),
+        no_write=np.array([lv.write_bandwidth <= 0 for lv in arch.levels]),
+        e_byte=energy_per_byte(arch))
+
+
+def _tensors(st: Structure, moved: np.ndarray, grp: list) -> Tensors:
+    dims = st.dims
+    D, T = len(dims), len(st.tensors)
+    tmask = np.zeros((T, D), bool)
+    others = np.zeros((T, D), bool)
+    for ti, t in enumerate(st.tensors):
+        tmask[ti, [dims.index(d) for d in t.dims]] = True
+        if moved[ti]:
+            others[ti, [dims.index(d) for d in st.owner(t.name).dims]] = True
+    others &= ~tmask
+    oth = np.zeros((T, D + 1), np.int64)  # how many op dims do not index it, then those dims
+    for ti in range(T):
+        js = np.flatnonzero(others[ti])
+        oth[ti, 0] = len(js)
+        oth[ti, 1:1 + len(js)] = js
+    # per tensor: its plain groups as (dim, power) pairs, then its other groups' indices
+    plain = np.zeros((T, 1 + 2 * D), np.int64)
+    affine = np.zeros((T, 1 + max(len(grp), 1)), np.int64)
+    for g_i, (ti, g) in enumerate(grp):
+        if not g.affine:
+            plain[ti, 1 + 2 * plain[ti, 0]:3 + 2 * plain[ti, 0]] = g.idx[0], g.powers[0]
+            plain[ti, 0] += 1
+        else:
+            affine[ti, 1 + affine[ti, 0]] = g_i
+            affine[ti, 0] += 1
+    return Tensors(moved, np.array([t.name in st.outputs for t in st.tensors]),
+                   _i64([t.element_bytes for t in st.tensors]), tmask, oth, plain, affine)
+
+
+def _affine_groups(st: Structure, grp: list) -> AffineGroups:
+    dims, sizes = st.dims, st.workload.sizes
+    D = len(dims)
+    windows: dict[int, tuple[int, int]] = {}  # merged border windows per dim
+    for _, g in grp:
+        if g.affine:
+            for d, (left, right) in border_windows(g, sizes).items():
+                j = dims.index(d)
+                l0, r0 = windows.get(j, (0, 0))
+                windows[j] = (max(l0, left), max(r0, right))
+    M = max([len(g.idx) for _, g in grp], default=1)
+    # one row per group: kind, members, border flag, its monomials and affine axes, members, powers
+    gi = np.zeros((len(grp), GI_MEM + 2 * M), np.int64)
+    mono, axes = [], []
+    explicit = np.zeros(D, bool)
+    for g_i, (ti, g) in enumerate(grp):
+        n = len(g.idx)
+        kind = 0 if not g.affine else 1 if len(g.affine) == 1 else 2
+        border = kind == 2 or (kind == 1 and any(windows[j] != (0, 0) for j in g.idx))
+        row = gi[g_i]
+        row[GI_KIND], row[GI_NMEM], row[GI_BORDER] = kind, n, border
+        row[GI_MONO] = len(mono)
+        if kind == 1:
+            mono += [[coeff] + list(exps) + [0] * (M - n) for exps, coeff in _poly(g).items()]
+        row[GI_MONO + 1] = len(mono)
+        row[GI_AX] = len(axes)
+        for ax, extent in g.affine:
+            coef = dict(ax.terms)
+            axes.append([ax.const, extent] + [coef.get(d, 0) for d in g.members] + [0] * (M - n))
+        row[GI_AX + 1] = len(axes)
+        row[GI_MEM:GI_MEM + n] = g.idx
+        row[GI_MEM + M:GI_MEM + M + n] = g.powers
+        if border:
+            explicit[list(g.idx)] = True
+    max_pow = max([max(g.powers) for _, g in grp] + [max(e) for _, g in grp if g.affine
+                   for e in _poly(g)] + [1])
+    return AffineGroups(
+        gi, _i64(mono, (-1, 1 + M)), _i64(axes, (-1, 2 + M)), int(max_pow), explicit,
+        np.array([windows.get(j, (0, 0)) for j in range(D)], np.int64).reshape(D, 2),
+        int(max([sizes[dims[j]] for j in range(D) if explicit[j]], default=1)))
+
+
+def _buffers(st: Structure) -> Buffers:
+    """Kept tensors (fused intermediates innermost only, none computed in place) and state."""
+    workload, arch, dims, L = st.workload, st.arch, st.dims, st.n_levels
+    shared = in_place(workload)
+    f_tensor, f_level, f_bytes, f_ax, ax_terms, terms = [], [], [], [], [], []
+    items = [(ti, t) for ti, t in enumerate(st.tensors) if t.name not in shared]
+    items += [(-1, t) for t in workload.state]
+    for ti, t in items:
+        inner_only = ti < 0 or t.name in st.intermediate_names
+        f_tensor.append(ti)
+        f_level.append([not inner_only or l == L - 1 for l in range(L)])
+        f_bytes.append([t.element_bytes if ti < 0 else element_bytes(t, workload, l == L - 1)
+                        for l in range(L)])
+        f_ax.append((len(ax_terms), len(ax_terms) + len(t.axes)))
+        for ax in t.axes:
+            ax_terms.append((len(terms), len(terms) + len(ax.terms)))
+            terms += [(dims.index(d), c) for d, c in ax.terms]
+    return Buffers(
+        _i64(f_tensor), np.array(f_level, bool).reshape(-1, L), _i64(f_bytes, (-1, L)),
+        _i64(f_ax, (-1, 2)), _i64(ax_terms, (-1, 2)), _i64(terms, (-1, 2)),
+        _i64([max(int(lv.block_bytes), 1) for lv in arch.levels]),
+        _i64([int(lv.bank_bytes) if lv.bank_granular and lv.bank_bytes else 0
+              for lv in arch.levels]))
+
+
+def _compute(st: Structure) -> Compute:
+    workload, arch, dims = st.workload, st.arch, st.dims
+    ops = workload.ops
+    op_mask = np.zeros((len(ops), len(dims)), bool)
+    for o, op in enumerate(ops):
+        op_mask[o, [dims.index(d) for d in op.dims]] = True
+    return Compute(op_mask, _i64([op.ops_per_point if op.kind != "mac" else 1 for op in ops]),
+                   np.array([rate(arch, op) for op in ops], float),
+                   float(arch.compute.clock_hz), compute_bound_s(workload, arch),
+                   energy_per_point(arch, workload))
+
+
+def _chain_rules(st: Structure) -> ChainRules:
+    """Spine dims, and the dims whose loops may not iterate (:mod:`.legality` rules 2, 3)."""
+    workload, dims = st.workload, st.dims
+    forbidden = np.zeros(len(dims), bool)
+    chain = len(workload.ops) > 1
+    if chain:
+        for t in workload.intermediates:
+            for d in workload.producer(t.name).reduction_dims:
+                forbidden[dims.index(d)] |= d in st.spine
+        for t in st.moved:
+            if len(workload.readers(t.name)) > 1:
+                for d in t.dims:
+                    forbidden[dims.index(d)] |= d not in st.spine
+    return ChainRules(chain, np.array([d in st.spine for d in dims]), forbidden)

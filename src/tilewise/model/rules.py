@@ -1,0 +1,213 @@
+"""The model's rules, each defined once: capacity, buffer bytes (footprint), tile legality,
+loop steps, chain order legality, compute time, link time, latency and energy.
+
+Everything that costs or checks a mapping calls these: the compiled cost kernel
+(:mod:`.kernel`), the search's bounds and capacity stand-ins (:mod:`tilewise.search`), the
+executor's allocator (:mod:`tilewise.blocked.interpreter`) and the mapping validator
+(:mod:`.legality`). The scalar rules are compiled (numba ``@njit``); they are also callable from
+Python with numpy scalars and arrays. Units: bytes, elements, cycles, seconds, joules.
+
+The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` compute seconds)::
+
+    capacity_l   = capacity x instances   above the array (one logical memory), else capacity
+    buffer bytes = prod over axes of min(sum c*(t-1) + 1, span) x bytes per point,
+                   rounded up to the block, then (bank granular) to whole banks
+    link time    = max(read bytes / read bw, write bytes / write bw)
+    latency      = max(T_c + sum_l E_l, max_l T_l) + sum_l O_l / iterations_l
+    energy       = sum_l (bytes read + written at l) x J/byte_l + sum_ops points x J/point
+
+with ``T_l`` / ``E_l`` / ``O_l`` the link time of all / of the exposed (not double-buffered) /
+of the double-buffered bytes (:mod:`.cost` explains the overlap).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..errors import SpecError
+
+
+# ----- per (workload, arch): built once into the problem description ------------------------
+
+def level_capacity(arch) -> np.ndarray:
+    """Bytes each level holds, ``[L]`` float (``inf``: unbounded). A level above the array
+    (every level but the innermost when there is no array) with several instances is one
+    logical memory of ``instances x capacity`` (tiles are spread over the instances); at and
+    below the array each core has its own."""
+    L = len(arch.levels)
+    a = L - 1
+    if arch.array is not None:
+        a = [lv.name for lv in arch.levels].index(arch.array.level)
+    return np.array([np.inf if lv.capacity_bytes is None else
+                     float(lv.capacity_bytes) * (lv.instances if l < a else 1)
+                     for l, lv in enumerate(arch.levels)], float)
+
+
+def rate(arch, op) -> float:
+    """Per-core throughput for ``op``: MACs per cycle for mac ops; vector ops per cycle for the
+    others (MACs per cycle when the arch lists no vector rate for that type)."""
+    c = arch.compute
+    table = (c.vector_ops_per_cycle if op.kind != "mac" and op.dtype.name in c.vector_ops_per_cycle
+             else c.macs_per_cycle)
+    if op.dtype.name not in table:
+        raise SpecError(f"arch {arch.name} gives no {'MAC' if op.kind == 'mac' else 'vector'} rate "
+                        f"for {op.dtype.name} (op {op.name}); it has: {', '.join(table) or 'none'}")
+    return float(table[op.dtype.name])
+
+
+def ops_per_point(op) -> int:
+    """Operations per iteration point counted against :func:`rate` (a MAC is one)."""
+    return 1 if op.kind == "mac" else op.ops_per_point
+
+
+def compute_bound_s(workload, arch) -> float:
+    """The compute-bound minimum (seconds): every useful point of every op on every core at
+    peak rate, no padding, no transfers."""
+    cycles = 0.0
+    for op in workload.ops:
+        points = int(np.prod([workload.sizes[d] for d in op.dims]))
+        cycles += points * ops_per_point(op) / rate(arch, op) / arch.cores
+    return cycles / float(arch.compute.clock_hz)
+
+
+def energy_per_byte(arch) -> np.ndarray:
+    """Joules per byte read into or written out of each level ``[L]`` (index 0: 0; NaN where
+    the arch gives no number)."""
+    return np.array([0.0] + [np.nan if lv.energy_pj_per_byte is None else
+                             lv.energy_pj_per_byte * 1e-12 for lv in arch.levels[1:]])
+
+
+def energy_per_point(arch, workload) -> np.ndarray:
+    """Joules per padded iteration point of each op ``[O]`` (NaN: no energy per MAC)."""
+    e = arch.compute.energy_pj_per_mac
+    return np.array([np.nan if e is None else e * 1e-12 * ops_per_point(op)
+                     for op in workload.ops], float)
+
+
+def require_energy(arch) -> None:
+    """SpecError naming every missing energy number (objectives energy and edp need them)."""
+    missing = []
+    if arch.compute.energy_pj_per_mac is None:
+        missing.append("compute.energy_per_mac")
+    missing += [f"levels[{lv.name}].energy_per_byte" for lv in arch.levels[1:]
+                if lv.energy_pj_per_byte is None]
+    if missing:
+        raise SpecError(f"objective energy/edp needs energy numbers; arch {arch.name} lacks "
+                        + ", ".join(missing))
+
+
+# ----- per candidate: compiled ---------------------------------------------------------------
+
+@njit(cache=True)
+def loop_step(next_tile, ways, at_array):
+    """Step (elements) of a level's loop over a dim: the next level's tile, x the split ways
+    when the next level is the array. The loop is *real* (iterates) when step < its tile."""
+    return next_tile * ways if at_array else next_tile
+
+
+@njit(cache=True)
+def tile_limit(parent, ways, align, innermost):
+    """Largest legal tile (elements) under ``parent`` split ``ways`` ways: at the innermost
+    level ``ceil(ceil(parent / ways) / align) x align`` (padded up to the alignment; the tile
+    must also be a multiple of ``align``), elsewhere ``parent // ways`` (tile x ways <= parent)."""
+    if innermost:
+        return ((parent + ways - 1) // ways + align - 1) // align * align
+    return parent // ways
+
+
+@njit(cache=True)
+def buffer_bytes(f, k, tl, sizes, bf):
+    """Rounded single-buffer bytes of buffer ``f`` of :class:`.problem.Buffers` ``bf`` at level
+    ``k`` for that level's tiles ``tl [D]``: per axis the halo extent ``sum c*(t-1) + 1``
+    clipped to the span of the padded problem, x bytes per point, rounded up to the block
+    and, when bank granular, to whole banks. (A double-buffered tensor takes two.)"""
+    n = 1
+    for x in range(bf.axes[f, 0], bf.axes[f, 1]):
+        ext = 1
+        span = 1
+        for y in range(bf.ax_terms[x, 0], bf.ax_terms[x, 1]):
+            d = bf.terms[y, 0]
+            c = bf.terms[y, 1]
+            t = tl[d]
+            ext += c * (t - 1)
+            span += c * (max(t, sizes[d]) - 1)
+        n *= min(ext, span)
+    nb = n * bf.bytes[f, k]
+    blk = bf.block[k]
+    nb = (nb + blk - 1) // blk * blk
+    bank = bf.bank[k]
+    if bank > 0:
+        nb = (nb + bank - 1) // bank * bank
+    return nb
+
+
+@njit(cache=True)
+def level_bytes(k, tl, sizes, bf):
+    """Single-buffer bytes of every buffer level ``k`` keeps, for its tiles ``tl [D]``."""
+    tot = 0
+    for f in range(bf.level.shape[0]):
+        if bf.level[f, k]:
+            tot += buffer_bytes(f, k, tl, sizes, bf)
+    return tot
+
+
+@njit(cache=True)
+def chain_violation(orders, real, n_levels, spine, forbidden):
+    """Chain legality (:mod:`.legality`) of the flattened nest of levels ``0 .. n_levels-1``
+    (``orders [L-1, D]`` dim indices outermost first, ``real [L-1, D]`` whether the loop over
+    a dim iterates). Returns ``(kind, p, q)``: kind 0 legal; 1 the real private loop at
+    flattened position ``p`` encloses the real spine loop at ``q``; 2 the loop at ``p`` is
+    over a forbidden dim. Position ``p`` is level ``p // D``, loop ``p % D`` of its order."""
+    D = orders.shape[1]
+    first_private = -1
+    for k in range(n_levels):
+        for i in range(D):
+            d = orders[k, i]
+            if not real[k, d]:
+                continue
+            p = k * D + i
+            if forbidden[d]:
+                return 2, p, -1
+            if spine[d]:
+                if first_private >= 0:
+                    return 1, first_private, p
+            elif first_private < 0:
+                first_private = p
+    return 0, -1, -1
+
+
+@njit(cache=True)
+def compute_cycles(points, op_pp, op_rate):
+    """Cycles of the busiest core: its padded iteration points per op ``[O]`` x ops per point
+    / rate (ops/cycle), ops one after another. Seconds are cycles / clock."""
+    cyc = 0.0
+    for o in range(points.shape[0]):
+        cyc += (points[o] * op_pp[o]) / op_rate[o]
+    return cyc
+
+
+@njit(cache=True)
+def link_time(read_bytes, write_bytes, read_bw, write_bw):
+    """Seconds a link needs: reads and writes in parallel, each at its bandwidth (bytes/s)."""
+    r = read_bytes / read_bw if read_bytes > 0 else 0.0
+    w = write_bytes / write_bw if write_bytes > 0 else 0.0
+    return max(r, w)
+
+
+@njit(cache=True)
+def latency(compute_s, exposed_s, slowest_link_s, fill_s):
+    """``max(T_c + sum E_l, max T_l) + sum O_l / iterations_l`` (seconds, module doc)."""
+    return max(compute_s + exposed_s, slowest_link_s) + fill_s
+
+
+@njit(cache=True)
+def energy(level_bytes_moved, e_byte, points, e_point):
+    """Joules: bytes read into and written out of each level ``[L]`` x J/byte there, plus
+    padded points per op ``[O]`` x J/point."""
+    e = 0.0
+    for l in range(1, level_bytes_moved.shape[0]):
+        e += level_bytes_moved[l] * e_byte[l]
+    for o in range(points.shape[0]):
+        e += points[o] * e_point[o]
+    return e
