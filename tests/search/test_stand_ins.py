@@ -151,12 +151,14 @@ def test_best_variant_equals_every_choice_costed(seed):
     bufs = rng.integers(0, 3000, size=(n, L, len(eng.moved_idx)))
     fixed = rng.integers(0, 2000, size=(n, L))
     it = rng.integers(1, 50, size=(n, L)).astype(float)
-    cs = rng.random(n) * 1e-3
+    comp = eng.problem.compute
+    points = rng.integers(0, 1 << 20, size=(n, len(comp.op_pp))).astype(float)
+    cs = (points * comp.op_pp / comp.op_rate).sum(1) / comp.clock  # seconds, by hand
     s = rng.integers(0, len(eng.space.splits), n)
     rbw, wbw = eng.rbw[s], eng.wbw[s]
     out, nfit = np.empty(n), np.zeros(n, np.int64)
-    best_variant(OBJ_CODE["latency"], cs, R, W, rbw, wbw, it, bufs, fixed, eng.cap,
-                 *level_subsets(eng.dbm), eng.moved_idx, 0.0, np.zeros(L), np.zeros(n), out, nfit)
+    best_variant(OBJ_CODE["latency"], points, R, W, rbw, wbw, it, bufs, fixed,
+                 *level_subsets(eng.dbm), eng.moved_idx, eng.problem.levels, comp, out, nfit)
     lat = latency_variants(cs, R, W, rbw, wbw, it, eng.db)                # [n, V]
     total = np.einsum("blt,vlt->bvl", bufs, eng.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
     fits = ~(total > eng.cap[None, None, :]).any(2)

@@ -50,6 +50,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ..model.rules import compute_cycles, energy, latency, link_time
+
 OBJ_CODE = {"latency": 0, "traffic": 1, "energy": 2, "edp": 3}
 
 
@@ -86,16 +88,16 @@ def level_subsets(dbm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 @njit(cache=True)
-def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, subs, nsub, var_sub, moved,
-                 e_mac, e_byte, pts, out, nfit):
+def best_variant(obj, points, R, W, rbw, wbw, it, bufs, fixed, subs, nsub, var_sub, moved,
+                 levels, compute, out, nfit):
     """Per node ``b``: the least objective over the double-buffer choices (per level the set
     ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
-    single-buffer bytes of the moved tensors, ``fixed [n, L]`` the other buffers, ``cap
-    [L]``), with compute seconds ``cs``, bytes read into / written out of each level ``R, W
-    [n, L, T]``, link bandwidths ``rbw, wbw [n, L]`` (B/s) and iterations ``it [n, L]``.
-    ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J, ``e_mac`` J per padded op point
-    ``pts [n]``, ``e_byte [L]`` J per byte), 3 energy x latency. ``inf`` when nothing fits.
-    ``nfit [n]``: how many choices fit."""
+    single-buffer bytes of the moved tensors, ``fixed [n, L]`` the other buffers, against
+    ``levels.capacity``), with padded points per op of the busiest core ``points [n, O]``,
+    bytes read into / written out of each level ``R, W [n, L, T]``, link bandwidths
+    ``rbw, wbw [n, L]`` (B/s) and iterations ``it [n, L]``; every formula is the model's
+    (:mod:`tilewise.model.rules`). ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J), 3
+    energy x latency. ``inf`` when nothing fits. ``nfit [n]``: how many choices fit."""
     n, L, T = R.shape
     V = var_sub.shape[0]
     U = subs.shape[1]
@@ -115,9 +117,7 @@ def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, subs, nsub, var_
                 w += W[b, l, t]
             rs[l] = r
             ws[l] = w
-            a = r / rbw[b, l] if r > 0 else 0.0
-            c = w / wbw[b, l] if w > 0 else 0.0
-            tmax = max(tmax, a, c)
+            tmax = max(tmax, link_time(r, w, rbw[b, l], wbw[b, l]))
             for u in range(nsub[l]):
                 tot = fixed[b, l]
                 rx = 0.0
@@ -127,13 +127,10 @@ def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, subs, nsub, var_
                     if not subs[l, u, i]:
                         rx += R[b, l, moved[i]]
                         wx += W[b, l, moved[i]]
-                fit[l, u] = tot <= cap[l]
-                a = rx / rbw[b, l] if rx > 0 else 0.0
-                c = wx / wbw[b, l] if wx > 0 else 0.0
-                ex[l, u] = max(a, c)
-                a = (r - rx) / rbw[b, l] if r > rx else 0.0
-                c = (w - wx) / wbw[b, l] if w > wx else 0.0
-                fl[l, u] = max(a, c) / max(it[b, l], 1.0)
+                fit[l, u] = tot <= levels.capacity[l]
+                ex[l, u] = link_time(rx, wx, rbw[b, l], wbw[b, l])
+                fl[l, u] = link_time(r - rx, w - wx, rbw[b, l], wbw[b, l]) / max(it[b, l], 1.0)
+        cs = compute_cycles(points[b], compute.op_pp, compute.op_rate) / compute.clock
         best = np.inf
         nf = 0
         for v in range(V):
@@ -151,18 +148,16 @@ def best_variant(obj, cs, R, W, rbw, wbw, it, bufs, fixed, cap, subs, nsub, var_
                 continue
             nf += 1
             if obj == 0 or obj == 3:
-                lat = max(cs[b] + ex_sum, tmax) + fill
-                if lat < best:
-                    best = lat
+                best = min(best, latency(cs, ex_sum, tmax, fill))
         nfit[b] = nf
         if nf == 0:
             out[b] = np.inf
         elif obj == 1:  # independent of double buffering
             out[b] = rs[1] + ws[1] if L > 1 else 0.0
         elif obj == 2 or obj == 3:
-            e = pts[b] * e_mac
-            for l in range(1, L):
-                e += (rs[l] + ws[l]) * e_byte[l]
+            for l in range(L):
+                rs[l] += ws[l]
+            e = energy(rs, levels.e_byte, points[b], compute.e_point)
             out[b] = e if obj == 2 else best * e
         else:
             out[b] = best

@@ -215,9 +215,6 @@ class Engine:
         self.pp = [op.ops_per_point if op.kind != "mac" else 1 for op in workload.ops]
         S, L, D = len(self.space.splits), self.L, self.D
         self.chains = [[self.space.dim_chains(s, j) for j in range(D)] for s in range(S)]
-        self.cap = np.array([np.inf if lv.capacity_bytes is None else lv.capacity_bytes * (
-            lv.instances if st.array_level is not None and k < st.array_level else 1)
-            for k, lv in enumerate(arch.levels)])
         self.split_arr = np.array([[sp.rows[0] if sp.rows else -1, sp.rows[1] if sp.rows else 1,
                                     sp.cols[0] if sp.cols else -1, sp.cols[1] if sp.cols else 1]
                                    for sp in self.space.splits], np.int64)
@@ -228,6 +225,7 @@ class Engine:
                                   for s in range(S)], np.int64).reshape(S, D)
         self.groups = [_prefix_groups([self.chains[s][j] for s in range(S)], L) for j in range(D)]
         self.problem = Problem.build(workload, arch)
+        self.cap = self.problem.levels.capacity  # the model's capacity rule
         rules = self.problem.chain  # the model's chain rules: spine and forbidden dims
         self.chain_rules = (rules.spine, rules.forbidden) if rules.chain else None
         spine = self.chain_rules[0] if self.chain_rules is not None else None
@@ -440,17 +438,14 @@ class Engine:
             R, W, legal = self.traffic(s, ttc, nd["ords"], int(self.n_fixed[stage]))
         else:
             R, W, legal = rw[0], rw[1], None
-        cs = self.compute_s(pad)
-        pts = np.zeros(m)
-        for ix, p in zip(self.op_dims, self.pp):
-            pts += np.prod(pad[:, ix], axis=1).astype(float) * p
+        points = np.stack([np.prod(pad[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
         it = np.prod(cnt, axis=2).astype(float)
-        e_mac, e_byte = self.energy if self.energy is not None else (0.0, np.zeros(self.L))
         sub = np.empty((m, len(objectives)))
         nfit = np.zeros(m, np.int64)
         for i, o in enumerate(objectives):
-            best_variant(OBJ_CODE[o], cs, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
-                         self.cap, *self.db_subs, self.moved_idx, e_mac, e_byte, pts, sub[:, i], nfit)
+            best_variant(OBJ_CODE[o], points, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
+                         *self.db_subs, self.moved_idx, self.problem.levels,
+                         self.problem.compute, sub[:, i], nfit)
         if leaf:
             stats["valid"] += int(nfit[legal].sum())
             sub[~legal] = np.inf
