@@ -38,9 +38,9 @@ import math
 
 import numpy as np
 
-from .dtypes import dtype as _dtype
+from .dtypes import dtype as _dtype, from_numpy
 from .errors import DTypeError, MappingError, WorkloadError
-from .blocked.kernels import SoftmaxState, attention_tile, causal_mask, finalize_attention, tilewise_dtype
+from .blocked.kernels import SoftmaxState, attention_tile, causal_mask, finalize_attention
 
 _FLOATS = ("f16", "bf16", "f32", "f64")
 
@@ -51,7 +51,7 @@ def _operands(Q, K, V):
     for name, x in (("Q", Q), ("K", K), ("V", V)):
         if x.ndim < 2:
             raise WorkloadError(f"attention: {name} has shape {x.shape}; need (..., rows, dim)")
-    names = [tilewise_dtype(x).name for x in (Q, K, V)]
+    names = [from_numpy(x).name for x in (Q, K, V)]
     if len(set(names)) != 1 or names[0] not in _FLOATS:
         raise DTypeError(f"attention: Q, K, V are {', '.join(names)}; need one float type for "
                          f"all three ({', '.join(_FLOATS)})")
@@ -251,8 +251,8 @@ class IncrementalAttention:
             if x.shape[:-2] != old.shape[:-2] or x.shape[-1] != old.shape[-1] or x.dtype != old.dtype:
                 want = ", ".join(map(str, old.shape[:-2] + ("rows",) + old.shape[-1:]))
                 raise WorkloadError(
-                    f"IncrementalAttention.append: {name} is {tilewise_dtype(x).name} of shape "
-                    f"{x.shape}; earlier blocks fix it to {tilewise_dtype(old).name} of shape ({want})")
+                    f"IncrementalAttention.append: {name} is {from_numpy(x).name} of shape "
+                    f"{x.shape}; earlier blocks fix it to {from_numpy(old).name} of shape ({want})")
 
     def append(self, K_new, V_new, Q_new=None) -> np.ndarray:
         """Add keys/values ``K_new`` (..., b, dk), ``V_new`` (..., b, dv) and optionally query rows

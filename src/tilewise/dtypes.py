@@ -3,6 +3,14 @@
 Canonical names follow the workload convention (``i8``, ``bf16``); XLA's spelling (``s8``,
 ``pred``) is kept beside each entry. ``bits`` is the storage width in bits; ``accumulator`` is
 the type a multiply-accumulate over this type sums into (int -> i32, 16-bit float -> f32).
+
+Each type has one spelling per notation, all here: :func:`dtype` reads tilewise and XLA names,
+:func:`from_numpy` maps a numpy dtype back to its entry, ``DType.mlir_name`` writes MLIR and
+:func:`from_mlir` reads it. MLIR integers are written signless (``u8`` and ``i8`` are both
+``i8``, ``bool`` is ``i1``): the IR tilewise writes is ``linalg``/``tensor``/``arith``, where
+``arith.constant`` accepts only signless integers and signedness lives in the ops, and IREE strips
+``ui8``/``si8`` to ``i8`` before it reaches linalg. :func:`from_mlir` still reads the builtin
+signed spellings (``ui8`` -> ``u8``, ``si8`` -> ``i8``), so a source can keep its signedness.
 """
 
 from __future__ import annotations
@@ -34,6 +42,18 @@ class DType:
     @property
     def is_integer(self) -> bool:
         return self.kind in ("int", "uint", "bool")
+
+    @property
+    def mlir_name(self) -> str:
+        """MLIR element type: ``f32``, ``bf16``, ``f8E4M3FN``, ``complex<f32>``; integers signless
+        (``i8`` for i8 and u8, ``i1`` for bool; see the module doc)."""
+        if self.kind == "bool":
+            return "i1"
+        if self.kind in ("int", "uint"):
+            return f"i{self.bits}"
+        if self.kind == "complex":
+            return f"complex<f{self.bits // 2}>"
+        return _MLIR_FLOATS.get(self.name, self.name)
 
     def __str__(self) -> str:
         return self.name
@@ -67,6 +87,13 @@ _TABLE = [
 
 DTYPES: dict[str, DType] = {d.name: d for d in _TABLE}
 XLA_DTYPES: dict[str, DType] = {d.xla_name: d for d in _TABLE}
+NUMPY_DTYPES: dict[np.dtype, DType] = {d.numpy: d for d in _TABLE}
+_MLIR_FLOATS = {"f8e4m3fn": "f8E4M3FN", "f8e5m2": "f8E5M2"}
+# MLIR spellings that are not tilewise names (lower case): i1, the signed and unsigned builtin
+# integers, complex<fN>. Signless iN is tilewise's own iN.
+_FROM_MLIR = {"i1": "bool", "complex<f32>": "c64", "complex<f64>": "c128",
+              **{f"si{b}": f"i{b}" for b in (4, 8, 16, 32, 64)},
+              **{f"ui{b}": f"u{b}" for b in (4, 8, 16, 32, 64)}}
 _ALIASES = {
     "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
     "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64",
@@ -93,3 +120,23 @@ def dtype(name: "str | DType") -> DType:
         f"unknown dtype {name!r}; valid: {', '.join(DTYPES)} (XLA spellings s8, s16, s32, pred "
         f"and aliases such as int8, float32 also accepted)"
     )
+
+
+def from_mlir(name: str) -> DType:
+    """The element type of an MLIR spelling (``i8``, ``ui8``, ``si8``, ``i1``, ``bf16``,
+    ``f8E4M3FN``, ``complex<f32>``) or of any name :func:`dtype` accepts; DTypeError if none."""
+    key = str(name).strip()
+    return dtype(_FROM_MLIR.get(key.lower(), key))
+
+
+def from_numpy(x) -> DType:
+    """The element type of a numpy dtype, or of an array's dtype.
+
+    Raises :class:`DTypeError` naming the numpy dtype and the valid names.
+    """
+    dt = np.dtype(getattr(x, "dtype", x))
+    found = NUMPY_DTYPES.get(dt)
+    if found is None:
+        raise DTypeError(f"numpy dtype {dt} has no tilewise element type; valid: "
+                         f"{', '.join(DTYPES)}")
+    return found

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tilewise.errors import DTypeError, WorkloadError
-from tilewise.blocked.kernels import einsum_tile, mac_tile, tilewise_dtype
+from tilewise.blocked.kernels import einsum_tile, mac_tile
 
 ACC = {"i8": np.int32, "i16": np.int32, "i32": np.int32, "u8": np.int32,
        "f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64}
@@ -112,8 +112,6 @@ def test_shape_errors_name_the_shapes():
         mac_tile(np.zeros((2, 2), np.int32), np.ones((2, 3), np.int8), np.ones((4, 2), np.int8))
     with pytest.raises(WorkloadError, match=r"gives \(2, 5\), but the accumulator tile is \(2, 2\)"):
         mac_tile(np.zeros((2, 2), np.int32), np.ones((2, 3), np.int8), np.ones((3, 5), np.int8))
-    with pytest.raises(DTypeError, match="numpy dtype <U1 has no tilewise element type"):
-        tilewise_dtype(np.array(["x"]))
 
 
 @given(st.sampled_from(["i8", "i16", "bf16", "f32"]), st.integers(1, 4), st.integers(1, 9),

@@ -7,7 +7,7 @@ import pytest
 import tilewise
 from tilewise import PackError, pack, pack_reference, packed_shape, unpack, unpack_reference
 from tilewise.errors import ParseError
-from tilewise.layout.pack import (mlir_element_type, pack_op_text, parse_tensor_type, type_str,
+from tilewise.layout.pack import (pack_op_text, parse_tensor_type, type_str,
                                   unpack_op_text, unpack_packing, verify)
 
 
@@ -138,7 +138,8 @@ def test_padding_required_when_tile_does_not_divide():
 @pytest.mark.parametrize("dt, value, why", [
     (np.int8, 300, "out of range for i8"),
     (np.int8, 1.5, "not exactly representable in i8"),
-    (np.uint8, -1, "out of range for ui8"),
+    (np.uint8, -1, r"out of range for u8 \[0, 255\]"),
+    (np.int8, -129, r"out of range for i8 \[-128, 127\]"),
     (np.bool_, 2, "not exactly representable in i1"),
     (np.float16, 1e6, "overflows f16"),
     (np.float32, 1 + 2j, "complex value for a real type"),
@@ -297,10 +298,14 @@ def test_large_streaming_path_matches_reference():
 def test_tensor_types_and_op_text():
     assert parse_tensor_type("128x256xf32") == ((128, 256), tilewise.dtype("f32"))
     assert parse_tensor_type(" tensor<4x8x32x32xbf16> ")[0] == (4, 8, 32, 32)
-    for name in ["i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "i1", "ui8",
+    for name in ["i8", "i16", "i32", "i64", "f16", "bf16", "f32", "f64", "i1",
                  "f8E4M3FN", "complex<f32>"]:
         shape, dt = parse_tensor_type(f"2x{name}")
-        assert mlir_element_type(dt) == name and shape == (2,)
+        assert dt.mlir_name == name and shape == (2,)
+    # The builtin signed spellings keep their signedness; integers print signless.
+    assert parse_tensor_type("2xui8")[1] is tilewise.dtype("u8")
+    assert parse_tensor_type("2xsi8")[1] is tilewise.dtype("i8")
+    assert tilewise.dtype("u8").mlir_name == "i8"
     assert parse_tensor_type("f32") == ((), tilewise.dtype("f32"))
     assert type_str((), "f32") == "tensor<f32>"
     packing = verify((200, 127, 256), (1,), (2,), (2, 1, 0))

@@ -143,12 +143,24 @@ def _pick(value: float, units: list[tuple[str, float]], parse) -> str:
     return _short(value)
 
 
-def format_size(nbytes: int) -> str:
-    """``49152`` -> ``"48 KiB"``; exact (parses back to the same number of bytes)."""
-    for unit in ("TiB", "GiB", "MiB", "KiB"):
-        if nbytes % SIZE_UNITS[unit] == 0:
-            return f"{nbytes // SIZE_UNITS[unit]} {unit}"
-    return f"{nbytes} B"
+def format_size(nbytes: float, digits: int | None = None) -> str:
+    """Bytes in binary units: tilewise's one byte notation, for specs and tables alike.
+
+    Exact by default (parses back to the same number of bytes): ``49152`` -> ``"48 KiB"``,
+    ``1000`` -> ``"1000 B"``. With ``digits``, rounded to that many significant digits in the
+    largest unit not above it, for tables: ``format_size(11010048, 3)`` -> ``"10.5 MiB"``.
+    """
+    units = ("TiB", "GiB", "MiB", "KiB")
+    if digits is None:
+        for unit in units:
+            if nbytes % SIZE_UNITS[unit] == 0:
+                return f"{nbytes // SIZE_UNITS[unit]} {unit}"
+        return f"{nbytes} B"
+    for unit in units:
+        if nbytes >= SIZE_UNITS[unit]:
+            value = nbytes / SIZE_UNITS[unit]
+            return f"{value:.{digits}g} {unit}" if value < 10**digits else f"{value:.0f} {unit}"
+    return f"{nbytes:.0f} B"
 
 
 def format_bandwidth(bytes_per_s: float) -> str:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import DTYPES, DType
+from ..dtypes import from_numpy
 from ..errors import DTypeError, WorkloadError
 
 # Integer products are summed through float64 BLAS when every partial sum is an integer below
@@ -44,20 +44,11 @@ from ..errors import DTypeError, WorkloadError
 _F64_EXACT = 2**53
 
 
-def tilewise_dtype(x: np.ndarray | np.dtype) -> DType:
-    """The :class:`~tilewise.dtypes.DType` of a numpy array or dtype; DTypeError if none."""
-    dt = np.dtype(getattr(x, "dtype", x))
-    for d in DTYPES.values():
-        if d.numpy == dt:
-            return d
-    raise DTypeError(f"numpy dtype {dt} has no tilewise element type; valid: {', '.join(DTYPES)}")
-
-
 def _check_accumulator(acc: np.ndarray, operands, what: str) -> None:
     """Every operand must accumulate into ``acc``'s type (i8 -> i32, bf16 -> f32, i32 -> i32)."""
-    acc_t = tilewise_dtype(acc)
+    acc_t = from_numpy(acc)
     for i, x in enumerate(operands):
-        t = tilewise_dtype(x)
+        t = from_numpy(x)
         if t.accumulator != acc_t.name:
             raise DTypeError(f"{what}: operand {i} is {t.name}, which accumulates in {t.accumulator}, "
                              f"but the accumulator tile is {acc_t.name}; pass a {t.accumulator} "

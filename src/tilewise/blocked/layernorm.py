@@ -30,15 +30,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dtypes import dtype as _dtype
+from ..dtypes import dtype as _dtype, from_numpy
 from ..errors import DTypeError, MappingError, WorkloadError
-from .kernels import tilewise_dtype
 
 _FLOATS = ("f16", "bf16", "f32", "f64")
 
 
 def _acc(x: np.ndarray) -> np.dtype:
-    t = tilewise_dtype(x)
+    t = from_numpy(x)
     if t.name not in _FLOATS:
         raise DTypeError(f"layernorm: input is {t.name}; need a float type ({', '.join(_FLOATS)})")
     return _dtype(t.accumulator).numpy

@@ -9,6 +9,8 @@ one. Illegal attributes give MLIR's verifier message on one ``error:`` line.
 
 from __future__ import annotations
 
+import math
+
 import click
 
 from ._util import console, parse_int_list
@@ -64,11 +66,9 @@ def register(app: click.Group) -> None:
                   help="Pad value for tiles that do not divide their dim (required then).")
     def pack_cmd(tensor_type, inner_dims_pos, inner_tiles, outer_dims_perm, padding_value):
         """Packed type of TYPE (e.g. 128x256xf32 or tensor<128x256xf32>) under linalg.pack."""
-        import numpy as np
-
         from ..layout.convert import pack_to_xla
-        from ..layout.pack import (padding_scalar, mlir_element_type, pack_op_text,
-                                   parse_tensor_type, require_full_tiles, type_str, verify)
+        from ..layout.pack import (padding_scalar, pack_op_text, parse_tensor_type,
+                                   require_full_tiles, type_str, verify)
 
         shape, dt = parse_tensor_type(tensor_type)
         packing = verify(shape, parse_int_list(inner_dims_pos, "--inner-dims-pos"),
@@ -76,14 +76,12 @@ def register(app: click.Group) -> None:
                          parse_int_list(outer_dims_perm, "--outer-dims-perm"))
         pad = None
         if padding_value is not None:
-            pad = padding_scalar(_number(padding_value), np.dtype(dt.numpy), "linalg.pack")
+            pad = padding_scalar(_number(padding_value), dt.numpy, "linalg.pack")
         elif packing.needs_padding:
             require_full_tiles(packing)
-        element = mlir_element_type(dt)
+        element = dt.mlir_name
         packed = packing.packed_shape
-        total = 1
-        for s in packed:
-            total *= s
+        total = math.prod(packed)
         share = f" ({100 * packing.padding_elements / total:.2f} %)" if total else ""
         xla = pack_to_xla(shape, dt, packing.inner_dims_pos, packing.inner_tiles,
                           packing.outer_dims_perm)
@@ -94,7 +92,7 @@ def register(app: click.Group) -> None:
                         + (f", value {pad.item()!r}" if pad is not None else "")),
             ("bytes", f"{total * dt.bytes} packed, {(total - packing.padding_elements) * dt.bytes}"
                       f" source"),
-            ("XLA layout", str(xla) if xla is not None else "none expresses this pack"),
+            ("XLA layout", str(xla)),
         ], pack_op_text(packing, element, pad))
 
     @app.command("unpack")
@@ -104,8 +102,7 @@ def register(app: click.Group) -> None:
                   help="Unpacked shape, e.g. 500x1000 (default: whole tiles); drops padding.")
     def unpack_cmd(tensor_type, inner_dims_pos, inner_tiles, outer_dims_perm, shape):
         """Unpacked type of a packed TYPE (e.g. 4x8x32x32xf32) under linalg.unpack."""
-        from ..layout.pack import (mlir_element_type, parse_tensor_type, type_str,
-                                   unpack_op_text, unpack_packing)
+        from ..layout.pack import parse_tensor_type, type_str, unpack_op_text, unpack_packing
 
         packed, dt = parse_tensor_type(tensor_type)
         dims = None
@@ -114,7 +111,7 @@ def register(app: click.Group) -> None:
         packing = unpack_packing(packed, parse_int_list(inner_dims_pos, "--inner-dims-pos"),
                                  parse_int_list(inner_tiles, "--inner-tiles"),
                                  parse_int_list(outer_dims_perm, "--outer-dims-perm"), dims)
-        element = mlir_element_type(dt)
+        element = dt.mlir_name
         _show([
             ("packed", type_str(packed, element)),
             ("unpacked", type_str(packing.shape, element)),

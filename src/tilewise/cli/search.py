@@ -16,6 +16,7 @@ import sys
 
 import click
 
+from ..arch.units import format_size
 from ._util import console
 from ._workload import workload_group
 
@@ -88,13 +89,6 @@ def _verify(result) -> int:
     return 0 if report.passed else 1
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if n >= scale:
-            return f"{n / scale:.3g} {unit}"
-    return f"{int(n)} B"
-
-
 def solution_row(rank: int, sol, workload, arch) -> list[str]:
     m = sol.mapping
     tiles = [" ".join(f"{d}{t}" for d, t in lv.tiles) for lv in m.levels]
@@ -112,7 +106,7 @@ def solution_row(rank: int, sol, workload, arch) -> list[str]:
             if s and s.dim == d:
                 ksplit.append(f"{axis} {d}{s.ways}")
     c = sol.cost
-    moved = " ".join(_fmt_bytes(sum(c.reads[lv].values()) + sum(c.writes[lv].values()))
+    moved = " ".join(format_size(sum(c.reads[lv].values()) + sum(c.writes[lv].values()), 3)
                      for lv in c.reads)
     return [str(rank), *tiles, orders, spatial, db, ", ".join(ksplit) or "—",
             f"{sol.latency_s * 1e6:,.2f}", f"{sol.xslowdown:.3f}", f"{c.utilization:.1%}", moved]

@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass
 
 from ..dtypes import DType, dtype as _lookup_dtype
-from ..errors import PackError
+from .pack import Packing, list_str, type_str, verify
 from .xla import Layout, Shape, Tile, _Stage
 
 
@@ -37,7 +37,7 @@ class Transpose:
         return tuple(shape[p] for p in self.perm)
 
     def __str__(self) -> str:
-        return f"linalg.transpose permutation = {_list(self.perm)}"
+        return f"linalg.transpose permutation = {list_str(self.perm)}"
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Expand:
 
     def __str__(self) -> str:
         return (f"tensor.expand_shape {_groups(self.reassociation)} "
-                f"output_shape {_list(self.output_shape)}")
+                f"output_shape {list_str(self.output_shape)}")
 
 
 @dataclass(frozen=True)
@@ -76,33 +76,28 @@ class PackStep:
     inner_tiles: tuple[int, ...]
     outer_dims_perm: tuple[int, ...] = ()
 
+    def packing(self, shape: tuple[int, ...]) -> Packing:
+        """This pack verified against a source of ``shape``."""
+        return verify(shape, self.inner_dims_pos, self.inner_tiles, self.outer_dims_perm)
+
     def result_shape(self, shape: tuple[int, ...]) -> tuple[int, ...]:
-        outer = list(shape)
-        for d, t in zip(self.inner_dims_pos, self.inner_tiles):
-            outer[d] = -(-shape[d] // t)
-        if self.outer_dims_perm:
-            outer = [outer[p] for p in self.outer_dims_perm]
-        return tuple(outer) + tuple(self.inner_tiles)
+        return self.packing(shape).packed_shape
 
     def pads(self, shape: tuple[int, ...]) -> bool:
         """Whether packing ``shape`` needs padding (some tile does not divide its dim)."""
-        return any(shape[d] % t for d, t in zip(self.inner_dims_pos, self.inner_tiles))
+        return self.packing(shape).needs_padding
 
     def __str__(self) -> str:
-        perm = f"outer_dims_perm = {_list(self.outer_dims_perm)} " if self.outer_dims_perm else ""
-        return (f"linalg.pack {perm}inner_dims_pos = {_list(self.inner_dims_pos)} "
-                f"inner_tiles = {_list(self.inner_tiles)}")
+        perm = f"outer_dims_perm = {list_str(self.outer_dims_perm)} " if self.outer_dims_perm else ""
+        return (f"linalg.pack {perm}inner_dims_pos = {list_str(self.inner_dims_pos)} "
+                f"inner_tiles = {list_str(self.inner_tiles)}")
 
 
 Step = Transpose | Collapse | Expand | PackStep
 
 
-def _list(xs) -> str:
-    return "[" + ", ".join(str(x) for x in xs) + "]"
-
-
 def _groups(groups) -> str:
-    return "[" + ", ".join(_list(g) for g in groups) + "]"
+    return "[" + ", ".join(list_str(g) for g in groups) + "]"
 
 
 def _reshape_steps(st: _Stage) -> list[Step]:
@@ -145,27 +140,6 @@ def xla_to_pack(shape: Shape) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def _check_pack(rank: int, inner_dims_pos, inner_tiles, outer_dims_perm) -> None:
-    if len(inner_dims_pos) != len(inner_tiles):
-        raise PackError(
-            f"inner_dims_pos {list(inner_dims_pos)} and inner_tiles {list(inner_tiles)} must have "
-            f"the same length (one tile size per tiled dim)"
-        )
-    if len(set(inner_dims_pos)) != len(inner_dims_pos) or any(
-        not 0 <= d < rank for d in inner_dims_pos
-    ):
-        raise PackError(
-            f"invalid inner_dims_pos {list(inner_dims_pos)}: must be distinct dims in [0, {rank})"
-        )
-    if any(t <= 0 for t in inner_tiles):
-        raise PackError(f"invalid inner_tiles {list(inner_tiles)}: tile sizes must be positive")
-    if outer_dims_perm and sorted(outer_dims_perm) != list(range(rank)):
-        raise PackError(
-            f"invalid outer_dims_perm {list(outer_dims_perm)}: must be a permutation of "
-            f"0..{rank - 1} or empty"
-        )
-
-
 def _partition(cur: list[int], moved: set[int]) -> list[int]:
     return [d for d in cur if d not in moved] + [d for d in cur if d in moved]
 
@@ -203,31 +177,25 @@ def pack_to_xla(
     within-tile dims (such a tile moves its full-size dims after its 1-size dims, keeping both
     orders; a few of these sort any order). Padding agrees: both pad each tiled dim at its high
     end. So every valid static pack has an XLA equivalent and ``None`` is never returned; an
-    invalid pack (the MLIR verifier's rules on ``inner_dims_pos``, ``inner_tiles``,
-    ``outer_dims_perm``) raises :class:`~tilewise.errors.PackError`.
+    invalid pack raises :class:`~tilewise.errors.PackError` from the one pack verifier,
+    :func:`tilewise.layout.pack.verify` (MLIR's rules and diagnostics).
 
     >>> str(pack_to_xla((128, 256), "f32", (0, 1), (8, 32), (1, 0)))
     'f32[128,256]{0,1:T(32,8)(32,1)}'
     """
-    dims = tuple(int(d) for d in dims)
-    inner_dims_pos = tuple(int(d) for d in inner_dims_pos)
-    inner_tiles = tuple(int(t) for t in inner_tiles)
-    outer_dims_perm = tuple(int(d) for d in outer_dims_perm)
-    rank = len(dims)
-    _check_pack(rank, inner_dims_pos, inner_tiles, outer_dims_perm)
-    order = outer_dims_perm or tuple(range(rank))
+    packing = verify(dims, inner_dims_pos, inner_tiles, outer_dims_perm)
+    dims, order, size = packing.shape, packing.perm, packing.tile_of
     m2m = tuple(reversed(order))
     dt = _lookup_dtype(dtype)
-    if not inner_dims_pos:
+    if not size:
         return Shape(dt, dims, Layout(m2m))
-    size = dict(zip(inner_dims_pos, inner_tiles))
-    j0 = min(order.index(d) for d in inner_dims_pos)
+    j0 = min(order.index(d) for d in size)
     block = order[j0:]
     tiles = [Tile(tuple(size.get(d, 1) for d in block))]
     # Within-tile dims after the first tile, as (logical dim or None for a unit dim, size).
     inner = [(d, size[d]) if d in size and size[d] > 1 else (None, 1) for d in block]
     cur = [d for d, _ in inner if d is not None]
-    target = [d for d in inner_dims_pos if size[d] > 1]
+    target = [d for d in packing.inner_dims_pos if size[d] > 1]
     for moved in _partitions(cur, target):
         start = next(i for i, (d, _) in enumerate(inner) if d is not None)
         span = inner[start:]
@@ -235,24 +203,6 @@ def pack_to_xla(
         inner = ([(None, 1) if d in moved else (d, n) for d, n in span]
                  + [(d, n) if d in moved else (None, 1) for d, n in span])
     return Shape(dt, dims, Layout(m2m, tuple(tiles)))
-
-
-_MLIR_FLOAT = {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64",
-               "f8e4m3fn": "f8E4M3FN", "f8e5m2": "f8E5M2"}
-
-
-def _mlir_element(dt: DType) -> str:
-    if dt.kind == "bool":
-        return "i1"
-    if dt.kind in ("int", "uint"):
-        return f"i{dt.bits}"
-    if dt.kind == "complex":
-        return f"complex<f{dt.bits // 2}>"
-    return _MLIR_FLOAT[dt.name]
-
-
-def _tensor(shape: tuple[int, ...], elem: str) -> str:
-    return "tensor<" + "".join(f"{d}x" for d in shape) + elem + ">"
 
 
 def _zero(elem: str) -> str:
@@ -268,9 +218,9 @@ def _zero(elem: str) -> str:
 
 def to_mlir(shape: Shape, name: str = "to_physical") -> str:
     """An MLIR function (tensor, linalg dialects) computing :func:`xla_to_pack` of ``shape``."""
-    elem = _mlir_element(shape.dtype)
+    elem = shape.dtype.mlir_name
     cur = shape.dims
-    src = _tensor(cur, elem)
+    src = type_str(cur, elem)
     body, value, n = [], "%arg0", 0
     steps = xla_to_pack(shape)
     if any(isinstance(s, PackStep) for s in steps):
@@ -283,26 +233,26 @@ def to_mlir(shape: Shape, name: str = "to_physical") -> str:
             body.append(f"  %pad = {_zero(elem)}")
     for step in steps:
         out = step.result_shape(cur)
-        t_in, t_out = _tensor(cur, elem), _tensor(out, elem)
+        t_in, t_out = type_str(cur, elem), type_str(out, elem)
         if isinstance(step, Transpose):
             body.append(f"  %e{n} = tensor.empty() : {t_out}")
             body.append(f"  %{n} = linalg.transpose ins({value} : {t_in}) outs(%e{n} : {t_out}) "
-                        f"permutation = {_list(step.perm)}")
+                        f"permutation = {list_str(step.perm)}")
         elif isinstance(step, Collapse):
             body.append(f"  %{n} = tensor.collapse_shape {value} {_groups(step.reassociation)} "
                         f": {t_in} into {t_out}")
         elif isinstance(step, Expand):
             body.append(f"  %{n} = tensor.expand_shape {value} {_groups(step.reassociation)} "
-                        f"output_shape {_list(step.output_shape)} : {t_in} into {t_out}")
+                        f"output_shape {list_str(step.output_shape)} : {t_in} into {t_out}")
         else:
             pad = f"padding_value(%pad : {elem}) " if step.pads(cur) else ""
-            perm = f"outer_dims_perm = {_list(step.outer_dims_perm)} " if step.outer_dims_perm else ""
+            perm = f"outer_dims_perm = {list_str(step.outer_dims_perm)} " if step.outer_dims_perm else ""
             body.append(f"  %e{n} = tensor.empty() : {t_out}")
             body.append(f"  %{n} = linalg.pack {value} {pad}{perm}inner_dims_pos = "
-                        f"{_list(step.inner_dims_pos)} inner_tiles = {_list(step.inner_tiles)} "
+                        f"{list_str(step.inner_dims_pos)} inner_tiles = {list_str(step.inner_tiles)} "
                         f"into %e{n} : {t_in} -> {t_out}")
         value, cur, n = f"%{n}", out, n + 1
-    ret = _tensor(cur, elem)
+    ret = type_str(cur, elem)
     lines = [f"// {shape}", f"func.func @{name}(%arg0: {src}) -> {ret} {{", *body,
              f"  return {value} : {ret}", "}"]
     return "\n".join(lines)

@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from functools import cached_property, lru_cache
 from math import gcd, prod
 
+import ml_dtypes
 import numpy as np
 
-from ..dtypes import DTYPES, DType
-from ..dtypes import dtype as lookup_dtype
+from ..dtypes import DType, from_mlir, from_numpy
 from ..errors import DTypeError, PackError, ParseError
 
 _DIM = re.compile(r"\s*(\d+)\s*x")
@@ -91,7 +91,8 @@ class Packing:
         return prod(self.packed_shape) - prod(self.shape)
 
 
-def _fmt_list(values) -> str:
+def list_str(values) -> str:
+    """MLIR's integer-array attribute text: ``[0, 1]``."""
     return "[" + ", ".join(str(v) for v in values) + "]"
 
 
@@ -142,34 +143,34 @@ def verify(shape, inner_dims_pos, inner_tiles, outer_dims_perm=(), *,
         side = "source" if op == "linalg.pack" else "unpacked"
         where = f"the rank-{rank} {side} {type_str(shape)}"
     if any(s < 0 for s in shape):
-        raise PackError(f"{op}: dimension sizes must be >= 0, got shape {_fmt_list(shape)}")
+        raise PackError(f"{op}: dimension sizes must be >= 0, got shape {list_str(shape)}")
     if 0 in tiles:
-        raise PackError(f"{op}: invalid zero tile factor in inner_tiles = {_fmt_list(tiles)}; "
+        raise PackError(f"{op}: invalid zero tile factor in inner_tiles = {list_str(tiles)}; "
                         f"tiles must be positive")
     negative = [t for t in tiles if t < 0]
     if negative:
         raise PackError(f"{op}: invalid tile factor {negative[0]} in inner_tiles = "
-                        f"{_fmt_list(tiles)}; tiles must be positive")
+                        f"{list_str(tiles)}; tiles must be positive")
     why = _bad_positions(pos, rank)
     if why:
-        raise PackError(f"{op}: invalid inner_dims_pos vector {_fmt_list(pos)} ({why}); expected "
+        raise PackError(f"{op}: invalid inner_dims_pos vector {list_str(pos)} ({why}); expected "
                         f"distinct dims of {where}, each in [0, {rank})")
     why = _bad_positions(perm, rank)
     if why:
-        raise PackError(f"{op}: invalid outer_dims_perm vector {_fmt_list(perm)} ({why}); "
+        raise PackError(f"{op}: invalid outer_dims_perm vector {list_str(perm)} ({why}); "
                         f"expected a permutation of [0, {rank}) for {where}")
     if perm and len(perm) != rank:
         raise PackError(f"{op}: outer_dims_perm must be a permutation or empty: got "
-                        f"{_fmt_list(perm)} for {where}; it permutes the {rank} outer dims "
-                        f"(source rank), e.g. {_fmt_list(range(rank)[::-1])}")
+                        f"{list_str(perm)} for {where}; it permutes the {rank} outer dims "
+                        f"(source rank), e.g. {list_str(range(rank)[::-1])}")
     if len(tiles) > rank:
         raise PackError(f"{op}: tiling factors must be less than or equal to the input rank for "
                         f"pack or output rank for unpack: {len(tiles)} inner_tiles "
-                        f"{_fmt_list(tiles)} for {where}")
+                        f"{list_str(tiles)} for {where}")
     if len(tiles) != len(pos):
         raise PackError(f"{op}: tiling factors must equal the number of dimensions to tile: "
-                        f"inner_tiles = {_fmt_list(tiles)} has {len(tiles)}, inner_dims_pos = "
-                        f"{_fmt_list(pos)} has {len(pos)}")
+                        f"inner_tiles = {list_str(tiles)} has {len(tiles)}, inner_dims_pos = "
+                        f"{list_str(pos)} has {len(pos)}")
     raise AssertionError(f"{op}: {key} failed verification without a diagnostic")
 
 
@@ -205,22 +206,13 @@ def require_full_tiles(packing: Packing, op: str = "linalg.pack") -> None:
 
 # --- MLIR text -----------------------------------------------------------------------------
 
-_MLIR_NAMES = {"bool": "i1", "u4": "ui4", "u8": "ui8", "u16": "ui16", "u32": "ui32",
-               "u64": "ui64", "f8e4m3fn": "f8E4M3FN", "f8e5m2": "f8E5M2",
-               "c64": "complex<f32>", "c128": "complex<f64>"}
-_FROM_MLIR = {v.lower(): k for k, v in _MLIR_NAMES.items()}
-_FROM_MLIR.update({"si8": "i8", "si16": "i16", "si32": "i32", "si64": "i64"})
-
-
-def mlir_element_type(dt) -> str:
-    """MLIR spelling of an element type (``f32``, ``bf16``, ``i8``, ``ui8``, ``i1``)."""
-    if isinstance(dt, DType):
-        return _MLIR_NAMES.get(dt.name, dt.name)
-    npdt = np.dtype(dt)
-    for d in DTYPES.values():
-        if d.numpy == npdt:
-            return _MLIR_NAMES.get(d.name, d.name)
-    return str(npdt)
+def _element(dtype: np.dtype) -> str:
+    """MLIR element type of a numpy dtype (``DType.mlir_name``); numpy's name for a dtype with
+    no tilewise entry (records, strings), which only error messages print."""
+    try:
+        return from_numpy(dtype).mlir_name
+    except DTypeError:
+        return str(np.dtype(dtype))
 
 
 def type_str(shape, element: str | None = None) -> str:
@@ -235,7 +227,8 @@ def parse_tensor_type(text: str) -> tuple[tuple[int, ...], DType]:
     """Parse ``128x256xf32`` or ``tensor<128x256xf32>`` into (shape, dtype).
 
     Element types use MLIR's names (``i8``, ``ui8``, ``i1``, ``bf16``, ``f32``,
-    ``complex<f32>``) or tilewise's (``u8``, ``bool``, ``c64``). Errors point at the character.
+    ``complex<f32>``) or tilewise's (``u8``, ``bool``, ``c64``): :func:`tilewise.dtypes.from_mlir`.
+    Errors point at the character.
     """
     start, end = 0, len(text)
     while start < end and text[start].isspace():
@@ -267,9 +260,8 @@ def parse_tensor_type(text: str) -> tuple[tuple[int, ...], DType]:
     element = text[pos:end].strip()
     if not element:
         raise ParseError("tensor type", text, pos, "an element type such as f32, bf16 or i8")
-    name = _FROM_MLIR.get(element.lower(), element)
     try:
-        return tuple(shape), lookup_dtype(name)
+        return tuple(shape), from_mlir(element)
     except DTypeError as e:
         raise ParseError("tensor type", text, pos, f"an element type ({e})") from None
 
@@ -277,20 +269,20 @@ def parse_tensor_type(text: str) -> tuple[tuple[int, ...], DType]:
 def pack_op_text(packing: Packing, element: str, padding_value=None) -> str:
     """The ``linalg.pack`` op line for ``packing`` (MLIR's assembly format)."""
     pad = f" padding_value(%pad : {element})" if padding_value is not None else ""
-    perm = (f" outer_dims_perm = {_fmt_list(packing.outer_dims_perm)}"
+    perm = (f" outer_dims_perm = {list_str(packing.outer_dims_perm)}"
             if packing.outer_dims_perm else "")
     return (f"%packed = linalg.pack %source{pad}{perm} inner_dims_pos = "
-            f"{_fmt_list(packing.inner_dims_pos)} inner_tiles = {_fmt_list(packing.inner_tiles)} "
+            f"{list_str(packing.inner_dims_pos)} inner_tiles = {list_str(packing.inner_tiles)} "
             f"into %dest : {type_str(packing.shape, element)} -> "
             f"{type_str(packing.packed_shape, element)}")
 
 
 def unpack_op_text(packing: Packing, element: str) -> str:
     """The ``linalg.unpack`` op line that inverts ``packing``."""
-    perm = (f" outer_dims_perm = {_fmt_list(packing.outer_dims_perm)}"
+    perm = (f" outer_dims_perm = {list_str(packing.outer_dims_perm)}"
             if packing.outer_dims_perm else "")
     return (f"%unpacked = linalg.unpack %packed{perm} inner_dims_pos = "
-            f"{_fmt_list(packing.inner_dims_pos)} inner_tiles = {_fmt_list(packing.inner_tiles)} "
+            f"{list_str(packing.inner_dims_pos)} inner_tiles = {list_str(packing.inner_tiles)} "
             f"into %dest : {type_str(packing.packed_shape, element)} -> "
             f"{type_str(packing.shape, element)}")
 
@@ -312,13 +304,13 @@ def unpack_packing(packed, inner_dims_pos, inner_tiles, outer_dims_perm=(), shap
         if 2 * k > len(packed):
             raise PackError(
                 f"{op}: tiling factors must be less than or equal to the input rank for pack or "
-                f"output rank for unpack: {k} inner_tiles {_fmt_list(tiles)} leave an unpacked "
+                f"output rank for unpack: {k} inner_tiles {list_str(tiles)} leave an unpacked "
                 f"rank of {len(packed) - k} for the packed {type_str(packed)}")
         if tuple(packed[len(packed) - k:]) != tiles:
             raise PackError(
                 f"{op}: mismatch in inner tile sizes specified and shaped of tiled dimension in "
                 f"the packed type: the last {k} dims of {type_str(packed)} are "
-                f"{_fmt_list(packed[len(packed) - k:])}, inner_tiles = {_fmt_list(tiles)}")
+                f"{list_str(packed[len(packed) - k:])}, inner_tiles = {list_str(tiles)}")
         n = len(packed) - k
         packing = verify((0,) * n, inner_dims_pos, tiles, outer_dims_perm, op=op,
                          where=f"the rank-{n} result of unpacking {type_str(packed)}")
@@ -340,39 +332,40 @@ def unpack_packing(packed, inner_dims_pos, inner_tiles, outer_dims_perm=(), shap
 
 # --- data movement -----------------------------------------------------------------------
 
-def _table_dtype(dtype: np.dtype) -> DType | None:
-    for d in DTYPES.values():
-        if d.numpy == dtype:
-            return d
-    return None
-
-
 def padding_scalar(padding_value, dtype: np.dtype, op: str = "linalg.pack") -> np.ndarray:
     """``padding_value`` as a 0-d array of ``dtype``; reject values the dtype cannot hold
-    (MLIR requires the padding value to have the element type)."""
+    (MLIR requires the padding value to have the element type). The message names the value,
+    MLIR's element type and, for integers, the range that ``dtype`` holds."""
     value = np.empty((), dtype=dtype)
     if dtype.hasobject:
         value[()] = padding_value
         return value
-    name = mlir_element_type(dtype)
+    try:
+        table = from_numpy(dtype)
+    except DTypeError:
+        table = None
+    name = held = _element(dtype)
+    kind = getattr(table, "kind", None)
+    if kind in ("int", "uint"):  # MLIR's iN is signless: name the signed or unsigned range
+        info = ml_dtypes.iinfo(dtype)
+        held = f"{table.name} [{info.min}, {info.max}]"
     bad = f"{op}: expected padding_value has '{name}' but got: {padding_value!r}"
     if isinstance(padding_value, np.ndarray) or not isinstance(padding_value,
                                                                (numbers.Number, np.generic)):
         raise PackError(f"{bad} (a number is expected)")
-    kind = getattr(_table_dtype(dtype), "kind", None)
     if isinstance(padding_value, complex) and padding_value.imag and kind != "complex":
         raise PackError(f"{bad} (complex value for a real type)")
     try:
         with np.errstate(over="ignore"):  # overflow to inf is reported below
             value[()] = padding_value
     except (OverflowError, ValueError, TypeError):
-        raise PackError(f"{bad} (out of range for {name})") from None
+        raise PackError(f"{bad} (out of range for {held})") from None
     if kind in ("int", "uint", "bool") and value.item() != padding_value:
-        raise PackError(f"{bad} (not exactly representable in {name})")
+        raise PackError(f"{bad} (not exactly representable in {held})")
     if kind in ("float", "complex"):
         wide = value.astype(np.complex128 if kind == "complex" else np.float64)
         if np.isfinite(padding_value) and not np.isfinite(wide):
-            raise PackError(f"{bad} (overflows {name})")
+            raise PackError(f"{bad} (overflows {held})")
     return value
 
 
@@ -381,12 +374,11 @@ def _check_out(out, shape: tuple[int, ...], dtype: np.dtype, what: str, op: str,
             and out.flags.c_contiguous and out.flags.writeable
             and not np.may_share_memory(out, src)):
         return
-    element = mlir_element_type(dtype)
-    expected = type_str(shape, element)
+    expected = type_str(shape, _element(dtype))
     if not isinstance(out, np.ndarray):
         raise PackError(f"{op}: out= must be a numpy array of type {expected}, got "
                         f"{type(out).__name__}")
-    got = type_str(out.shape, mlir_element_type(out.dtype))
+    got = type_str(out.shape, _element(out.dtype))
     if out.shape != shape or out.dtype != dtype:
         raise PackError(f"{op}: expected '{expected}' for the {what} value, got '{got}' (out=)")
     if not out.flags.c_contiguous or not out.flags.writeable:

@@ -240,22 +240,23 @@ def _maximal(sets) -> list[int]:
         if any(bits & ~k == 0 for k in cands):
             continue
         kept.append(bits)
-        rest = bits
-        while rest:
-            cell = (rest & -rest).bit_length() - 1
-            by_cell.setdefault(cell, []).append(bits)
-            rest &= rest - 1
+        _index(by_cell, bits)
     return kept
+
+
+def _index(by_cell: dict[int, list[int]], bits: int) -> None:
+    """File the set ``bits`` under each of its cells."""
+    rest = bits
+    while rest:
+        cell = (rest & -rest).bit_length() - 1
+        by_cell.setdefault(cell, []).append(bits)
+        rest &= rest - 1
 
 
 def _set_cover(full: int, sets: list[int], max_depth: int, limit: int) -> "list[int] | None":
     by_cell: dict[int, list[int]] = {}
     for bits in sets:
-        rest = bits
-        while rest:
-            cell = (rest & -rest).bit_length() - 1
-            by_cell.setdefault(cell, []).append(bits)
-            rest &= rest - 1
+        _index(by_cell, bits)
     biggest = max((b.bit_count() for b in sets), default=1)
     failed: dict[int, int] = {}  # remainder -> largest depth known to be insufficient
     chosen: list[int] = []

@@ -32,6 +32,7 @@ import numpy as np
 
 from ...dtypes import DType, dtype as _dtype
 from ...errors import ISAError
+from .instr import check_field
 from .mask import BLOCK_BYTES
 from .simulate import poison_value
 
@@ -39,11 +40,6 @@ MAX_BLOCK_COUNT = 4095
 _U16, _U32 = 65535, (1 << 32) - 1
 DATACOPYPAD_BLOCKLEN_MAX = 2097151
 """``DataCopyPad``'s ``blockLen`` limit in bytes (21 bits, CANN 8.1 ``CheckDataCopyPadParams``)."""
-
-
-def _check(name: str, value: int, lo: int, hi: int, ctype: str) -> None:
-    if not isinstance(value, (int, np.integer)) or not lo <= value <= hi:
-        raise ISAError(f"{name} = {value!r} out of range: {ctype}, valid {lo}..{hi}")
 
 
 @dataclass(frozen=True)
@@ -57,10 +53,10 @@ class DataCopyParams:
     dst_stride: int = 0
 
     def __post_init__(self) -> None:
-        _check("DataCopyParams.blockCount", self.block_count, 1, MAX_BLOCK_COUNT, "12 bits")
-        _check("DataCopyParams.blockLen", self.block_len, 1, _U16, "uint16_t")
-        _check("DataCopyParams.srcStride", self.src_stride, 0, _U16, "uint16_t")
-        _check("DataCopyParams.dstStride", self.dst_stride, 0, _U16, "uint16_t")
+        check_field("DataCopyParams.blockCount", self.block_count, 1, MAX_BLOCK_COUNT, "12 bits")
+        check_field("DataCopyParams.blockLen", self.block_len, 1, _U16, "uint16_t")
+        check_field("DataCopyParams.srcStride", self.src_stride, 0, _U16, "uint16_t")
+        check_field("DataCopyParams.dstStride", self.dst_stride, 0, _U16, "uint16_t")
 
     def ascend_c(self) -> str:
         return f"{{{self.block_count}, {self.block_len}, {self.src_stride}, {self.dst_stride}}}"
@@ -77,11 +73,11 @@ class DataCopyExtParams:
     dst_stride: int = 0
 
     def __post_init__(self) -> None:
-        _check("DataCopyExtParams.blockCount", self.block_count, 1, MAX_BLOCK_COUNT, "12 bits")
-        _check("DataCopyExtParams.blockLen", self.block_len, 1, DATACOPYPAD_BLOCKLEN_MAX,
+        check_field("DataCopyExtParams.blockCount", self.block_count, 1, MAX_BLOCK_COUNT, "12 bits")
+        check_field("DataCopyExtParams.blockLen", self.block_len, 1, DATACOPYPAD_BLOCKLEN_MAX,
                "21 bits")
-        _check("DataCopyExtParams.srcStride", self.src_stride, 0, _U32, "uint32_t")
-        _check("DataCopyExtParams.dstStride", self.dst_stride, 0, _U32, "uint32_t")
+        check_field("DataCopyExtParams.srcStride", self.src_stride, 0, _U32, "uint32_t")
+        check_field("DataCopyExtParams.dstStride", self.dst_stride, 0, _U32, "uint32_t")
 
     def ascend_c(self) -> str:
         return (f"{{{self.block_count}, {self.block_len}, {self.src_stride}, "

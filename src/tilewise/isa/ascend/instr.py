@@ -42,10 +42,11 @@ from .mask import BLOCK_BYTES, BitMask, ContinuousMask, CounterMask, Mask, as_ma
 _U8, _U16 = (0, 255, "uint8_t"), (0, 65535, "uint16_t")
 
 
-def _check_field(struct: str, name: str, value: int, width: tuple[int, int, str]) -> None:
-    lo, hi, ctype = width
+def check_field(name: str, value: int, lo: int, hi: int, ctype: str) -> None:
+    """Raise :class:`ISAError` unless ``value`` is an integer in ``lo..hi`` (the C field
+    ``name`` of type ``ctype``: ``uint8_t``, ``12 bits``), naming the value and the range."""
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or not lo <= value <= hi:
-        raise ISAError(f"{struct}.{name} = {value!r} out of range: {ctype}, valid {lo}..{hi}")
+        raise ISAError(f"{name} = {value!r} out of range: {ctype}, valid {lo}..{hi}")
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ class BinaryRepeatParams:
 
     def __post_init__(self) -> None:
         for f, name in zip(fields(self), self._ASCEND):
-            _check_field("BinaryRepeatParams", name, getattr(self, f.name), _U8)
+            check_field(f"BinaryRepeatParams.{name}", getattr(self, f.name), *_U8)
 
     def strides(self) -> list[tuple[int, int]]:
         """``[(blk, rep)]`` for dst, src0, src1."""
@@ -87,10 +88,10 @@ class UnaryRepeatParams:
     src_rep_stride: int = 8
 
     def __post_init__(self) -> None:
-        _check_field("UnaryRepeatParams", "dstBlkStride", self.dst_blk_stride, _U16)
-        _check_field("UnaryRepeatParams", "srcBlkStride", self.src_blk_stride, _U16)
-        _check_field("UnaryRepeatParams", "dstRepStride", self.dst_rep_stride, _U8)
-        _check_field("UnaryRepeatParams", "srcRepStride", self.src_rep_stride, _U8)
+        check_field("UnaryRepeatParams.dstBlkStride", self.dst_blk_stride, *_U16)
+        check_field("UnaryRepeatParams.srcBlkStride", self.src_blk_stride, *_U16)
+        check_field("UnaryRepeatParams.dstRepStride", self.dst_rep_stride, *_U8)
+        check_field("UnaryRepeatParams.srcRepStride", self.src_rep_stride, *_U8)
 
     def strides(self) -> list[tuple[int, int]]:
         """``[(blk, rep)]`` for dst, src."""
@@ -110,8 +111,8 @@ class DuplicateParams:
     dst_rep_stride: int = 8
 
     def __post_init__(self) -> None:
-        _check_field("Duplicate", "dstBlockStride", self.dst_blk_stride, _U16)
-        _check_field("Duplicate", "dstRepeatStride", self.dst_rep_stride, _U8)
+        check_field("Duplicate.dstBlockStride", self.dst_blk_stride, *_U16)
+        check_field("Duplicate.dstRepeatStride", self.dst_rep_stride, *_U8)
 
     def strides(self) -> list[tuple[int, int]]:
         return [(self.dst_blk_stride, self.dst_rep_stride)]
