@@ -54,8 +54,8 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import CapacityError, MappingError, WorkloadError
-from ..model.footprint import buffer_bytes, element_bytes, in_place
-from ..model.structure import Structure
+from ..model.footprint import in_place
+from ..model.problem import Problem
 from .kernels import conv_tile, einsum_tile, online_softmax, read_tile
 from .layernorm import Moments, merge_moments, normalize_tile, tile_moments
 from .reference import (array_shape, check_inputs, check_supported, gather, letters,
@@ -204,7 +204,8 @@ class _Buffer:
 class _Executor:
     def __init__(self, workload, arch, mapping, inputs):
         self.w, self.arch, self.m = workload, arch, mapping
-        self.st = Structure(workload, arch)
+        self.problem = Problem.build(workload, arch)
+        self.st = self.problem.st
         self.n = self.st.n_levels
         self.a = self.st.array_level if self.st.array_level is not None else self.n - 1
         self.ops = {op.name: op for op in workload.ops}
@@ -253,11 +254,11 @@ class _Executor:
             return
         lv = self.arch.levels[level]
         db = t.name in self.m.levels[level].double_buffer
-        eb = element_bytes(t, self.w, level == self.n - 1)
-        buf[t.name] = buffer_bytes(t, self.m.levels[level].sizes, self.w.sizes, lv, db, eb)
-        if lv.capacity_bytes is None:
+        buf[t.name] = self.problem.buffer_bytes(t.name, level, self.m.levels[level].sizes, db)
+        cap = self.problem.levels.capacity[level]  # the model's rule (per instance below the array)
+        if not np.isfinite(cap):
             return
-        cap = lv.capacity_bytes * (lv.instances if level < self.a else 1)
+        cap = int(cap)
         need = sum(buf.values())
         if need > cap:
             where = f"level {lv.name}" + (f" (core {inst})" if inst is not None and self.arch.array else "")

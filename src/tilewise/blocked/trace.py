@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..model.footprint import buffer_bytes, element_bytes, in_place
-from ..model.structure import Structure
+from ..model.footprint import in_place
+from ..model.problem import Problem
 from .walker import Compute, Transfer, walk
 
 
@@ -45,7 +45,8 @@ class Trace:
 
 def simulate(workload, arch, mapping) -> Trace:
     """Walk ``mapping`` tile by tile and count transfers, residency and compute steps."""
-    st = Structure(workload, arch)
+    problem = Problem.build(workload, arch)
+    st = problem.st
     n = st.n_levels
     names = [lv.name for lv in arch.levels]
     tiles = [lv.sizes for lv in mapping.levels]
@@ -66,8 +67,7 @@ def simulate(workload, arch, mapping) -> Trace:
         buf = allocated[(level, instance)]
         if tensor.name not in buf and tensor.name not in shared:
             db = tensor.name in mapping.levels[level].double_buffer
-            eb = element_bytes(tensor, workload, level == n - 1)
-            buf[tensor.name] = buffer_bytes(tensor, tiles[level], sizes, arch.levels[level], db, eb)
+            buf[tensor.name] = problem.buffer_bytes(tensor.name, level, tiles[level], db)
 
     for t in st.moved:
         allocate(0, None, t)

@@ -163,6 +163,7 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
     evaluates thousands of batches of one problem); built here otherwise.
     """
     p = Problem.build(workload, arch) if problem is None else problem
+    p.require_rates()
     st = p.st
     b = candidates
     L, D, T, O = st.n_levels, len(st.dims), len(st.tensors), len(workload.ops)

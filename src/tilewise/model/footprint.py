@@ -1,5 +1,9 @@
 """Buffer sizes: the bytes a tensor's tile occupies at a memory level.
 
+The byte rule itself is :func:`tilewise.model.rules.buffer_bytes` (over the buffer list of
+:class:`tilewise.model.problem.Buffers`); this module decides which buffers exist and their
+bytes per point.
+
 A buffer is allocated at the full tile size (edge tiles are smaller but reuse it): along each
 axis the halo extent ``sum(c*(t-1)) + 1`` of the tile, clipped to the extent the whole problem
 spans (the padded tensor). The byte count is rounded up to the level's ``block_bytes`` and, when
@@ -14,15 +18,6 @@ Example: an i8 A tile of 64x64 in 8 KiB banks takes one bank, 8192 bytes; double
 from __future__ import annotations
 
 from ..ir.workload import Tensor
-
-
-def tile_elements(t: Tensor, tile: dict, sizes: dict) -> int:
-    """Index points of ``t``'s full tile for per-dim tile sizes ``tile`` (elements)."""
-    n = 1
-    for ax in t.axes:
-        full = {d: max(tile[d], sizes[d]) for d in ax.dims}
-        n *= min(ax.extent(tile), ax.extent(full))
-    return n
 
 
 def round_buffer(nbytes, level):
@@ -58,11 +53,3 @@ def element_bytes(t: Tensor, workload, innermost: bool) -> int:
         if op is not None and op.kind in ("mac", "norm"):
             return max(t.element_bytes, op.accumulator.bytes * t.lanes)
     return t.element_bytes
-
-
-def buffer_bytes(t: Tensor, tile: dict, sizes: dict, level, double_buffered: bool,
-                 nbytes_per_point: int) -> int:
-    """Bytes allocated for ``t`` at ``level`` (rounded, x2 when double-buffered)."""
-    raw = tile_elements(t, tile, sizes) * nbytes_per_point
-    return int(round_buffer(raw, level)) * (2 if double_buffered else 1)
-

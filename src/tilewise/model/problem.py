@@ -33,7 +33,8 @@ from typing import NamedTuple
 
 from ..ir.workload import Tensor
 from .footprint import element_bytes, in_place
-from .rules import compute_bound_s, energy_per_byte, energy_per_point, level_capacity, rate
+from .rules import (buffer_bytes, compute_bound_s, energy_per_byte, energy_per_point,
+                    level_capacity, rate, rates)
 from .structure import Structure
 
 
@@ -217,7 +218,8 @@ class Buffers(NamedTuple):
 
 class Compute(NamedTuple):
     """Per op: ``op_mask [O, D]`` its dims, ``op_pp [O]`` ops per point (1 for a MAC),
-    ``op_rate [O]`` per-core rate (ops/cycle); ``clock`` Hz; ``ideal`` the compute-bound
+    ``op_rate [O]`` per-core rate (ops/cycle; NaN: none given, see
+    :meth:`Problem.require_rates`); ``clock`` Hz; ``ideal`` the compute-bound
     minimum (s, :func:`.rules.compute_bound_s`); ``e_point [O]`` joules per padded point
     (NaN: unknown)."""
 
@@ -266,6 +268,32 @@ class Problem:
         """The groups in the order :func:`.kernel.evaluate_into` takes them."""
         return (self.dims, self.levels, self.tensors, self.groups, self.buffers, self.compute,
                 self.chain)
+
+    def require_rates(self) -> None:
+        """SpecError naming the first op the arch gives no compute rate for (costing needs it)."""
+        for op, r in zip(self.workload.ops, self.compute.op_rate):
+            if np.isnan(r):
+                rate(self.arch, op)
+
+    def buffer_names(self) -> tuple[str, ...]:
+        """The tensor of each buffer of :attr:`buffers`, by name (op state after the tensors)."""
+        state = iter(self.workload.state)
+        return tuple(self.st.tensors[ti].name if ti >= 0 else next(state).name
+                     for ti in self.buffers.tensor)
+
+    def buffer_bytes(self, tensor: str, level: int, tiles: dict, double_buffered: bool) -> int:
+        """Bytes ``tensor``'s buffer takes at ``level`` for the per-dim ``tiles`` (elements): the
+        model's rule (:func:`.rules.buffer_bytes`), x2 when double buffered; 0 for a tensor
+        that has no buffer there (computed in place of its input, or inner-only)."""
+        names = self.buffer_names()
+        if tensor not in names:
+            return 0
+        f = names.index(tensor)
+        if not self.buffers.level[f, level]:
+            return 0
+        tl = np.array([tiles[d] for d in self.st.dims], np.int64)
+        nb = int(buffer_bytes(f, level, tl, self.dims.sizes, self.buffers))
+        return nb * (2 if double_buffered else 1)
 
     @classmethod
     def build(cls, workload, arch) -> "Problem":
@@ -402,7 +430,7 @@ def _compute(st: Structure) -> Compute:
     for o, op in enumerate(ops):
         op_mask[o, [dims.index(d) for d in op.dims]] = True
     return Compute(op_mask, _i64([op.ops_per_point if op.kind != "mac" else 1 for op in ops]),
-                   np.array([rate(arch, op) for op in ops], float),
+                   rates(arch, workload),
                    float(arch.compute.clock_hz), compute_bound_s(workload, arch),
                    energy_per_point(arch, workload))
 

@@ -56,6 +56,18 @@ def rate(arch, op) -> float:
     return float(table[op.dtype.name])
 
 
+def rates(arch, workload) -> np.ndarray:
+    """:func:`rate` of every op ``[O]``, NaN where the arch gives none (executing a mapping
+    needs no rate; costing it does: :func:`rate` names the missing one)."""
+    out = []
+    for op in workload.ops:
+        try:
+            out.append(rate(arch, op))
+        except SpecError:
+            out.append(np.nan)
+    return np.array(out, float)
+
+
 def ops_per_point(op) -> int:
     """Operations per iteration point counted against :func:`rate` (a MAC is one)."""
     return 1 if op.kind == "mac" else op.ops_per_point
@@ -63,11 +75,11 @@ def ops_per_point(op) -> int:
 
 def compute_bound_s(workload, arch) -> float:
     """The compute-bound minimum (seconds): every useful point of every op on every core at
-    peak rate, no padding, no transfers."""
+    peak rate, no padding, no transfers (NaN when an op has no rate)."""
     cycles = 0.0
-    for op in workload.ops:
+    for op, r in zip(workload.ops, rates(arch, workload)):
         points = int(np.prod([workload.sizes[d] for d in op.dims]))
-        cycles += points * ops_per_point(op) / rate(arch, op) / arch.cores
+        cycles += points * ops_per_point(op) / r / arch.cores
     return cycles / float(arch.compute.clock_hz)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from tilewise.errors import SpecError
 from tilewise.model.batch import MappingBatch
 from tilewise.model.cost import CostBatch
-from tilewise.model.footprint import element_bytes, in_place, round_buffer
+from tilewise.model.footprint import element_bytes, in_place
 from tilewise.model.structure import Structure
 
 from .latency import latency, link_times
@@ -35,6 +35,17 @@ def tile_elements_batch(t: Tensor, dims: tuple[str, ...], tiles: np.ndarray,
             span = span + c * (full[:, i] - 1)
         n = n * np.minimum(ext, span)
     return n
+
+
+def round_buffer(nbytes, level):
+    """Round buffer bytes (int array) up to the level's block, then to whole banks when bank
+    granular (this reference's own copy of the rule)."""
+    b = max(int(level.block_bytes), 1)
+    nbytes = -(-nbytes // b) * b
+    if level.bank_granular and level.bank_bytes:
+        bank = int(level.bank_bytes)
+        nbytes = -(-nbytes // bank) * bank
+    return nbytes
 
 
 def _rate(arch, op) -> float:
