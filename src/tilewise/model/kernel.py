@@ -66,13 +66,13 @@ import numpy as np
 from numba import njit
 
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
-from .rules import (buffer_bytes, chain_violation, compute_cycles, energy, latency, link_time,
-                    loop_step, tile_limit)
+from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, energy, latency, link_time,
+                    loop_step, tile_fits)
 
 _BIG = 2.0 ** 62  # bytes: past this an int64 count could overflow
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _div(e, s, inv):
     """``e // s`` for ``e >= 0``, ``s >= 1`` given ``inv = 1.0 / s``: the float quotient,
     corrected to the exact floor (at most one correction step below 2**50). The tile lists
@@ -85,13 +85,13 @@ def _div(e, s, inv):
     return q
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _near_border(s, e, size, left, right):
     """Whether tile ``[s, s + e)`` of a dim can reach the tensor border (see :mod:`.problem`)."""
     return s < left or s + e - 1 >= size - right
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _cut_x(X, XN, j, lm_src, lv_src, step, size, left, right, out_s, out_e):
     """Explicit children, cut by ``step``, of the listed tiles ``X[j, lm_src, lv_src]``;
     border tiles only. Returns the count written to ``out_s``/``out_e``."""
@@ -115,7 +115,7 @@ def _cut_x(X, XN, j, lm_src, lv_src, step, size, left, right, out_s, out_e):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _slice_x(in_s, in_e, n, tile, ways, size, left, right, out_s, out_e):
     """Explicit non-empty core slices of ``n`` listed array tiles; border tiles only."""
     out = 0
@@ -130,7 +130,7 @@ def _slice_x(in_s, in_e, n, tile, ways, size, left, right, out_s, out_e):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, error_model="numpy")
 def _affine_value(g, lam, level, gi, mono, axes, P, X, XN, idx):
     """Bytes factor (elements) of a group under affine axes, summed over its tiles at
     ``level`` (member ``i`` from prefix level ``lam[i]``): one axis, the halo polynomial in
@@ -203,63 +203,6 @@ class CostArrays(NamedTuple):
     energy: np.ndarray         # [B] joules (NaN: the arch gives no energy numbers)
 
 
-class _Scratch(NamedTuple):
-    """Per-call work arrays, reused across candidates (see :func:`_scratch`)."""
-
-    ways: np.ndarray      # [D] split ways of the candidate
-    step: np.ndarray      # [L-1, D] loop steps
-    pos: np.ndarray       # [L-1, D] loop position of each dim
-    real: np.ndarray      # [L-1, D] loop iterates
-    TE: np.ndarray        # [L, ME] one dim's tiles per level: extents
-    TM: np.ndarray        # [L, ME] ... multiplicities
-    TN: np.ndarray        # [L] entries per level
-    te: np.ndarray
-    tm: np.ndarray
-    count: np.ndarray     # [D, L] loop iterations down to level l
-    P: np.ndarray         # [D, L, L, max_pow + 1] power sums
-    X: np.ndarray         # [D, L, L, max_x, 2] explicit border tiles (start, extent)
-    XN: np.ndarray        # [D, L, L]
-    xs: np.ndarray
-    xe: np.ndarray
-    xs2: np.ndarray
-    xe2: np.ndarray
-    lam: np.ndarray       # [M] prefix level per group member
-    idx: np.ndarray       # [M]
-    memo: np.ndarray      # [G, keys] affine group values
-    stamp: np.ndarray     # [G, keys] epoch of each memo entry
-    last: np.ndarray      # [L + 1, D] tiles and ways held in P / count / X per dim
-    epoch: np.ndarray     # [1] bumped when any dim's tiles change (keys the memo)
-    nbraw: np.ndarray     # [L, F] buffer bytes before double buffering / bypass
-    op_s: np.ndarray      # [O] steps
-    op_busy: np.ndarray   # [O] padded points of the busiest core
-    op_pad: np.ndarray    # [O] padded points, all cores
-    iters: np.ndarray     # [L] tiles visited per level (>= 1)
-    src: np.ndarray       # [T] nearest level above keeping the tensor
-    rd: np.ndarray        # [L] link bytes: read, written, exposed read, exposed written
-    wr: np.ndarray
-    rdx: np.ndarray
-    wrx: np.ndarray
-    moved_l: np.ndarray   # [L] bytes read + written per level (energy)
-
-
-@njit(cache=True)
-def _scratch(L, D, T, O, G, F, M, max_pow, max_x):
-    ME = L + 3
-    return _Scratch(
-        np.ones(D, np.int64), np.ones((max(L - 1, 1), D), np.int64),
-        np.zeros((max(L - 1, 1), D), np.int64), np.zeros((max(L - 1, 1), D), np.bool_),
-        np.zeros((L, ME), np.int64), np.zeros((L, ME), np.int64), np.zeros(L, np.int64),
-        np.zeros(ME, np.int64), np.zeros(ME, np.int64), np.zeros((D, L), np.int64),
-        np.zeros((D, L, L, max_pow + 1), np.int64), np.zeros((D, L, L, max_x, 2), np.int64),
-        np.zeros((D, L, L), np.int64), np.zeros(max_x, np.int64), np.zeros(max_x, np.int64),
-        np.zeros(max_x, np.int64), np.zeros(max_x, np.int64), np.zeros(M, np.int64),
-        np.zeros(M, np.int64), np.zeros((G, L ** (M + 1)), np.int64),
-        np.zeros((G, L ** (M + 1)), np.int64), np.full((L + 1, D), -1, np.int64),
-        np.zeros(1, np.int64), np.zeros((L, F), np.int64), np.zeros(O, np.int64),
-        np.zeros(O, np.int64), np.zeros(O, np.int64), np.ones(L), np.zeros(T, np.int64),
-        np.zeros(L), np.zeros(L), np.zeros(L), np.zeros(L), np.zeros(L))
-
-
 @njit(cache=True, error_model="numpy")
 def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
                   dims, levels, tensors, groups, buffers, compute, chain, out, flags):
@@ -283,31 +226,98 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     loop iterations) are kept too.
     """
     B, L, D = tiles.shape
-    sc = _scratch(L, D, tensors.moved.shape[0], compute.op_mask.shape[0], groups.gi.shape[0],
-                  buffers.tensor.shape[0], (groups.gi.shape[1] - GI_MEM) // 2, groups.max_pow,
-                  groups.max_x)
+    T, O = tensors.moved.shape[0], compute.op_mask.shape[0]
+    G, F = groups.gi.shape[0], buffers.tensor.shape[0]
+    M = (groups.gi.shape[1] - GI_MEM) // 2
+    max_pow, max_x, ME, K = groups.max_pow, groups.max_x, L + 3, max(L - 1, 1)
+    # work arrays, reused across candidates; allocated here, not passed in, so that the
+    # compiler knows they alias nothing (2x faster than the same arrays taken from a tuple)
+    ways = np.ones(D, np.int64)                   # split ways of the candidate
+    step = np.ones((K, D), np.int64)              # loop steps
+    pos = np.zeros((K, D), np.int64)              # loop position of each dim
+    real = np.zeros((K, D), np.bool_)             # loop iterates (chains)
+    TE = np.zeros((L, ME), np.int64)              # one dim's tiles per level: extents,
+    TM = np.zeros((L, ME), np.int64)              # multiplicities, entries
+    TN = np.zeros(L, np.int64)
+    te = np.zeros(ME, np.int64)
+    tm = np.zeros(ME, np.int64)
+    count = np.zeros((D, L), np.int64)            # loop iterations down to level l
+    P = np.zeros((D, L, L, max_pow + 1), np.int64)  # power sums of tile extents
+    X = np.zeros((D, L, L, max_x, 2), np.int64)   # explicit border tiles (start, extent)
+    XN = np.zeros((D, L, L), np.int64)
+    xs = np.zeros(max_x, np.int64)
+    xe = np.zeros(max_x, np.int64)
+    xs2 = np.zeros(max_x, np.int64)
+    xe2 = np.zeros(max_x, np.int64)
+    lam = np.zeros(M, np.int64)                   # prefix level per group member
+    idx = np.zeros(M, np.int64)
+    memo = np.zeros((G, L ** (M + 1)), np.int64)  # affine group values
+    stamp = np.zeros((G, L ** (M + 1)), np.int64)  # epoch of each memo entry
+    last = np.full((L + 1, D), -1, np.int64)      # tiles and ways held in P / count / X
+    epoch = 0                                     # bumped when any dim's tiles change
+    nbraw = np.zeros((L, F), np.int64)            # buffer bytes before double buffering
+    op_s = np.zeros(O, np.int64)                  # steps per op
+    op_busy = np.zeros(O, np.int64)               # padded points of the busiest core
+    op_pad = np.zeros(O, np.int64)                # padded points, all cores
+    iters = np.ones(L)                            # tiles visited per level (>= 1)
+    src = np.zeros(T, np.int64)                   # nearest level above keeping a tensor
+    rd = np.zeros(L)                              # link bytes: read, written, exposed
+    wr = np.zeros(L)
+    rdx = np.zeros(L)
+    wrx = np.zeros(L)
+    moved_l = np.zeros(L)                         # bytes read + written per level
+    # every input bound once (a field read from a tuple costs a reference-count update)
+    sizes, align, a = dims.sizes, dims.align, levels.array
+    on_chain, spine, forbidden = chain.chain, chain.spine, chain.forbidden
+    explicit, win = groups.explicit, groups.win
+    gi, mono, axes = groups.gi, groups.mono, groups.axes
+    moved, is_out, tbytes, tmask = tensors.moved, tensors.is_out, tensors.tbytes, tensors.tmask
+    oth, plain, affine = tensors.oth, tensors.plain, tensors.affine
+    capacity, f_tensor = levels.capacity, buffers.tensor
+    op_pp, op_rate, clock = compute.op_pp, compute.op_rate, compute.clock
+    e_byte, e_point, ideal = levels.e_byte, compute.e_point, compute.ideal
+    legal, footprint, fits = out.legal, out.footprint, out.fits
+    steps, padded, cycles, compute_s = out.steps, out.padded, out.cycles, out.compute_s
+    f_level, f_axes, ax_terms, terms = buffers.level, buffers.axes, buffers.ax_terms, buffers.terms
+    f_bytes, block, bank, op_mask = buffers.bytes, buffers.block, buffers.bank, compute.op_mask
+    inst, link_a, no_read, no_write = levels.instances, levels.link_array, levels.no_read, levels.no_write
+    read_bw, write_bw = levels.read_bw, levels.write_bw
+    reads, writes, transfer_s, ratio = out.reads, out.writes, out.transfer_s, out.ratio
+    cyc = 0.0                                     # busiest core, kept while tiles repeat
+    latency_s, util, offchip, energy_j = out.latency_s, out.util, out.offchip, out.energy
+    rows_seen = levels.has_array and not levels.bc_rows_split  # split dims that copy tensors
+    cols_seen = levels.has_array and not levels.bc_cols_split
     for b in range(B):
         if _bad_indices(b, orders, rows_dim, cols_dim, D, L):
             flags[2] = b + 1
             return
-        if not _split_ways(b, tiles, rows_dim, rows_ways, cols_dim, cols_ways, sc.ways):
+        if not _split_ways(b, tiles, rows_dim, rows_ways, cols_dim, cols_ways, ways):
             _zero(b, out)  # a non-positive tile or way: nothing to count
             continue
-        out.legal[b] = _legal(b, tiles, orders, dims, levels.array, chain, sc)
-        changed = _tile_lists(b, tiles, dims.sizes, levels.array, groups, sc)
+        legal[b] = _legal(b, tiles, orders, sizes, align, a, on_chain, spine, forbidden, ways,
+                          step, real, pos)
+        changed = _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last,
+                              count, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2)
         if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
-            sc.epoch[0] += 1
-        _traffic(b, only[b], tiles, bypass, rows_dim, rows_ways, cols_dim, cols_ways, levels,
-                 tensors, groups, sc, out, flags)
+            epoch += 1
+        _traffic(b, only[b], bypass, rows_dim[b] if rows_seen else -1, rows_ways[b],
+                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, moved, is_out, tbytes, tmask,
+                 oth, plain, affine, gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp,
+                 epoch, out, flags)
         if changed:
-            _tile_only(b, tiles, dims.sizes, buffers, compute, sc)
-        _fit(b, dbuf, bypass, levels.capacity, buffers.tensor, sc, out)
-        _compute(b, compute, sc, out)
-        _links(b, dbuf, bypass, rows_ways[b] * cols_ways[b], levels, compute, sc, out, flags)
-        _offchip_energy(b, bypass, levels.e_byte, compute.e_point, sc, out)
+            cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, block,
+                             bank, op_mask, op_pp, op_rate, count, P, nbraw, op_s, op_busy,
+                             op_pad, iters)
+        _fit(b, dbuf, bypass, capacity, f_tensor, nbraw, footprint, fits)
+        _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
+        _links(b, dbuf, bypass, rows_ways[b] * cols_ways[b], inst, link_a, no_read, no_write,
+               read_bw, write_bw, ideal, rd, wr, rdx, wrx, src, iters, reads, writes, compute_s,
+               transfer_s, ratio, latency_s, util, flags)
+        _offchip_energy(b, bypass, e_byte, e_point, op_pad, moved_l, reads, writes, offchip,
+                        energy_j)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def _bad_indices(b, orders, rows_dim, cols_dim, D, L):
     """Whether candidate ``b``'s orders or split dims are not dim indices."""
     bad = rows_dim[b] < -1 or rows_dim[b] >= D or cols_dim[b] < -1 or cols_dim[b] >= D
@@ -318,7 +328,7 @@ def _bad_indices(b, orders, rows_dim, cols_dim, D, L):
     return bad
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def _split_ways(b, tiles, rows_dim, rows_ways, cols_dim, cols_ways, ways):
     """Fill ``ways [D]``; False when a tile or a way is not positive."""
     D = ways.shape[0]
@@ -336,7 +346,7 @@ def _split_ways(b, tiles, rows_dim, rows_ways, cols_dim, cols_ways, ways):
     return positive
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def _zero(b, out):
     """Candidate ``b`` is malformed: illegal, and every field zero."""
     out.legal[b] = False
@@ -357,40 +367,39 @@ def _zero(b, out):
     out.padded[b, :] = 0
 
 
-@njit(cache=True)
-def _legal(b, tiles, orders, dims, a, chain, sc):
-    """Step 1: tiles within their parents (x ways at the array, :func:`.rules.tile_limit`),
+@njit(cache=True, inline="always", error_model="numpy")
+def _legal(b, tiles, orders, sizes, align, a, chain, spine, forbidden, ways, step, real, pos):
+    """Step 1: tiles within their parents (x ways at the array, :func:`.rules.tile_fits`),
     the innermost aligned, the chain rules (:func:`.rules.chain_violation`). Fills the loop
     steps, positions and real loops of ``sc``."""
     L, D = tiles.shape[1], tiles.shape[2]
     ok = True
     for j in range(D):
-        if tiles[b, 0, j] != dims.sizes[j]:
+        if tiles[b, 0, j] != sizes[j]:
             ok = False
     for k in range(1, L):
         for j in range(D):
-            w = sc.ways[j] if k == a else 1
-            t = tiles[b, k, j]
-            inner = k == L - 1
-            if t > tile_limit(tiles[b, k - 1, j], w, dims.align[j], inner):
-                ok = False
-            if inner and t % dims.align[j] != 0:
+            w = ways[j] if k == a else 1
+            if not tile_fits(tiles[b, k, j], tiles[b, k - 1, j], w, align[j], k == L - 1):
                 ok = False
     for k in range(L - 1):
         for j in range(D):
-            sc.step[k, j] = loop_step(tiles[b, k + 1, j], sc.ways[j], k + 1 == a)
-            sc.real[k, j] = sc.step[k, j] < tiles[b, k, j]
+            step[k, j] = loop_step(tiles[b, k + 1, j], ways[j], k + 1 == a)
         for p in range(D):
-            sc.pos[k, orders[b, k, p]] = p
-    if chain.chain:
-        kind, _, _ = chain_violation(orders[b], sc.real, L - 1, chain.spine, chain.forbidden)
+            pos[k, orders[b, k, p]] = p
+    if chain:
+        for k in range(L - 1):
+            for j in range(D):
+                real[k, j] = step[k, j] < tiles[b, k, j]
+        kind, _, _ = chain_violation(orders[b], real, L - 1, spine, forbidden)
         if kind != 0:
             ok = False
     return ok
 
 
-@njit(cache=True)
-def _tile_lists(b, tiles, sizes, a, groups, sc):
+@njit(cache=True, inline="always", error_model="numpy")
+def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, count, TE, TM, TN,
+                te, tm, P, X, XN, xs, xe, xs2, xe2):
     """Step 2: per dim whose tiles or ways changed since the last candidate, its tile lists
     ``(extent, multiplicity)`` per level, the power sums ``P``, the loop counts and the
     explicit border tiles (module doc). Returns whether any dim changed.
@@ -398,10 +407,6 @@ def _tile_lists(b, tiles, sizes, a, groups, sc):
     Branch-free: level l always has the same number of entries (one more per cut and per
     array slicing; empty ones have multiplicity 0), so loops are predictable."""
     L, D = tiles.shape[1], tiles.shape[2]
-    ways, step, last, count = sc.ways, sc.step, sc.last, sc.count
-    TE, TM, TN, te, tm, P = sc.TE, sc.TM, sc.TN, sc.te, sc.tm, sc.P
-    X, XN, xs, xe, xs2, xe2 = sc.X, sc.XN, sc.xs, sc.xe, sc.xs2, sc.xe2
-    max_pow, explicit, win = groups.max_pow, groups.explicit, groups.win
     changed = False
     for j in range(D):
         same = ways[j] == last[L, j]
@@ -564,22 +569,16 @@ def _tile_lists(b, tiles, sizes, a, groups, sc):
     return changed
 
 
-@njit(cache=True)
-def _traffic(b, one, tiles, bypass, rows_dim, rows_ways, cols_dim, cols_ways, levels, tensors,
-             groups, sc, out, flags):
+@njit(cache=True, inline="always", error_model="numpy")
+def _traffic(b, one, bypass, r, rw, c, cw, a, moved, is_out, tbytes, tmask, oth, plain, affine,
+             gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp, epoch, out, flags):
     """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
-    rule of the module doc); only tensor ``one`` when ``one >= 0``."""
-    L = tiles.shape[1]
-    T = tensors.moved.shape[0]
-    a, has_array = levels.array, levels.has_array
-    bc_rows_split, bc_cols_split = levels.bc_rows_split, levels.bc_cols_split
-    moved, is_out, tbytes, tmask = tensors.moved, tensors.is_out, tensors.tbytes, tensors.tmask
-    oth, plain, affine = tensors.oth, tensors.plain, tensors.affine
-    gi, mono, axes = groups.gi, groups.mono, groups.axes
-    count, pos, P, X, XN = sc.count, sc.pos, sc.P, sc.X, sc.XN
-    lam, idx, memo, stamp = sc.lam, sc.idx, sc.memo, sc.stamp
-    epoch = sc.epoch[0]
+    rule of the module doc); only tensor ``one`` when ``one >= 0``. At the array level
+    (``a``) a tensor not indexed by the rows' split dim ``r`` (-1: none, or broadcast) is
+    sent to each of the ``rw`` rows, likewise for the columns (``c``, ``cw``)."""
     reads, writes, reloads = out.reads, out.writes, out.reloads
+    L = reads.shape[1]
+    T = moved.shape[0]
     for t in range(T):
         reads[b, 0, t] = 0
         writes[b, 0, t] = 0
@@ -654,89 +653,92 @@ def _traffic(b, one, tiles, bypass, rows_dim, rows_ways, cols_dim, cols_ways, le
                 reads[b, level, t] = re
             else:
                 copies = 1
-                if level == a and has_array:
-                    r = rows_dim[b]
-                    if not bc_rows_split and r >= 0 and not tmask[t, r]:
-                        copies *= rows_ways[b]
-                    c = cols_dim[b]
-                    if not bc_cols_split and c >= 0 and not tmask[t, c]:
-                        copies *= cols_ways[b]
+                if level == a:
+                    if r >= 0 and not tmask[t, r]:
+                        copies *= rw
+                    if c >= 0 and not tmask[t, c]:
+                        copies *= cw
                 reads[b, level, t] = v * copies * kept
                 writes[b, level, t] = 0
                 reloads[b, level, t] = 0
 
-@njit(cache=True)
-def _tile_only(b, tiles, sizes, buffers, compute, sc):
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, block, bank, op_mask,
+               op_pp, op_rate, count, P, nbraw, op_s, op_busy, op_pad, iters):
     """Step 4, the parts that depend on the tiles and ways only: buffer bytes at full tile
     size per level (:func:`.rules.buffer_bytes`, before double buffering and bypass), steps
-    and padded points per op, tiles visited per level."""
+    and padded points per op, tiles visited per level; returns the busiest core's cycles
+    (:func:`.rules.compute_cycles`)."""
     L, D = tiles.shape[1], tiles.shape[2]
     for l in range(L):
-        for f in range(buffers.tensor.shape[0]):
-            sc.nbraw[l, f] = buffer_bytes(f, l, tiles[b, l], sizes, buffers) \
-                if buffers.level[f, l] else 0
-    for o in range(compute.op_mask.shape[0]):
+        for f in range(f_level.shape[0]):
+            nbraw[l, f] = buffer_bytes_arrays(f, l, tiles[b, l], sizes, f_axes, ax_terms, terms,
+                                              f_bytes, block, bank) if f_level[f, l] else 0
+    for o in range(op_mask.shape[0]):
         s = 1
         vol = 1
         ne = 1
         for j in range(D):
-            if compute.op_mask[o, j]:
-                s *= sc.count[j, L - 1]
+            if op_mask[o, j]:
+                s *= count[j, L - 1]
                 vol *= tiles[b, L - 1, j]
-                ne *= sc.P[j, L - 1, L - 1, 0]
-        sc.op_s[o] = s
-        sc.op_busy[o] = s * vol
-        sc.op_pad[o] = ne * vol
+                ne *= P[j, L - 1, L - 1, 0]
+        op_s[o] = s
+        op_busy[o] = s * vol
+        op_pad[o] = ne * vol
     for l in range(L):
         it = 1
         for j in range(D):
-            it *= sc.count[j, l]
-        sc.iters[l] = max(it, 1)
+            it *= count[j, l]
+        iters[l] = max(it, 1)
+    return compute_cycles(op_busy, op_pp, op_rate)
 
 
-@njit(cache=True)
-def _fit(b, dbuf, bypass, capacity, f_tensor, sc, out):
+@njit(cache=True, inline="always", error_model="numpy")
+def _fit(b, dbuf, bypass, capacity, f_tensor, nbraw, footprint, fits):
     """Step 4: footprint per level (x2 double-buffered, nothing for a bypass) against the
     capacity (:func:`.rules.level_capacity`)."""
     fit = True
     for l in range(capacity.shape[0]):
         fp = 0
         for f in range(f_tensor.shape[0]):
-            nb = sc.nbraw[l, f]
+            nb = nbraw[l, f]
             ti = f_tensor[f]
             if ti >= 0:
                 nb *= (1 + dbuf[b, l, ti]) * (1 - bypass[b, l, ti])
             fp += nb
-        out.footprint[b, l] = fp
+        footprint[b, l] = fp
         if fp > capacity[l]:
             fit = False
-    out.fits[b] = fit
+    fits[b] = fit
 
 
-@njit(cache=True)
-def _compute(b, compute, sc, out):
-    """Step 4: steps, padded points, cycles of the busiest core (:func:`.rules.compute_cycles`)."""
-    for o in range(compute.op_mask.shape[0]):
-        out.steps[b, o] = sc.op_s[o]
-        out.padded[b, o] = sc.op_pad[o]
-    cyc = compute_cycles(sc.op_busy, compute.op_pp, compute.op_rate)
-    out.cycles[b] = cyc
-    out.compute_s[b] = cyc / compute.clock
+@njit(cache=True, inline="always", error_model="numpy")
+def _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s):
+    """Step 4: steps, padded points and cycles (from :func:`_tile_only`), compute seconds."""
+    for o in range(op_s.shape[0]):
+        steps[b, o] = op_s[o]
+        padded[b, o] = op_pad[o]
+    cycles[b] = cyc
+    compute_s[b] = cyc / clock
 
 
-@njit(cache=True)
-def _links(b, dbuf, bypass, used, levels, compute, sc, out, flags):
+@njit(cache=True, inline="always", error_model="numpy")
+def _links(b, dbuf, bypass, used, inst, link_a, no_read, no_write, read_bw, write_bw, ideal, rd,
+           wr, rdx, wrx, src, iters, reads, writes, compute_s, transfer_s, ratio, latency_s,
+           util, flags):
     """Step 4: bytes over each link (a transfer from the nearest level above that keeps the
     tensor crosses every link between), link times, latency and utilization
     (:func:`.rules.link_time`, :func:`.rules.latency`)."""
-    reads, writes = out.reads, out.writes
     L, T = reads.shape[1], reads.shape[2]
-    rd, wr, rdx, wrx, src = sc.rd, sc.wr, sc.rdx, sc.wrx, sc.src
-    rd[:] = 0.0
-    wr[:] = 0.0
-    rdx[:] = 0.0
-    wrx[:] = 0.0
-    src[:] = 0
+    for l in range(L):
+        rd[l] = 0.0
+        wr[l] = 0.0
+        rdx[l] = 0.0
+        wrx[l] = 0.0
+    for t in range(T):
+        src[t] = 0
     for c in range(1, L):
         for t in range(T):
             r = reads[b, c, t]
@@ -750,35 +752,33 @@ def _links(b, dbuf, bypass, used, levels, compute, sc, out, flags):
                 wrx[l] += wx
         for t in range(T):
             src[t] = c if not bypass[b, c, t] else src[t]
-    cs = out.compute_s[b]
+    cs = compute_s[b]
     tmax = 0.0
     ex_sum = 0.0
     fill = 0.0
-    out.transfer_s[b, 0] = 0.0
-    out.ratio[b, 0] = np.inf
+    transfer_s[b, 0] = 0.0
+    ratio[b, 0] = np.inf
     for l in range(1, L):
-        ins = levels.instances[l] if l < levels.link_array else min(levels.instances[l], used)
-        if ((levels.no_read[l] and rd[l] > 0) or (levels.no_write[l] and wr[l] > 0)) \
-                and flags[1] == 0:
+        ins = inst[l] if l < link_a else min(inst[l], used)
+        if ((no_read[l] and rd[l] > 0) or (no_write[l] and wr[l] > 0)) and flags[1] == 0:
             flags[1] = l + 1
-        rbw = levels.read_bw[l] * ins
-        wbw = levels.write_bw[l] * ins
+        rbw = read_bw[l] * ins
+        wbw = write_bw[l] * ins
         tt = link_time(rd[l], wr[l], rbw, wbw)
-        out.transfer_s[b, l] = tt
-        out.ratio[b, l] = cs / tt if tt > 0 else np.inf
+        transfer_s[b, l] = tt
+        ratio[b, l] = cs / tt if tt > 0 else np.inf
         tmax = max(tmax, tt)
         ex_sum += link_time(rdx[l], wrx[l], rbw, wbw)
-        fill += link_time(rd[l] - rdx[l], wr[l] - wrx[l], rbw, wbw) / sc.iters[l]
+        fill += link_time(rd[l] - rdx[l], wr[l] - wrx[l], rbw, wbw) / iters[l]
     lat = latency(cs, ex_sum, tmax, fill)
-    out.latency_s[b] = lat
-    out.util[b] = compute.ideal / lat if lat > 0 else 0.0
+    latency_s[b] = lat
+    util[b] = ideal / lat if lat > 0 else 0.0
 
 
-@njit(cache=True)
-def _offchip_energy(b, bypass, e_byte, e_point, sc, out):
+@njit(cache=True, inline="always", error_model="numpy")
+def _offchip_energy(b, bypass, e_byte, e_point, op_pad, moved_l, reads, writes, offchip, energy_j):
     """Bytes over the outermost link (a tensor's first transfer below level 0) and energy
     (:func:`.rules.energy`)."""
-    reads, writes = out.reads, out.writes
     L, T = reads.shape[1], reads.shape[2]
     off = 0
     for t in range(T):
@@ -787,10 +787,10 @@ def _offchip_energy(b, bypass, e_byte, e_point, sc, out):
             if first:
                 off += reads[b, c, t] + writes[b, c, t]
             first = first and bypass[b, c, t]
-    out.offchip[b] = off
+    offchip[b] = off
     for l in range(L):
         m = 0
         for t in range(T):
             m += reads[b, l, t] + writes[b, l, t]
-        sc.moved_l[l] = m
-    out.energy[b] = energy(sc.moved_l, e_byte, sc.op_pad, e_point)
+        moved_l[l] = m
+    energy_j[b] = energy(moved_l, e_byte, op_pad, e_point)

@@ -5,7 +5,9 @@ Everything that costs or checks a mapping calls these: the compiled cost kernel
 (:mod:`.kernel`), the search's bounds and capacity stand-ins (:mod:`tilewise.search`), the
 executor's allocator (:mod:`tilewise.blocked.interpreter`) and the mapping validator
 (:mod:`.legality`). The scalar rules are compiled (numba ``@njit``); they are also callable from
-Python with numpy scalars and arrays. Units: bytes, elements, cycles, seconds, joules.
+Python with numpy scalars and arrays. They are inlined where they are called (``inline="always"``):
+a compiled call that takes arrays costs reference-count updates per array, and the kernel calls
+them per candidate. Units: bytes, elements, cycles, seconds, joules.
 
 The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` compute seconds)::
 
@@ -111,47 +113,62 @@ def require_energy(arch) -> None:
 
 # ----- per candidate: compiled ---------------------------------------------------------------
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def loop_step(next_tile, ways, at_array):
     """Step (elements) of a level's loop over a dim: the next level's tile, x the split ways
     when the next level is the array. The loop is *real* (iterates) when step < its tile."""
     return next_tile * ways if at_array else next_tile
 
 
-@njit(cache=True)
-def tile_limit(parent, ways, align, innermost):
-    """Largest legal tile (elements) under ``parent`` split ``ways`` ways: at the innermost
-    level ``ceil(ceil(parent / ways) / align) x align`` (padded up to the alignment; the tile
-    must also be a multiple of ``align``), elsewhere ``parent // ways`` (tile x ways <= parent)."""
+@njit(cache=True, inline="always", error_model="numpy")
+def tile_fits(tile, parent, ways, align, innermost):
+    """Whether ``tile`` is legal under ``parent`` split ``ways`` ways: at the innermost level
+    a multiple of ``align`` of at most ``ceil(ceil(parent / ways) / align) x align`` (the
+    parent's share padded up to the alignment), elsewhere ``tile x ways <= parent``."""
     if innermost:
-        return ((parent + ways - 1) // ways + align - 1) // align * align
-    return parent // ways
+        limit = ((parent + ways - 1) // ways + align - 1) // align * align
+        return tile <= limit and tile % align == 0
+    return tile * ways <= parent
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def buffer_bytes(f, k, tl, sizes, bf):
     """Rounded single-buffer bytes of buffer ``f`` of :class:`.problem.Buffers` ``bf`` at level
     ``k`` for that level's tiles ``tl [D]``: per axis the halo extent ``sum c*(t-1) + 1``
     clipped to the span of the padded problem, x bytes per point, rounded up to the block
     and, when bank granular, to whole banks. (A double-buffered tensor takes two.)"""
+    return buffer_bytes_arrays(f, k, tl, sizes, bf.axes, bf.ax_terms, bf.terms, bf.bytes,
+                               bf.block, bf.bank)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def buffer_bytes_arrays(f, k, tl, sizes, axes, ax_terms, terms, nbytes, block, bank):
+    """:func:`buffer_bytes` over the fields of :class:`.problem.Buffers` (the cost kernel binds
+    them once: reading a field of a tuple costs a reference-count update)."""
     n = 1
-    for x in range(bf.axes[f, 0], bf.axes[f, 1]):
+    for x in range(axes[f, 0], axes[f, 1]):
         ext = 1
         span = 1
-        for y in range(bf.ax_terms[x, 0], bf.ax_terms[x, 1]):
-            d = bf.terms[y, 0]
-            c = bf.terms[y, 1]
+        for y in range(ax_terms[x, 0], ax_terms[x, 1]):
+            d = terms[y, 0]
+            c = terms[y, 1]
             t = tl[d]
             ext += c * (t - 1)
             span += c * (max(t, sizes[d]) - 1)
         n *= min(ext, span)
-    nb = n * bf.bytes[f, k]
-    blk = bf.block[k]
-    nb = (nb + blk - 1) // blk * blk
-    bank = bf.bank[k]
-    if bank > 0:
-        nb = (nb + bank - 1) // bank * bank
-    return nb
+    return round_up(round_up(n * nbytes[f, k], block[k]), bank[k])
+
+
+@njit(cache=True, inline="always")
+def round_up(nbytes, unit):
+    """``nbytes`` rounded up to a multiple of ``unit`` (unchanged when ``unit <= 1``). Units are
+    usually powers of two, rounded with a mask: a 64-bit division costs ~30 cycles, and the
+    cost kernel rounds every buffer of every candidate."""
+    if unit <= 1:
+        return nbytes
+    if unit & (unit - 1) == 0:
+        return (nbytes + unit - 1) & -unit
+    return (nbytes + unit - 1) // unit * unit
 
 
 @njit(cache=True)
@@ -164,7 +181,7 @@ def level_bytes(k, tl, sizes, bf):
     return tot
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def chain_violation(orders, real, n_levels, spine, forbidden):
     """Chain legality (:mod:`.legality`) of the flattened nest of levels ``0 .. n_levels-1``
     (``orders [L-1, D]`` dim indices outermost first, ``real [L-1, D]`` whether the loop over
@@ -189,7 +206,7 @@ def chain_violation(orders, real, n_levels, spine, forbidden):
     return 0, -1, -1
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def compute_cycles(points, op_pp, op_rate):
     """Cycles of the busiest core: its padded iteration points per op ``[O]`` x ops per point
     / rate (ops/cycle), ops one after another. Seconds are cycles / clock."""
@@ -199,7 +216,7 @@ def compute_cycles(points, op_pp, op_rate):
     return cyc
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def link_time(read_bytes, write_bytes, read_bw, write_bw):
     """Seconds a link needs: reads and writes in parallel, each at its bandwidth (bytes/s)."""
     r = read_bytes / read_bw if read_bytes > 0 else 0.0
@@ -207,13 +224,13 @@ def link_time(read_bytes, write_bytes, read_bw, write_bw):
     return max(r, w)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def latency(compute_s, exposed_s, slowest_link_s, fill_s):
     """``max(T_c + sum E_l, max T_l) + sum O_l / iterations_l`` (seconds, module doc)."""
     return max(compute_s + exposed_s, slowest_link_s) + fill_s
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always", error_model="numpy")
 def energy(level_bytes_moved, e_byte, points, e_point):
     """Joules: bytes read into and written out of each level ``[L]`` x J/byte there, plus
     padded points per op ``[O]`` x J/point."""
