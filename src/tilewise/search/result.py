@@ -6,7 +6,7 @@ by :func:`tilewise.evaluate`) and the objective numbers: ``latency_s`` (seconds)
 ``edp`` (joule-seconds) and ``xslowdown`` = latency / the compute-bound minimum time (the time
 of the useful work at peak rate on every core; >= 1).
 
-    >>> r = tilewise.search(gemm(512, 768, 768), Arch.preset("aie-4x2"), top=5)
+    >>> r = tilewise.search(gemm(512, 768, 768), "aie-4x2", top=5)
     >>> r.best.mapping, r.best.latency_s, r.best.xslowdown
     >>> r.stats["evaluated"], r.stats["valid"], r.stats["rejected"]
     >>> r.pareto(x="traffic", y="latency")      # exact front, computed on first use
