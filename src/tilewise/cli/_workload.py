@@ -30,11 +30,12 @@ _CLICK_TYPES = {"int": int, "ints": int, "float": float, "dtype": str, "sizes": 
 def _option(p: Param) -> Callable:
     if p.type == "spec":
         return click.argument(f"{_OWN}{p.name}", metavar=p.name.upper())
-    default = None if p.required or p.same_as else p.default
     doc = p.doc + (f" (default: --{p.same_as})" if p.same_as else "")
+    # no default at all for a required option: click >= 8.3 takes an explicit None as a value
+    default = {} if p.required else {"default": None if p.same_as else p.default}
     return click.option(f"--{p.name.replace('_', '-')}", f"{_OWN}{p.name}",
-                        type=_CLICK_TYPES[p.type], default=default, required=p.required,
-                        show_default=default is not None, help=doc)
+                        type=_CLICK_TYPES[p.type], required=p.required,
+                        show_default=default.get("default") is not None, help=doc, **default)
 
 
 def workload_options(kind: Kind) -> Callable:

@@ -106,7 +106,8 @@ class Kind:
 
 
 def _did_you_mean(word: str, valid) -> str:
-    close = difflib.get_close_matches(word, list(valid), n=1)
+    close = [v for v in valid if v.lower() == word.lower()] or difflib.get_close_matches(
+        word, list(valid), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
