@@ -32,7 +32,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np  # noqa: E402
 
-from tilewise import Arch, MappingBatch, conv2d, evaluate_batch, gemm, mha  # noqa: E402
+from tilewise import Arch, conv2d, gemm, mha  # noqa: E402
+from tilewise.model.batch import MappingBatch  # noqa: E402
+from tilewise.model.cost import evaluate_batch  # noqa: E402
 from tilewise.model.structure import Structure  # noqa: E402
 
 ORDERS_PER_COMBO = 36

@@ -1,15 +1,31 @@
 """tilewise: search, describe and compute blocked (tiled) algorithms for tensor operators.
 
-Public names are imported lazily (``tilewise.pack`` loads the compiled kernels only when first
-used), so ``import tilewise`` and the CLI start fast.
+``import tilewise`` gives the user's vocabulary: workload constructors, ``load_arch``,
+``Mapping``, the entry points ``search``, ``search_many``, ``evaluate``, ``simulate``,
+``execute`` and ``verify``, their results (``Result``, ``Solution``, ``Cost``, ``Trace``,
+``VerifyReport``), the errors and the layout helpers. Internals (``MappingBatch``,
+``CostBatch``, ``evaluate_batch``, the search engine) are imported from their submodules.
+
+Every entry point takes an arch as an :class:`Arch`, a preset name or a YAML path
+(:func:`load_arch`) and a mapping as a :class:`Mapping` or its text form
+(:func:`tilewise.mapping.as_mapping`). Names other than the entry points are imported lazily
+(``tilewise.pack`` loads the compiled kernels only when first used), so ``import tilewise``
+and the CLI start fast. Importing tilewise has no process-wide side effects.
 """
 
 from __future__ import annotations
 
 import importlib
-from . import _pickle  # noqa: F401  (frozen values picklable for worker processes)
 
-__version__ = "0.2.0"  # bumped when results change: the solution store keys on it
+# The subpackage ``tilewise.search`` is imported here, *before* the function ``search`` below
+# is defined: Python binds a subpackage as an attribute of its parent when the subpackage is
+# first imported, so importing it first (it is light: its modules load lazily) means that a
+# later ``import tilewise.search.optimize`` finds it in sys.modules and never rebinds
+# ``tilewise.search``; the name stays the function, whatever the import order. (Use ``from
+# tilewise.search import optimize``, not ``import tilewise.search.optimize as optimize``: the
+# latter looks the package up as an attribute of ``tilewise`` and finds the function.)
+from . import search as _search_package  # noqa: F401
+from ._version import __version__
 
 # name -> module that defines it. One section per area; keep each section sorted.
 _EXPORTS: dict[str, str] = {
@@ -68,26 +84,20 @@ _EXPORTS: dict[str, str] = {
     "load_arch": "tilewise.arch.loader",
     # --- mapping, cost model, simulation (issue 3) ---
     "Cost": "tilewise.model.cost",
-    "CostBatch": "tilewise.model.cost",
     "LevelMapping": "tilewise.mapping",
     "Mapping": "tilewise.mapping",
-    "MappingBatch": "tilewise.model.batch",
     "Spatial": "tilewise.mapping",
     "Trace": "tilewise.blocked.trace",
-    "evaluate": "tilewise.model.cost",
-    "evaluate_batch": "tilewise.model.cost",
-    "simulate": "tilewise.blocked.trace",
     "walk": "tilewise.blocked.walker",
     # --- blocked execution: execute / reference (issue 5) ---
     "SolutionFile": "tilewise.blocked.solution",
     "VerifyReport": "tilewise.blocked.interpreter",
-    "execute": "tilewise.blocked.interpreter",
     "random_inputs": "tilewise.blocked.reference",
     "reference": "tilewise.blocked.reference",
-    "verify": "tilewise.blocked.interpreter",
     # --- search (issue 4) ---
+    "Problem": "tilewise.search.many",
     "Result": "tilewise.search.result",
-    "search": "tilewise.search.optimize",
+    "Solution": "tilewise.search.result",
     "search_many": "tilewise.search.many",
     # --- blocked execution kernels (issue 5) ---
     "IncrementalAttention": "tilewise.attention",
@@ -96,7 +106,8 @@ _EXPORTS: dict[str, str] = {
     "naive_attention": "tilewise.attention",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+_ENTRY_POINTS = ["evaluate", "execute", "search", "simulate", "verify"]
+__all__ = sorted([*_EXPORTS, *_ENTRY_POINTS]) + ["__version__"]
 
 
 def __getattr__(name: str):
@@ -110,3 +121,74 @@ def __getattr__(name: str):
 
 def __dir__():
     return __all__
+
+
+# --------------------------------------------------------------------------- entry points
+# Each coerces its arch with load_arch and its mapping with as_mapping, then calls the
+# implementation in its layer (imported here, on first call).
+
+
+def search(workload, arch, objective: str = "latency", top: int = 10, *, progress=None,
+           **constraints):
+    """The exact optimum and top-``top`` mappings of ``workload`` on ``arch`` for
+    ``objective`` ("latency" s, "traffic" off-chip bytes, "energy" J, "edp" J·s), as a
+    :class:`Result`; ``constraints``: ``double_buffer``, ``max_core_tile``, ``orders``,
+    ``spatial`` (one text such as ``"rows=n4 cols=m2"`` or a list of them; ``"any"``,
+    ``"none"``) and ``tiles`` (:mod:`tilewise.search.optimize`). ``progress(done, total)`` is
+    called after each chunk of tile combos. :func:`search_many` answers a list of problems with
+    the same Result type."""
+    from .arch.loader import load_arch
+    from .search.many import normalize_constraints
+    from .search.optimize import search as run
+
+    return run(workload, load_arch(arch), objective, top, progress=progress,
+               **normalize_constraints(constraints))
+
+
+def evaluate(workload, arch, mapping, check_capacity: bool = True):
+    """The :class:`Cost` of one mapping (validated: MappingError names the culprit). With
+    ``check_capacity`` a footprint over a level's capacity raises CapacityError; without, the
+    cost has ``fits=False``."""
+    from .arch.loader import load_arch
+    from .mapping import as_mapping
+    from .model.cost import evaluate as run
+
+    return run(workload, load_arch(arch), as_mapping(mapping), check_capacity)
+
+
+def simulate(workload, arch, mapping):
+    """Walk ``mapping`` tile by tile and count transfers, residency and compute steps (a
+    :class:`Trace`; plain Python: small problems or large tiles)."""
+    from .arch.loader import load_arch
+    from .blocked.trace import simulate as run
+    from .mapping import as_mapping
+    from .model.legality import validate
+
+    arch, mapping = load_arch(arch), as_mapping(mapping)
+    validate(workload, arch, mapping)
+    return run(workload, arch, mapping)
+
+
+def execute(workload, mapping, inputs=None, seed: int = 0, *, arch=None):
+    """Run ``mapping`` of ``workload`` tile by tile; the final outputs by name (numpy arrays).
+    ``inputs``: name -> array per input tensor (None: random from ``seed``). ``arch`` None
+    picks the one preset whose level names match the mapping."""
+    from .blocked.interpreter import execute as run
+    from .mapping import as_mapping
+
+    return run(workload, as_mapping(mapping), inputs, seed, arch=_optional_arch(arch))
+
+
+def verify(workload, mapping, inputs=None, seed: int = 0, *, arch=None):
+    """:func:`execute` compared with the numpy reference on the same inputs: a
+    :class:`VerifyReport` (integers exact, floats within a tolerance)."""
+    from .blocked.interpreter import verify as run
+    from .mapping import as_mapping
+
+    return run(workload, as_mapping(mapping), inputs, seed, arch=_optional_arch(arch))
+
+
+def _optional_arch(arch):
+    from .arch.loader import load_arch
+
+    return None if arch is None else load_arch(arch)

@@ -22,6 +22,9 @@ Text form (round-trips: ``Mapping.parse(str(m)) == m``)::
 
 Levels are separated by ``|``, the spatial part follows ``;``. A loop order is the dim names
 concatenated when all are single letters (``mnk``), else comma-separated (``m,n,kv``).
+
+A Mapping is a value: whether it is legal for a workload and an arch is the model's rule,
+:func:`tilewise.model.legality.validate`.
 """
 
 from __future__ import annotations
@@ -171,18 +174,28 @@ class Mapping:
     # ----- validation -----
 
     def validate(self, workload, arch) -> None:
-        """Raise MappingError naming the level, dim or tensor if this mapping is illegal.
+        """Deprecated: use :func:`tilewise.model.legality.validate` (the rules are the model's).
 
-        Checks: levels match the arch; tiles are positive, cover every dim, equal the problem at
-        level 0 and do not exceed the parent tile (at the array level: ways x tile, and the
-        innermost tile may round the parent up to the alignment); the innermost tile meets
-        ``arch.alignment``; orders are permutations; bypass/double-buffer name real tensors at
-        legal levels; spatial splits fit the array; and the chain legality rules of
-        :func:`tilewise.model.legality.check_chain`.
+        Kept for callers outside this module's layer (model/batch.py, blocked/walker.py,
+        blocked/interpreter.py); the one upward import it needs is listed in
+        tests/test_layers.py and goes when they call the model directly.
         """
-        from .model.legality import check_mapping
+        from .model.legality import validate
 
-        check_mapping(workload, arch, self)
+        validate(workload, arch, self)
+
+
+def as_mapping(value, argument: str = "mapping") -> Mapping:
+    """The one mapping coercion of the entry points: a Mapping as is, its text form parsed
+    (ParseError points at the character), its JSON dict read; MappingError otherwise."""
+    if isinstance(value, Mapping):
+        return value
+    if isinstance(value, str):
+        return Mapping.parse(value)
+    if isinstance(value, dict):
+        return Mapping.from_json(value)
+    raise MappingError(f"{argument} must be a Mapping, its text form (\"ddr[m64 n64 k64] mnk | "
+                       f"...\") or its JSON dict, got {type(value).__name__} {value!r}")
 
 
 def _spatial(text: str | None) -> Spatial | None:

@@ -4,7 +4,8 @@ import pytest
 import yaml
 
 import tilewise
-from tilewise.arch.loader import PRESET_DIR, arch_to_dict, load_arch, parse_arch, source_of
+from tilewise.arch.loader import (PRESET_DIR, arch_from_dict, arch_to_dict, arch_to_yaml, load_arch,
+                                   load_preset, parse_arch, preset_names, source_of)
 from tilewise.arch.spec import Arch
 from tilewise.errors import SpecError
 
@@ -13,18 +14,18 @@ PRESETS = ["aie-4x2", "ascend-vec", "cpu-6core", "npu1", "npu2"]
 
 
 def test_preset_names():
-    assert Arch.presets() == PRESETS
+    assert preset_names() == PRESETS
     assert tilewise.Arch is Arch and tilewise.load_arch is load_arch
 
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_round_trip_through_yaml_and_dict(name):
-    arch = Arch.preset(name)
+    arch = load_arch(name)
     assert arch.name == name
-    again = parse_arch(arch.to_yaml(), "again.yaml")
+    again = parse_arch(arch_to_yaml(arch), "again.yaml")
     assert again == arch
-    assert Arch.from_dict(arch.to_dict()) == arch
-    assert Arch.from_dict(yaml.safe_load(arch.to_yaml())).to_dict() == arch.to_dict()
+    assert arch_from_dict(arch_to_dict(arch)) == arch
+    assert arch_to_dict(arch_from_dict(yaml.safe_load(arch_to_yaml(arch)))) == arch_to_dict(arch)
     assert load_arch(PRESET_DIR / f"{name}.yaml") == arch  # the same file by path
 
 
@@ -41,7 +42,7 @@ def _leaf_paths(value, path=""):
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_every_number_in_a_preset_carries_a_source_comment(name):
-    arch = Arch.preset(name)
+    arch = load_arch(name)
     raw = yaml.safe_load((PRESET_DIR / f"{name}.yaml").read_text())
     missing = [path for path, value in _leaf_paths(raw)
                if not path.endswith(("name", "description", "array.level"))
@@ -55,11 +56,11 @@ def test_every_number_in_a_preset_carries_a_source_comment(name):
     ("ascend-vec", "compute.clock"), ("npu1", "compute.clock"),
 ])
 def test_numbers_not_from_a_document_say_assumption(name, path):
-    assert "assumption" in source_of(Arch.preset(name), path)
+    assert "assumption" in source_of(load_arch(name), path)
 
 
 def test_aie_4x2_matches_the_seed_overlay():
-    a = Arch.preset("aie-4x2")
+    a = load_arch("aie-4x2")
     assert [lv.name for lv in a.levels] == ["ddr", "memtile", "core"]
     ddr, memtile, core = a.levels
     assert ddr.capacity_bytes is None and ddr.read_bandwidth == 0
@@ -80,7 +81,7 @@ def test_aie_4x2_matches_the_seed_overlay():
 
 @pytest.mark.parametrize("name, rows, cols", [("npu1", 4, 5), ("npu2", 4, 8)])
 def test_npu_presets_are_aie_ml_arrays(name, rows, cols):
-    a = Arch.preset(name)
+    a = load_arch(name)
     ddr, memtile, core = a.levels
     assert (a.array.rows, a.array.cols, a.cores) == (rows, cols, rows * cols)
     assert (core.capacity_bytes, core.banks, core.bank_bytes) == (64 * KiB, 8, 8 * KiB)
@@ -93,7 +94,7 @@ def test_npu_presets_are_aie_ml_arrays(name, rows, cols):
 
 
 def test_ascend_vec_unified_buffer():
-    a = Arch.preset("ascend-vec")
+    a = load_arch("ascend-vec")
     gm, ub = a.levels
     assert gm.capacity_bytes is None
     assert (ub.capacity_bytes, ub.block_bytes) == (192 * KiB, 32)  # 192 KB UB, 32-byte blocks
@@ -103,7 +104,7 @@ def test_ascend_vec_unified_buffer():
 
 
 def test_cpu_6core_caches():
-    a = Arch.preset("cpu-6core")
+    a = load_arch("cpu-6core")
     assert [(lv.name, lv.capacity_bytes, lv.instances) for lv in a.levels] == [
         ("dram", None, 1), ("l3", 12 * MiB, 1), ("l2", 256 * KiB, 6), ("l1", 32 * KiB, 6)]
     assert a.level("l2").read_bandwidth == 70 * GiB  # seed 001 memcpy
@@ -114,14 +115,42 @@ def test_cpu_6core_caches():
 def test_unknown_preset_lists_presets():
     with pytest.raises(SpecError, match=r"unknown architecture preset 'aie-4x4'; did you mean "
                                         r"'aie-4x2'\? presets: aie-4x2, ascend-vec, cpu-6core"):
-        Arch.preset("aie-4x4")
+        load_preset("aie-4x4")
     with pytest.raises(SpecError, match=r"unknown architecture 'tpu': no file of that name and "
                                         r"not a preset; presets: aie-4x2"):
         load_arch("tpu")
 
 
+def test_load_arch_names_the_argument_and_the_valid_forms():
+    for bad in (None, 3, ["aie-4x2"]):
+        with pytest.raises(SpecError, match=r"arch must be an Arch, a preset name or a YAML path, "
+                                            r"got \w+ .*; presets: aie-4x2, ascend-vec"):
+            load_arch(bad)
+
+
+def test_arch_pickles_without_a_process_wide_pickler():
+    import copyreg
+    import pickle
+    import types
+
+    assert types.MappingProxyType not in copyreg.dispatch_table
+    for name in PRESETS:
+        a = load_arch(name)
+        again = pickle.loads(pickle.dumps(a))
+        assert again == a and again.sources == a.sources
+        assert isinstance(again.alignment, types.MappingProxyType)
+        assert isinstance(again.compute.macs_per_cycle, types.MappingProxyType)
+
+
+def test_arch_preset_compatibility_binding():
+    """``Arch.preset`` / ``Arch.presets`` stay (bound in tilewise/arch/__init__.py) until their
+    callers use load_arch; spec.py itself imports nothing of the loader."""
+    assert Arch.preset("npu1") is load_arch("npu1")
+    assert Arch.presets() == PRESETS
+
+
 def test_level_lookup_and_peak_errors():
-    a = Arch.preset("npu1")
+    a = load_arch("npu1")
     with pytest.raises(SpecError, match="has no memory level 'l2'; levels: ddr, memtile, core"):
         a.level("l2")
     with pytest.raises(SpecError, match="no MAC rate for 'f32'; compute.macs_per_cycle has: i8, i16, bf16"):
@@ -129,7 +158,7 @@ def test_level_lookup_and_peak_errors():
 
 
 def test_to_dict_is_plain_data():
-    d = arch_to_dict(Arch.preset("aie-4x2"))
+    d = arch_to_dict(load_arch("aie-4x2"))
     assert d["levels"][2] == {
         "name": "core", "capacity": "48 KiB", "instances": 8, "banks": 6, "bank_size": "8 KiB",
         "bank_granular": True, "bandwidth": "8 GiB/s", "channels": 2, "double_buffer": True}

@@ -5,7 +5,8 @@ import copy
 import pytest
 import yaml
 
-from tilewise.arch.loader import load_arch, parse_arch, validate_arch
+from tilewise.arch.loader import (arch_from_dict, arch_to_dict, load_arch, load_file, parse_arch,
+                                   validate_arch)
 from tilewise.arch.spec import Arch, Level
 from tilewise.errors import SpecError
 
@@ -221,7 +222,7 @@ def test_energy(tmp_path):
     arch = load_arch(spec_file(tmp_path, lambda d: (d["levels"][1].update(energy_per_byte="2 pJ/B"),
                                                     d["compute"].update(energy_per_mac=0.25))))
     assert arch.level("sram").energy_pj_per_byte == 2.0 and arch.compute.energy_pj_per_mac == 0.25
-    assert Arch.from_dict(arch.to_dict()) == arch
+    assert arch_from_dict(arch_to_dict(arch)) == arch
     msg = error_of(tmp_path, lambda d: d["compute"].update(energy_per_mac="-1 pJ"))
     assert "compute.energy_per_mac: energy '-1 pJ' must not be negative" in msg
 
@@ -243,11 +244,11 @@ def test_empty_and_non_mapping_files(tmp_path):
 
 def test_missing_file_names_it(tmp_path):
     with pytest.raises(SpecError, match=r"cannot read architecture file '.*nope.yaml'"):
-        Arch.from_yaml(tmp_path / "nope.yaml")
+        load_file(tmp_path / "nope.yaml")
 
 
 def test_validate_arch_catches_programmatic_mistakes():
-    arch = Arch.preset("aie-4x2")
+    arch = load_arch("aie-4x2")
     bad = Arch(arch.name, arch.levels + (Level("core", 1024, instances=8, read_bandwidth=1.0,
                                                 write_bandwidth=1.0),), arch.compute, arch.array)
     with pytest.raises(SpecError, match=r"<arch>: levels\[3\].name: level name 'core' is already "

@@ -10,6 +10,7 @@ import tilewise as tw
 import tilewise.blocked.interpreter
 import tilewise.blocked.reference
 import tilewise.blocked.solution
+from tilewise.arch.loader import arch_to_yaml
 from tilewise import Mapping, SolutionFile
 from tilewise.blocked.solution import workload_from_dict, workload_to_dict
 from tilewise.cli import main
@@ -17,7 +18,7 @@ from tilewise.errors import SpecError, WorkloadError
 
 from .workloads import attention
 
-GEMM = {"workload": {"constructor": "gemm", "args": {"M": 40, "N": 48, "K": 32, "dtype": "i8"}},
+GEMM = {"workload": {"gemm": {"m": 40, "n": 48, "k": 32, "dtype": "i8"}},
         "arch": "aie-4x2",
         "mapping": "ddr[m40 n48 k32] mnk | memtile[m32 n32 k16] kmn db:A | core[m16 n8 k16] db:A,B "
                    "; rows=n4 cols=m2"}
@@ -77,6 +78,10 @@ def test_run_fails_with_exit_1_when_execution_differs(tmp_path, capsys, monkeypa
                  "db:A,B,C ; rows=n4 cols=m2"},
      "error: level core (core (0, 0)): allocating C (32768 bytes) needs 65536 bytes but it holds 49152"),
     ({**GEMM, "seed": -1}, "seed -1 must be a non-negative integer"),
+    ({**GEMM, "workload": {"gemv": {"m": 4}}}, "workload kind 'gemv' unknown (did you mean 'gemm'?); "
+                                               "valid: gemm, batched-gemm, conv2d, mha"),
+    ({**GEMM, "workload": {"gemm": {"m": 4, "n": 4, "kk": 4}}},
+     "gemm: unknown parameter 'kk' (did you mean 'k'?); valid: m, n, k, dtype, out_dtype"),
 ])
 def test_bad_solutions_are_one_line_errors_with_exit_2(tmp_path, capsys, doc, message):
     assert main(["run", _write(tmp_path, doc)]) == 2
@@ -106,6 +111,25 @@ def test_solution_round_trips_full_ir_and_presets():
         workload_from_dict({"name": "x", "ops": []})
     with pytest.raises(SpecError, match="a solution is a JSON object"):
         SolutionFile.from_json("[1, 2]")
+
+
+def test_solution_files_write_the_kind_form_and_read_the_former_constructor_form(tmp_path, capsys):
+    sol = SolutionFile.from_json(GEMM)
+    assert json.loads(sol.to_json())["workload"] == {"gemm": {"m": 40, "n": 48, "k": 32, "dtype": "i8"}}
+    old = {**GEMM, "workload": {"constructor": "gemm", "args": {"M": 40, "N": 48, "K": 32, "dtype": "i8"}}}
+    assert SolutionFile.from_json(old) == sol
+    for w in (tw.batched_gemm(2, 3, 4, 5, "bf16"), tw.mha(8, 6, 4, heads=2),
+              tw.layernorm(3, 5, eps=1e-3), tw.gemm_chain(2, 3, 4, 5, out_dtype="i8"),
+              tw.einsum("mk,kn->mn", m=2, k=3, n=4),
+              tw.conv2d(1, 3, 9, 8, 4, 3, 3, stride=2, padding=1, dilation=(1, 2))):
+        d = workload_to_dict(w)
+        assert len(d) == 1 and "name" not in d, d  # the kind form
+        assert workload_from_dict(json.loads(json.dumps(d))) == w
+    # the arch may be a YAML path, as everywhere else
+    spec = tmp_path / "aie.yaml"
+    spec.write_text(arch_to_yaml(tw.load_arch("aie-4x2")))
+    assert main(["run", _write(tmp_path, {**GEMM, "arch": str(spec)})]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("PASS")
 
 
 @pytest.mark.parametrize("module", [tilewise.blocked.interpreter, tilewise.blocked.reference,

@@ -9,9 +9,10 @@ numpy implementation in ``tests/model/numpy_reference``: integers exactly, secon
 import numpy as np
 import pytest
 
-from tilewise import (Arch, Mapping, MappingBatch, conv2d, evaluate_batch, gemm, gemm_chain,
-                      layernorm, mha)
+from tilewise import Arch, Mapping, conv2d, gemm, gemm_chain, layernorm, mha
 from tilewise.ir import library as lib
+from tilewise.model.batch import MappingBatch
+from tilewise.model.cost import evaluate_batch
 from tilewise.model.structure import Structure
 
 from .archs import aie_like, four_level, two_level

@@ -145,7 +145,7 @@ def test_from_triplet():
 @settings(max_examples=50)
 @given(st.data())
 def test_mapping_batch_round_trips_mappings(data):
-    from tilewise import MappingBatch
+    from tilewise.model.batch import MappingBatch
 
     wl, arch = data.draw(workloads()), data.draw(ARCHS)
     ms = [data.draw(mappings(wl, arch)) for _ in range(3)]

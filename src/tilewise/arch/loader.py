@@ -445,11 +445,16 @@ def load_preset(name: str) -> Arch:
     return load_file(preset_path(name))
 
 
-def load_arch(name_or_path: str | os.PathLike | Arch) -> Arch:
-    """A preset name (``"aie-4x2"``) or a YAML file path; an Arch is returned as is."""
-    if isinstance(name_or_path, Arch):
-        return name_or_path
-    text = os.fspath(name_or_path)
+def load_arch(spec: str | os.PathLike | Arch, argument: str = "arch") -> Arch:
+    """The one arch coercion of every entry point: an Arch is returned as is, a string or path
+    is a preset name (``"aie-4x2"``) or a YAML file. SpecError names ``argument``, the value
+    and the presets otherwise."""
+    if isinstance(spec, Arch):
+        return spec
+    if not isinstance(spec, (str, os.PathLike)):
+        raise SpecError(f"{argument} must be an Arch, a preset name or a YAML path, got "
+                        f"{type(spec).__name__} {spec!r}; presets: {', '.join(preset_names())}")
+    text = os.fspath(spec)
     if text in preset_names():
         return load_preset(text)
     path = Path(text)

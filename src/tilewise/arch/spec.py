@@ -1,7 +1,8 @@
 """Architecture descriptions: memory levels, the spatial array, compute, alignment.
 
-Values only (frozen dataclasses). Loading and validating YAML lives in ``arch/loader.py``;
-shipped presets in ``arch/presets/*.yaml``.
+Values only (frozen dataclasses; this module imports nothing of the loader). Loading,
+validating and writing YAML lives in ``arch/loader.py`` (:func:`~tilewise.arch.loader.load_arch`
+takes a preset name, a YAML path or an Arch); shipped presets in ``arch/presets/*.yaml``.
 
 Conventions (units are in the field names where they are not obvious):
 - ``Arch.levels`` runs from the outermost level (DDR/GM, usually unbounded) to the innermost
@@ -25,19 +26,19 @@ Conventions (units are in the field names where they are not obvious):
 
 Example::
 
-    >>> arch = Arch.preset("aie-4x2")
+    >>> from tilewise.arch.loader import arch_from_dict, arch_to_dict, load_arch
+    >>> arch = load_arch("aie-4x2")
     >>> arch.level("core").capacity_bytes, arch.array.cores, arch.compute.clock_hz
     (49152, 8, 1000000000.0)
-    >>> Arch.from_dict(arch.to_dict()) == arch
+    >>> arch_from_dict(arch_to_dict(arch)) == arch
     True
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from os import PathLike
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Mapping
 
 
 def _frozen(d: Mapping | None) -> Mapping:
@@ -105,6 +106,10 @@ class Compute:
         object.__setattr__(self, "macs_per_cycle", _frozen(self.macs_per_cycle))
         object.__setattr__(self, "vector_ops_per_cycle", _frozen(self.vector_ops_per_cycle))
 
+    def __reduce__(self):
+        return (type(self), (self.clock_hz, dict(self.macs_per_cycle),
+                             dict(self.vector_ops_per_cycle), self.energy_pj_per_mac))
+
 
 @dataclass(frozen=True)
 class Arch:
@@ -123,47 +128,11 @@ class Arch:
         object.__setattr__(self, "alignment", _frozen(self.alignment))
         object.__setattr__(self, "sources", _frozen(self.sources))
 
-    # --- loading and writing (arch/loader.py does the work) ---
-
-    @classmethod
-    def preset(cls, name: str) -> "Arch":
-        """A preset shipped with tilewise (``"aie-4x2"``); SpecError listing the presets."""
-        from .loader import load_preset
-
-        return load_preset(name)
-
-    @staticmethod
-    def presets() -> list[str]:
-        """Names of the shipped presets, sorted."""
-        from .loader import preset_names
-
-        return preset_names()
-
-    @classmethod
-    def from_yaml(cls, path: str | PathLike) -> "Arch":
-        """Load and validate a YAML spec file (schema: docs/usage/arch.md)."""
-        from .loader import load_file
-
-        return load_file(path)
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], source: str = "<dict>") -> "Arch":
-        """Validate a spec already parsed into Python objects (same schema as the YAML)."""
-        from .loader import arch_from_dict
-
-        return arch_from_dict(data, source)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The spec as plain Python objects in the YAML schema; ``from_dict`` round-trips it."""
-        from .loader import arch_to_dict
-
-        return arch_to_dict(self)
-
-    def to_yaml(self) -> str:
-        """The spec as YAML text (units written out); loading it gives back an equal Arch."""
-        from .loader import arch_to_yaml
-
-        return arch_to_yaml(self)
+    def __reduce__(self):
+        # pickled with plain dicts (a read-only MappingProxyType is not picklable); the
+        # constructor makes them read-only again
+        return (type(self), (self.name, self.levels, self.compute, self.array,
+                             dict(self.alignment), self.description, dict(self.sources)))
 
     def peak_macs_per_second(self, dtype: str) -> float:
         """Peak multiply-accumulates per second of all cores for input ``dtype`` (MAC/s)."""

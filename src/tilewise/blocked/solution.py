@@ -2,18 +2,22 @@
 
 Schema (all keys required except ``seed``)::
 
-    {"workload": {"constructor": "gemm", "args": {"M": 40, "N": 48, "K": 32, "dtype": "i8"}},
+    {"workload": {"gemm": {"m": 40, "n": 48, "k": 32, "dtype": "i8"}},
      "arch": "aie-4x2",
      "mapping": "ddr[m40 n48 k32] mnk | memtile[m32 n32 k16] kmn | core[m16 n8 k16] ; rows=n4",
      "seed": 0}
 
-- ``workload``: either a constructor call ``{"constructor": name, "args": {...}}`` (name one of
-  gemm, batched_gemm, conv2d, gemm_chain, mha, layernorm, einsum; args as in Python), or the
-  full IR ``{"name", "dims": {dim: size}, "ops": [{"name", "kind", "dtype", "output",
+- ``workload``: either ``{KIND: {parameters}}`` with a kind of the registry
+  :mod:`tilewise.ir.kinds` and its parameters, as in problem lists and on the command line
+  (``gemm``, ``batched-gemm``, ``conv2d``, ``mha``, ``layernorm``, ``chain``, ``einsum``), or
+  the full IR ``{"name", "dims": {dim: size}, "ops": [{"name", "kind", "dtype", "output",
   "inputs", "state", "ops_per_point", "attrs"}]}`` with tensors ``{"name", "dtype", "axes":
-  ["m", "p*2 + r - 1"], "shape", "lanes"}`` (what :func:`workload_to_dict` writes; it carries
-  attrs such as ``"causal": true`` of an attention softmax);
-- ``arch``: a preset name or an arch spec dict (the YAML schema, :meth:`Arch.to_dict`);
+  ["m", "p*2 + r - 1"], "shape", "lanes"}`` (it carries attrs such as ``"causal": true`` of an
+  attention softmax). :func:`workload_to_dict` writes the kind form when the workload is one
+  of the kinds, else the IR. The former constructor-call form ``{"constructor": "gemm",
+  "args": {"M": 40, ...}}`` is still read;
+- ``arch``: a preset name, a YAML path or an arch spec dict (the YAML schema,
+  :func:`~tilewise.arch.loader.arch_to_dict`);
 - ``mapping``: the mapping text form or :meth:`Mapping.to_dict`;
 - ``seed``: seed of the random inputs (default 0).
 
@@ -33,12 +37,14 @@ from os import PathLike
 
 from ..errors import SpecError, TilewiseError, WorkloadError
 
+# the former schema {"constructor": name, "args": {...}} (read only): library constructor names
 CONSTRUCTORS = ("gemm", "batched_gemm", "conv2d", "gemm_chain", "mha", "layernorm", "einsum")
 
 
 @dataclass(frozen=True)
 class SolutionFile:
-    """A workload, the arch it is mapped onto (an Arch or a preset name) and the mapping."""
+    """A workload, the arch it is mapped onto (an Arch, or a preset name or YAML path as
+    written in the file) and the mapping."""
 
     workload: object
     arch: object
@@ -46,7 +52,9 @@ class SolutionFile:
     seed: int = 0
 
     def to_dict(self) -> dict:
-        arch = self.arch if isinstance(self.arch, str) else self.arch.to_dict()
+        from ..arch.loader import arch_to_dict
+
+        arch = self.arch if isinstance(self.arch, str) else arch_to_dict(self.arch)
         return {"workload": workload_to_dict(self.workload), "arch": arch,
                 "mapping": self.mapping.to_dict(), "seed": self.seed}
 
@@ -57,7 +65,7 @@ class SolutionFile:
     def from_json(cls, text: str | dict, source: str = "<json>") -> "SolutionFile":
         """Parse a solution document (text or parsed dict); SpecError/MappingError/WorkloadError
         name the key at fault."""
-        from ..arch.spec import Arch
+        from ..arch.loader import arch_from_dict, load_arch
         from ..mapping import Mapping
 
         if isinstance(text, str):
@@ -80,11 +88,12 @@ class SolutionFile:
         workload = workload_from_dict(data["workload"])
         arch = data["arch"]
         if isinstance(arch, dict):
-            arch = Arch.from_dict(arch, f"{source}: arch")
+            arch = arch_from_dict(arch, f"{source}: arch")
         elif isinstance(arch, str):
-            Arch.preset(arch)  # a clear error now for an unknown preset
+            load_arch(arch)  # a clear error now for an unknown preset or a missing file
         else:
-            raise SpecError(f"{source}: arch must be a preset name or a spec object, got {arch!r}")
+            raise SpecError(f"{source}: arch must be a preset name, a YAML path or a spec "
+                            f"object, got {arch!r}")
         m = data["mapping"]
         mapping = Mapping.parse(m) if isinstance(m, str) else Mapping.from_json(m)
         seed = data.get("seed", 0)
@@ -108,6 +117,18 @@ def _tensor_dict(t) -> dict:
 
 
 def workload_to_dict(w) -> dict:
+    """``{KIND: {parameters}}`` when the workload is one of the kinds (:mod:`tilewise.ir.kinds`),
+    else its full IR as plain JSON-able objects; :func:`workload_from_dict` reads both back."""
+    from ..ir.kinds import params_of
+
+    found = params_of(w)
+    if found is not None:
+        kind, params = found
+        return {kind: params}
+    return workload_ir(w)
+
+
+def workload_ir(w) -> dict:
     """The full IR of a workload as plain JSON-able objects (round-trips with the reader)."""
     return {"name": w.name, "dims": dict(w.sizes), "roles": [list(r) for r in w.roles],
             "ops": [{"name": op.name, "kind": op.kind, "dtype": op.dtype.name,
@@ -119,12 +140,18 @@ def workload_to_dict(w) -> dict:
 
 
 def workload_from_dict(data) -> object:
-    """A Chain from a constructor call or the full IR form (see the module docstring)."""
+    """A Chain from ``{KIND: {parameters}}``, the full IR form or the former constructor call
+    (see the module docstring)."""
     from ..ir import library
+    from ..ir.kinds import KINDS, from_entry, kind
     from ..ir.workload import Chain, Dim, Op, Tensor
 
     if not isinstance(data, dict):
         raise WorkloadError(f"workload must be an object, got {data!r}")
+    if len(data) == 1 and "constructor" not in data and "name" not in data:
+        (name, _), = data.items()
+        kind(name)  # WorkloadError naming an unknown kind and the valid ones
+        return from_entry(data)
     if "constructor" in data:
         name, args = data["constructor"], data.get("args", {})
         if name not in CONSTRUCTORS:
@@ -155,5 +182,6 @@ def workload_from_dict(data) -> object:
         raise
     except (KeyError, TypeError, AttributeError) as e:
         raise WorkloadError(f"workload IR is malformed ({type(e).__name__}: {e}); expected "
+                            "{KIND: {parameters}} (KIND one of " + ", ".join(KINDS) + ") or "
                             "{'name', 'dims': {dim: size}, 'ops': [{'name', 'kind', 'dtype', "
-                            "'output', 'inputs', ...}]} or {'constructor', 'args'}") from None
+                            "'output', 'inputs', ...}]}") from None

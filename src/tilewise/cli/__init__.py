@@ -13,7 +13,7 @@ import sys
 
 import click
 
-from .. import __version__
+from .._version import __version__
 from ..errors import TilewiseError
 
 

@@ -73,7 +73,7 @@ _LEAF_MAPPINGS = ("macs_per_cycle", "vector_ops_per_cycle", "alignment")
 
 
 def _flat(value, path: str = "") -> dict[str, str]:
-    """``to_dict()`` flattened to key path -> display text (rate and alignment tables on one line)."""
+    """``arch_to_dict()`` flattened to key path -> display text (rate and alignment tables on one line)."""
     if isinstance(value, dict) and not path.endswith(_LEAF_MAPPINGS):
         out: dict[str, str] = {}
         for key, item in value.items():
@@ -147,7 +147,9 @@ def _print_sources(arch, out) -> None:
 
     if not arch.sources:
         return
-    values = _flat(arch.to_dict())
+    from ..arch.loader import arch_to_dict
+
+    values = _flat(arch_to_dict(arch))
     for path in list(values):  # a spec may give read_/write_bandwidth where to_dict merges them
         if path.endswith(".bandwidth"):
             base = path[: -len("bandwidth")]

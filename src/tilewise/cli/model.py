@@ -1,6 +1,6 @@
 """``tilewise evaluate``: the cost of one mapping, as tables or JSON, optionally proven by simulation.
 
-One subcommand per workload kind (the shared options of :mod:`tilewise.cli._workload`)::
+One subcommand per workload kind (the parameters of the registry :mod:`tilewise.ir.kinds`)::
 
     tilewise evaluate gemm --m 512 --n 768 --k 768 --arch aie-4x2 \\
         --mapping "ddr[m512 n768 k768] mnk | memtile[m128 n256 k768] mnk | core[m64 n64 k128] db:A,B ; rows=n4 cols=m2"
@@ -45,7 +45,7 @@ def _run(workload, arch_spec: str, mapping_text: str, as_json: bool, simulate: b
     from ..mapping import Mapping
     from ..model.cost import evaluate
 
-    arch = load_arch(arch_spec)
+    arch = load_arch(arch_spec, "--arch")
     mapping = Mapping.parse(mapping_text)
     cost = evaluate(workload, arch, mapping)
     mismatches = None

@@ -17,11 +17,12 @@ def register(app: click.Group) -> None:
         """Execute SOLUTION (JSON: workload, arch, mapping) tile by tile and compare every output
         with the plain numpy reference: max error per output, PASS/FAIL (exit 1 on FAIL).
 
-        Schema: {"workload": {"constructor": "gemm", "args": {"M": 40, "N": 48, "K": 32}},
-        "arch": "aie-4x2" | {spec}, "mapping": "<text form>" | {Mapping.to_json}, "seed": 0}.
+        Schema: {"workload": {"gemm": {"m": 40, "n": 48, "k": 32}}, "arch": "aie-4x2" |
+        "my.yaml" | {spec}, "mapping": "<text form>" | {Mapping.to_json}, "seed": 0}.
         """
         from rich.table import Table
 
+        from ..arch.loader import load_arch
         from ..blocked.interpreter import verify
         from ..blocked.solution import SolutionFile
 
@@ -29,7 +30,7 @@ def register(app: click.Group) -> None:
         seed = sol.seed if seed is None else seed
         if seed < 0:
             raise click.BadParameter(f"{seed} must be >= 0", param_hint="--seed")
-        report = verify(sol.workload, sol.mapping, seed=seed, arch=sol.arch)
+        report = verify(sol.workload, sol.mapping, seed=seed, arch=load_arch(sol.arch))
         out = console()
         arch_name = sol.arch if isinstance(sol.arch, str) else sol.arch.name
         out.print(f"{sol.workload}\narch {arch_name}: {sol.mapping}\ninputs: random, seed {seed}", markup=False)

@@ -51,8 +51,10 @@ def _progress():
 
 
 def _run(workload, arch, objective, top, spatial, double_buffer, as_json, plot, verify=False):
+    from ..arch.loader import load_arch
     from ..search.optimize import search
 
+    arch = load_arch(arch, "--arch")
     constraints = {"double_buffer": double_buffer}
     if spatial:
         constraints["spatial"] = list(spatial)
@@ -171,15 +173,15 @@ def register(app: click.Group) -> None:
         """Solve every problem of a YAML problem list in worker processes."""
         import json
 
+        from ..arch.loader import load_arch
         from ..search.many import load_problems, search_many
-        from ..search.optimize import _arch
 
         spec = load_problems(problems)
-        arch = _arch(spec["arch"])
-        out = search_many(spec["workloads"], arch, objective=spec["objective"], top=spec["top"],
+        arch = load_arch(spec["arch"])
+        out = search_many(spec["problems"], arch, objective=spec["objective"], top=spec["top"],
                           workers=workers, store=store, **spec["constraints"])
         if as_json:
-            click.echo(json.dumps(out))
+            click.echo(json.dumps([dict(r.to_dict(), cached=r.cached) for r in out]))
             return
         from rich.markup import escape
         from rich.table import Table
@@ -187,10 +189,11 @@ def register(app: click.Group) -> None:
         table = Table(title=f"{len(out)} problems on {arch.name} by {spec['objective']} (store {store})")
         for col in ("workload", "best mapping", "time µs", "× min", "from store"):
             table.add_column(col, justify="right" if col in ("time µs", "× min") else "left")
-        for w, r in zip(spec["workloads"], out):
-            b = r["top"][0]
-            table.add_row(escape(str(w).split(":")[0]), escape(b["mapping"]), f"{b['latency_s'] * 1e6:,.2f}",
-                          f"{b['xslowdown']:.3f}", "yes" if r["cached"] else "no")
+        for r in out:
+            b = r.best
+            table.add_row(escape(str(r.workload).split(":")[0]), escape(str(b.mapping)),
+                          f"{b.latency_s * 1e6:,.2f}", f"{b.xslowdown:.3f}",
+                          "yes" if r.cached else "no")
         out_console = console()
         if not out_console.is_terminal:
             out_console.width = 200

@@ -142,6 +142,11 @@ class Op:
             raise WorkloadError(f"op {self.name}: softmax needs attrs['along'] naming a dim of "
                                 f"{self.output.name} ({', '.join(self.output.dims)})")
 
+    def __reduce__(self):
+        # pickled with a plain dict of attrs (a MappingProxyType is not picklable)
+        return (type(self), (self.name, self.kind, self.output, self.inputs, self.dtype,
+                             self.state, self.ops_per_point, dict(self.attrs)))
+
     @property
     def tensors(self) -> tuple[Tensor, ...]:
         """Inputs then output (state excluded)."""

@@ -1,7 +1,7 @@
 """Legality of a mapping for a workload and architecture, with errors that name the culprit.
 
-Beyond shape checks (see :meth:`tilewise.mapping.Mapping.validate`), fused chains obey three
-rules. A loop is *real* when it can iterate more than once: its step (the next level's tile, x
+:func:`validate` is the check every entry point runs on a mapping. Beyond shape checks, fused
+chains obey three rules. A loop is *real* when it can iterate more than once: its step (the next level's tile, x
 ways at the array) is smaller than its level's tile.
 
 1. Spine first: in the flattened nest (level 0 loops ... innermost loops) no real loop over a
@@ -33,6 +33,18 @@ def steps(tiles: list[dict[str, int]], ways: dict[str, int], array_level: int | 
 
 def ways_of(mapping) -> dict[str, int]:
     return {sp.dim: sp.ways for sp in (mapping.rows, mapping.cols) if sp}
+
+
+def validate(workload, arch, mapping) -> None:
+    """Raise MappingError naming the level, dim or tensor if ``mapping`` is illegal.
+
+    Checks: levels match the arch; tiles are positive, cover every dim, equal the problem at
+    level 0 and do not exceed the parent tile (at the array level: ways x tile, and the
+    innermost tile may round the parent up to the alignment); the innermost tile meets
+    ``arch.alignment``; orders are permutations; bypass/double-buffer name real tensors at
+    legal levels; spatial splits fit the array; and the chain rules of the module doc.
+    """
+    check_mapping(workload, arch, mapping)
 
 
 def check_mapping(workload, arch, mapping) -> None:

@@ -2,22 +2,30 @@
 
 Each problem is searched by :func:`tilewise.search` in a worker of a
 ``concurrent.futures.ProcessPoolExecutor`` (``workers=None``: ``os.cpu_count()``; ``workers=1``
-runs in this process). With ``store`` (a path or a :class:`~.store.Store`) problems already in
-the store are not recomputed, and each finished problem is written (by this process only) as
-soon as it completes, so an interrupted run resumes where it stopped::
+runs in this process) and answered by the same :class:`~tilewise.search.result.Result` type;
+``search_many`` returns one per problem, in input order. With ``store`` (a path or a
+:class:`~.store.Store`) problems already in the store are not recomputed (their Result has
+``cached=True``), and each finished problem is written (by this process only) as soon as it
+completes, so an interrupted run resumes where it stopped::
 
     >>> out = search_many([gemm(512, 768, 768), gemm(512, 3072, 768)], "aie-4x2",
     ...                   store="solutions.sqlite")
-    >>> [o["cached"] for o in out], out[0]["top"][0]["mapping"]
+    >>> [r.cached for r in out], out[0].best.mapping
 
-Problem-list YAML (:func:`load_problems`)::
+A problem is a workload, or a :class:`Problem` (a workload with its own search constraints,
+which override the ones given to ``search_many``).
+
+Problem-list YAML (:func:`load_problems`; each problem is ``KIND: {parameters}`` of the
+registry :mod:`tilewise.ir.kinds`, optionally with its own ``constraints``)::
 
     arch: aie-4x2          # preset name or YAML path
     objective: latency     # optional
     top: 3                 # optional
+    constraints: {double_buffer: all}      # optional, for every problem
     problems:
       - gemm: {m: 512, n: 768, k: 768, dtype: i8}
       - conv2d: {c: 64, h: 56, w: 56, k: 64, padding: 1}
+        constraints: {spatial: "rows=n4 cols=m2"}
 """
 
 from __future__ import annotations
@@ -26,12 +34,42 @@ import json
 import os
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
 
-from ..errors import TilewiseError
-from .optimize import _arch, search
+from ..errors import ParseError, TilewiseError, WorkloadError
+from ..ir.kinds import KINDS, from_entry
+from .optimize import CONSTRAINTS, search
+from .result import Result
 from .store import Store
 
 _TOP_KEYS = ("arch", "objective", "top", "constraints", "problems")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A workload and its own search constraints (they override the common ones)."""
+
+    workload: object
+    constraints: dict = field(default_factory=dict)
+
+
+def normalize_constraints(constraints: dict, what: str = "constraints") -> dict:
+    """Check the constraint names; ``spatial`` given as one text becomes a list of one (a
+    string is never split into characters)."""
+    if not isinstance(constraints, dict):
+        raise TilewiseError(f"{what} must be a mapping of {', '.join(CONSTRAINTS)}, "
+                            f"got {constraints!r}")
+    bad = sorted(set(constraints) - set(CONSTRAINTS))
+    if bad:
+        raise TilewiseError(f"{what}: unknown search constraint {', '.join(map(repr, bad))}; "
+                            f"valid: {', '.join(CONSTRAINTS)}")
+    out = dict(constraints)
+    sp = out.get("spatial")
+    if isinstance(sp, str) and sp not in ("any", "none"):
+        out["spatial"] = [sp]
+    elif isinstance(sp, tuple):
+        out["spatial"] = list(sp)
+    return out
 
 
 def _solve(workload, arch, objective, top, constraints) -> tuple[str, float]:
@@ -40,42 +78,60 @@ def _solve(workload, arch, objective, top, constraints) -> tuple[str, float]:
     return r.to_json(), time.perf_counter() - t0
 
 
-def search_many(workloads, arch, objective: str = "latency", top: int = 1, workers: int | None = None,
-                store=None, on_done=None, **constraints) -> list[dict]:
-    """Search every workload; returns, in input order, each Result's JSON as a dict plus
-    ``"cached"`` (True when it came from the store). ``on_done(index, result_dict)`` is called
-    as each problem finishes (after it is stored)."""
-    arch = _arch(arch)
-    workloads = list(workloads)
+def search_many(problems, arch, objective: str = "latency", top: int = 1,
+                workers: int | None = None, store=None, on_done=None,
+                **constraints) -> list[Result]:
+    """Search every problem (a workload or a :class:`Problem`); returns one Result per
+    problem, in input order (``Result.cached``: it came from the store). ``arch``: an Arch, a
+    preset name or a YAML path. ``on_done(index, result)`` is called as each problem finishes
+    (after it is stored)."""
+    from ..arch.loader import load_arch
+
+    arch = load_arch(arch)
+    items = [p if isinstance(p, Problem) else Problem(p) for p in problems]
+    common = normalize_constraints(constraints)
+    questions = [{**common, **normalize_constraints(p.constraints, f"problem {i} constraints")}
+                 for i, p in enumerate(items)]
     if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise TilewiseError(f"workers={workers!r} must be a positive integer or None (all cores)")
     st = Store(store) if isinstance(store, (str, os.PathLike)) else store
-    # the store key's "objective" also carries top and the constraints: a different question
-    # never returns a stored answer to another one
-    key = f"{objective} top={top} " + json.dumps(constraints, sort_keys=True, default=str)
-    out: list = [None] * len(workloads)
+
+    def key(cons):
+        # the store key's "objective" also carries top and the constraints: a different
+        # question never returns a stored answer to another one
+        return f"{objective} top={top} " + json.dumps(cons, sort_keys=True, default=str)
+
+    def result(i, data, cached):
+        w, cons = items[i].workload, questions[i]
+
+        def front(x, y):
+            return search(w, arch, objective, top, **cons).pareto(x, y)
+
+        return Result.from_json(data, w, arch, front, cached=cached)
+
+    out: list = [None] * len(items)
     todo = []
-    for i, w in enumerate(workloads):
-        hit = st.get(w, arch, key) if st is not None else None
+    for i, p in enumerate(items):
+        hit = st.get(p.workload, arch, key(questions[i])) if st is not None else None
         if hit is not None:
-            out[i] = dict(hit, cached=True)
+            out[i] = result(i, hit, True)
         else:
             todo.append(i)
 
     def finish(i, text, seconds):
         if st is not None:
-            st.put(workloads[i], arch, key, text, seconds)
-        out[i] = dict(json.loads(text), cached=False)
+            st.put(items[i].workload, arch, key(questions[i]), text, seconds)
+        out[i] = result(i, text, False)
         if on_done:
             on_done(i, out[i])
 
     n = workers or os.cpu_count() or 1
     if n == 1 or len(todo) <= 1:
         for i in todo:
-            finish(i, *_solve(workloads[i], arch, objective, top, constraints))
+            finish(i, *_solve(items[i].workload, arch, objective, top, questions[i]))
     else:
         with ProcessPoolExecutor(max_workers=min(n, len(todo))) as pool:
-            futures = {pool.submit(_solve, workloads[i], arch, objective, top, constraints): i
+            futures = {pool.submit(_solve, items[i].workload, arch, objective, top, questions[i]): i
                        for i in todo}
             try:
                 for f in as_completed(futures):
@@ -88,11 +144,10 @@ def search_many(workloads, arch, objective: str = "latency", top: int = 1, worke
 
 
 def load_problems(path: str) -> dict:
-    """Read a problem-list YAML: ``{"arch", "objective", "top", "constraints", "workloads"}``.
-    TilewiseError names an unknown key, a bad problem entry and what is valid."""
+    """Read a problem-list YAML: ``{"arch", "objective", "top", "constraints", "problems"}``
+    with ``problems`` a list of :class:`Problem`. TilewiseError names an unknown key, a bad
+    problem entry and what is valid."""
     import yaml
-
-    from ..cli._workload import WORKLOAD_KINDS, workload_from_params
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -113,16 +168,37 @@ def load_problems(path: str) -> dict:
     probs = data["problems"]
     if not isinstance(probs, list) or not probs:
         raise TilewiseError(f"problem list {path}: 'problems' must be a non-empty list")
-    workloads = []
+    try:
+        common = normalize_constraints(data.get("constraints") or {})
+    except TilewiseError as e:
+        raise _prefixed(e, f"problem list {path}: ") from None
+    problems = []
     for i, p in enumerate(probs):
-        if not isinstance(p, dict) or len(p) != 1:
-            raise TilewiseError(f"problem list {path}: problem {i} must be one mapping KIND: {{...}} "
-                                f"with KIND one of {', '.join(WORKLOAD_KINDS)}; got {p!r}")
-        (kind, params), = p.items()
         try:
-            workloads.append(workload_from_params(kind, params))
+            problems.append(_problem(p))
         except TilewiseError as e:
-            raise type(e)(f"problem list {path}: problem {i}: {e}") from None
+            raise _prefixed(e, f"problem list {path}: problem {i}: ") from None
     return {"arch": data["arch"], "objective": data.get("objective", "latency"),
-            "top": data.get("top", 1), "constraints": data.get("constraints") or {},
-            "workloads": workloads}
+            "top": data.get("top", 1), "constraints": common, "problems": problems}
+
+
+def _problem(p) -> Problem:
+    """One entry ``{KIND: {parameters}, constraints: {...}}`` of a problem list."""
+    shape = (f"KIND: {{parameters}} (KIND one of {', '.join(KINDS)}), optionally with "
+             "constraints: {...}")
+    if not isinstance(p, dict):
+        raise WorkloadError(f"expected {shape}; got {p!r}")
+    entry = {k: v for k, v in p.items() if k != "constraints"}
+    if len(entry) > 1:
+        extra = [k for k in entry if k not in KINDS] or list(entry)[1:]
+        raise WorkloadError(f"unknown key {', '.join(map(repr, extra))}; a problem is {shape}")
+    if not entry:
+        raise WorkloadError(f"no workload; a problem is {shape}")
+    return Problem(from_entry(entry, "a problem"), normalize_constraints(p.get("constraints") or {}))
+
+
+def _prefixed(e: TilewiseError, prefix: str) -> TilewiseError:
+    """The same error type with ``prefix`` before its message (a ParseError becomes a
+    WorkloadError: its constructor takes the text and position)."""
+    cls = WorkloadError if isinstance(e, ParseError) else type(e)
+    return cls(prefix + str(e))

@@ -6,16 +6,21 @@ by :func:`tilewise.evaluate`) and the objective numbers: ``latency_s`` (seconds)
 ``edp`` (joule-seconds) and ``xslowdown`` = latency / the compute-bound minimum time (the time
 of the useful work at peak rate on every core; >= 1).
 
-    >>> r = tilewise.search(gemm(512, 768, 768), Arch.preset("aie-4x2"), top=5)
+    >>> r = tilewise.search(gemm(512, 768, 768), "aie-4x2", top=5)
     >>> r.best.mapping, r.best.latency_s, r.best.xslowdown
     >>> r.stats["evaluated"], r.stats["valid"], r.stats["rejected"]
     >>> r.pareto(x="traffic", y="latency")      # exact front, computed on first use
+
+:func:`tilewise.search_many` returns one :class:`Result` per problem, the same type;
+``cached`` says it came from the solution store (its solutions are rebuilt from the stored JSON,
+which carries each full Cost, and ``pareto`` then searches again on first use).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 from ..mapping import Mapping
@@ -52,7 +57,35 @@ class Solution:
                 "offchip_bytes": self.offchip_bytes, "energy_j": self.energy_j, "edp": self.edp,
                 "xslowdown": self.xslowdown, "utilization": c.utilization,
                 "compute_s": c.compute_s, "transfer_s": c.transfer_s, "footprint": c.footprint,
-                "reads": c.reads, "writes": c.writes, "ratio": c.ratio}
+                "reads": c.reads, "writes": c.writes, "ratio": c.ratio,
+                "cost": _finite({f.name: getattr(c, f.name) for f in fields(c)})}
+
+    @classmethod
+    def from_dict(cls, data: dict, workload, arch) -> "Solution":
+        """Inverse of :meth:`to_dict` (the mapping parsed, the Cost rebuilt from ``"cost"``,
+        or re-evaluated when a dict lacks it)."""
+        mapping = Mapping.parse(data["mapping"])
+        if "cost" in data:
+            cost = Cost(**_infinite(data["cost"]))
+        else:
+            from ..model.cost import evaluate
+
+            cost = evaluate(workload, arch, mapping)
+        return cls(mapping, cost, data["latency_s"], data["offchip_bytes"], data["energy_j"],
+                   data["edp"], data["xslowdown"])
+
+
+def _finite(value):
+    """JSON-safe: an unbounded capacity (inf) becomes None."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return None if isinstance(value, float) and math.isinf(value) else value
+
+
+def _infinite(value):
+    if isinstance(value, dict):
+        return {k: _infinite(v) for k, v in value.items()}
+    return math.inf if value is None else value
 
 
 @dataclass
@@ -67,6 +100,8 @@ class Result:
     stats: dict
     _front: Callable[[str, str], list[Solution]] = field(repr=False, default=None)
     _fronts: dict = field(default_factory=dict, repr=False)
+    cached: bool = False
+    """True when :func:`tilewise.search_many` took this result from its solution store."""
 
     @property
     def best(self) -> Solution:
@@ -82,9 +117,17 @@ class Result:
                 raise TilewiseError(f"pareto metric {m!r} unknown; valid: {', '.join(METRICS)}")
         if x == y:
             raise TilewiseError(f"pareto needs two different metrics, got {x!r} twice")
+        if self._front is None:
+            raise TilewiseError("this result was read back without its search space: run "
+                                "tilewise.search to get its Pareto front")
         if (x, y) not in self._fronts:
             self._fronts[(x, y)] = self._front(x, y)
         return self._fronts[(x, y)]
+
+    def to_dict(self) -> dict:
+        """Plain JSON-able data: workload text, arch name, objective, min_time_s, the ranked
+        solutions (each with its full cost) and the stats."""
+        return json.loads(self.to_json())
 
     def to_json(self) -> str:
         return json.dumps({
@@ -93,3 +136,13 @@ class Result:
             "top": [s.to_dict() for s in self.top],
             "stats": {k: v for k, v in self.stats.items() if k != "smallest"},
         }, default=float)
+
+    @classmethod
+    def from_json(cls, text: str | dict, workload, arch, front=None,
+                  cached: bool = False) -> "Result":
+        """Inverse of :meth:`to_json` for the ``workload`` and ``arch`` it answers; ``front(x,
+        y)`` computes a Pareto front on demand (None: :meth:`pareto` is unavailable)."""
+        data = json.loads(text) if isinstance(text, str) else text
+        top = [Solution.from_dict(s, workload, arch) for s in data["top"]]
+        return cls(workload, arch, data["objective"], top, data["min_time_s"], data["stats"],
+                   front, cached=cached)

@@ -17,7 +17,7 @@ import json
 import sqlite3
 import time
 
-from .. import __version__
+from .._version import __version__
 
 
 def workload_key(workload) -> str:
@@ -28,7 +28,9 @@ def workload_key(workload) -> str:
 
 def arch_hash(arch) -> str:
     """First 16 hex digits of the SHA-256 of the arch's dict (sorted JSON)."""
-    text = json.dumps(arch.to_dict(), sort_keys=True, default=str)
+    from ..arch.loader import arch_to_dict
+
+    text = json.dumps(arch_to_dict(arch), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

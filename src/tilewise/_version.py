@@ -1,0 +1,3 @@
+"""The tilewise version: bumped when results change (the solution store keys on it)."""
+
+__version__ = "0.2.0"
