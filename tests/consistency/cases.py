@@ -2,7 +2,7 @@
 search-vs-model consistency tests, and the glue between a mapping and the search constraints
 that pin it.
 
-Archs go through :func:`tilewise.Arch.from_dict` (the YAML loader and its validation), so a
+Archs go through :func:`tilewise.arch.loader.arch_from_dict` (the YAML loader and its validation), so a
 generated arch is one a user could write. Capacities are drawn as fractions of the workload's
 bytes, so capacity binds at some tiles and not at others.
 """
@@ -15,6 +15,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import tilewise as tw
+from tilewise.arch.loader import arch_from_dict
 from tilewise.model.structure import Structure
 from tilewise.model.batch import MappingBatch
 from tilewise.search.optimize import Engine
@@ -57,7 +58,7 @@ def arch(name, levels, array=None, alignment=None, energy_per_mac=None) -> tw.Ar
         spec["array"] = array
     if alignment:
         spec["alignment"] = alignment
-    return tw.Arch.from_dict(spec, source=name)
+    return arch_from_dict(spec, source=name)
 
 
 def tensor_bytes(w) -> int:

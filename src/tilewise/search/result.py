@@ -76,16 +76,18 @@ class Solution:
 
 
 def _finite(value):
-    """JSON-safe: an unbounded capacity (inf) becomes None."""
+    """JSON-safe: an unbounded capacity or an infinite ratio (inf) becomes the string "inf"
+    (None stays None: a Cost without energy numbers)."""
     if isinstance(value, dict):
         return {k: _finite(v) for k, v in value.items()}
-    return None if isinstance(value, float) and math.isinf(value) else value
+    return "inf" if isinstance(value, float) and math.isinf(value) else value
 
 
 def _infinite(value):
+    """Inverse of :func:`_finite`."""
     if isinstance(value, dict):
         return {k: _infinite(v) for k, v in value.items()}
-    return math.inf if value is None else value
+    return math.inf if value == "inf" else value
 
 
 @dataclass
