@@ -21,14 +21,12 @@ dims that no op reduces; a reduction split is legal only along columns of an arr
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..errors import MappingError
+from .problem import chain_rules
+from .rules import chain_violation, loop_step, tile_fits
 from .structure import Structure
-
-
-def steps(tiles: list[dict[str, int]], ways: dict[str, int], array_level: int | None,
-          k: int, d: str) -> int:
-    """Step (elements) of the level-``k`` loop over ``d``: the level k+1 tile, x ways at the array."""
-    return tiles[k + 1][d] * (ways.get(d, 1) if array_level == k + 1 else 1)
 
 
 def ways_of(mapping) -> dict[str, int]:
@@ -104,22 +102,21 @@ def check_mapping(workload, arch, mapping) -> None:
     for k in range(1, n):
         for d in dims:
             w = ways.get(d, 1) if a == k else 1
-            parent = tiles[k - 1][d]
-            if k == n - 1:
-                align = alignment[d]
-                limit = -(-(-(-parent // w)) // align) * align
-                if tiles[k][d] > limit:
-                    raise MappingError(
-                        f"level {names[k]}: tile {d}={tiles[k][d]} exceeds its parent tile "
-                        f"{d}={parent} at {names[k - 1]}" + (f" split {w} ways" if w > 1 else "")
-                        + (f" (rounded up to the alignment {align}: {limit})" if align > 1 else ""))
-                if tiles[k][d] % align:
-                    raise MappingError(f"level {names[k]}: tile {d}={tiles[k][d]} violates the "
-                                       f"alignment of {d} to multiples of {align} ({arch.name})")
-            elif tiles[k][d] * w > parent:
-                raise MappingError(f"level {names[k]}: tile {d}={tiles[k][d]}"
+            parent, tile, align = tiles[k - 1][d], tiles[k][d], alignment[d]
+            if tile_fits(tile, parent, w, align, k == n - 1):
+                continue
+            if k < n - 1:
+                raise MappingError(f"level {names[k]}: tile {d}={tile}"
                                    + (f" x {w} ways" if w > 1 else "")
                                    + f" exceeds its parent tile {d}={parent} at {names[k - 1]}")
+            if tile % align:
+                raise MappingError(f"level {names[k]}: tile {d}={tile} violates the "
+                                   f"alignment of {d} to multiples of {align} ({arch.name})")
+            limit = -(-(-(-parent // w)) // align) * align  # for the message only
+            raise MappingError(
+                f"level {names[k]}: tile {d}={tile} exceeds its parent tile "
+                f"{d}={parent} at {names[k - 1]}" + (f" split {w} ways" if w > 1 else "")
+                + (f" (rounded up to the alignment {align}: {limit})" if align > 1 else ""))
     _check_chain(st, mapping, tiles, ways)
 
 
@@ -159,41 +156,39 @@ def _check_spatial(st: Structure, mapping) -> dict[str, int]:
 
 
 def _check_chain(st: Structure, mapping, tiles, ways) -> None:
+    """The chain rules (module doc) by the model's rule (:func:`.rules.chain_violation`),
+    with a message naming the loops."""
     wl = st.workload
     if len(wl.ops) == 1:
         return
+    dims, L = st.dims, st.n_levels
+    rules = chain_rules(st)
+    orders = np.array([[dims.index(d) for d in mapping.levels[k].order] for k in range(L - 1)],
+                      np.int64).reshape(L - 1, len(dims))
+    real = np.array([[loop_step(tiles[k + 1][d], ways.get(d, 1), st.array_level == k + 1)
+                      < tiles[k][d] for d in dims] for k in range(L - 1)], bool)
+    kind, p, q = chain_violation(orders, real.reshape(L - 1, len(dims)), L - 1, rules.spine,
+                                 rules.forbidden)
+    if kind == 0:
+        return
     names = [lv.level for lv in mapping.levels]
-    real = []  # (level, dim) of real loops in flattened order
-    for k in range(st.n_levels - 1):
-        for d in mapping.levels[k].order:
-            if steps(tiles, ways, st.array_level, k, d) < tiles[k][d]:
-                real.append((k, d))
-    spine = st.spine
-    private_seen = None
-    for k, d in real:
-        if d not in spine and private_seen is None:
-            private_seen = (k, d)
-        if d in spine and private_seen is not None:
-            pk, pd = private_seen
-            op = next(o for o in wl.ops if pd in o.dims)
-            raise MappingError(
-                f"illegal order: the loop over {pd} at {names[pk]} (private to op {op.name}) "
-                f"encloses the loop over the shared dim {d} at {names[k]}; the ops after "
-                f"{op.name} would consume partial results. Put private loops inside shared ones.")
-    real_dims = {d for _, d in real}
+    at = lambda x: (names[x // len(dims)], dims[orders[x // len(dims), x % len(dims)]])
+    (lp, dp) = at(p)
+    if kind == 1:
+        lq, dq = at(q)
+        op = next(o for o in wl.ops if dp in o.dims)
+        raise MappingError(
+            f"illegal order: the loop over {dp} at {lp} (private to op {op.name}) encloses the "
+            f"loop over the shared dim {dq} at {lq}; the ops that read {op.name}'s result would "
+            f"consume partial results. Put private loops inside shared ones.")
     for t in wl.intermediates:
-        p = wl.producer(t.name)
-        for d in p.reduction_dims:
-            if d in spine and d in real_dims:
-                raise MappingError(f"illegal tiling: op {p.name} reduces over {d}, which indexes a "
-                                   f"fused intermediate; {t.name} would be consumed before the "
-                                   f"reduction completes. Keep {d} whole ({wl.sizes[d]}).")
-    for t in st.moved:
-        readers = [op for op in wl.ops if any(x.name == t.name for x in op.inputs)]
-        if len(readers) > 1:
-            for d in t.dims:
-                if d not in spine and d in real_dims:
-                    raise MappingError(
-                        f"{t.name} is read by ops {', '.join(o.name for o in readers)}; tiling its "
-                        f"private dim {d} would read it once per op. Keep {d} whole "
-                        f"({wl.sizes[d]}) at every level.")
+        prod = wl.producer(t.name)
+        if dp in prod.reduction_dims and dp in st.spine:
+            raise MappingError(f"illegal tiling: op {prod.name} reduces over {dp}, which indexes a "
+                               f"fused intermediate; {t.name} would be consumed before the "
+                               f"reduction completes. Keep {dp} whole ({wl.sizes[dp]}).")
+    t = next(t for t in st.moved if dp in t.dims and len(wl.readers(t.name)) > 1)
+    readers = wl.readers(t.name)
+    raise MappingError(
+        f"{t.name} is read by ops {', '.join(o.name for o in readers)}; tiling its private dim "
+        f"{dp} would read it once per op. Keep {dp} whole ({wl.sizes[dp]}) at every level.")

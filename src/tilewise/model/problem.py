@@ -306,7 +306,7 @@ class Problem:
         useful = _i64([int(np.prod([workload.sizes[d] for d in op.dims])) for op in workload.ops])
         return cls(st, DimsInfo(_i64(st.sizes), _i64([align[d] for d in st.dims])),
                    _levels(st), _tensors(st, moved, grp), _affine_groups(st, grp),
-                   _buffers(st), _compute(st), _chain_rules(st), useful)
+                   _buffers(st), _compute(st), chain_rules(st), useful)
 
 
 def _levels(st: Structure) -> Levels:
@@ -435,7 +435,7 @@ def _compute(st: Structure) -> Compute:
                    energy_per_point(arch, workload))
 
 
-def _chain_rules(st: Structure) -> ChainRules:
+def chain_rules(st: Structure) -> ChainRules:
     """Spine dims, and the dims whose loops may not iterate (:mod:`.legality` rules 2, 3)."""
     workload, dims = st.workload, st.dims
     forbidden = np.zeros(len(dims), bool)
