@@ -3,12 +3,12 @@
 Attention R = softmax(Q Kᵀ / sqrt(d)) V, one head, d = 64, float32, L = 4096 and 16384.
 Methods, run side by side in one process:
 
-- ``naive``: :func:`tilewise.attention.naive_attention` (all L² scores at once, in place);
+- ``naive``: :func:`tilewise.tiles.attention.naive_attention` (all L² scores at once, in place);
 - ``execute mha``: :func:`tilewise.execute` of ``tilewise.mha(L, L, 64, dtype="f32")`` (softmax
   scaled by 1/sqrt(d)) under the mapping ``hbm[...] hmnke | sram[h1 m512 n1024 k64 e64]`` on a
   two-level arch (HBM -> an 8 MiB SRAM): the one walker, buffers checked against the SRAM's
   capacity while running, the online-softmax recurrence tile by tile;
-- ``blocked_attention QxK``: :func:`tilewise.attention.blocked_attention`, the same recurrence
+- ``blocked_attention QxK``: :func:`tilewise.tiles.attention.blocked_attention`, the same recurrence
   as a plain function (no walker, no capacity bookkeeping) with the tiles listed.
 
 Times are the median of interleaved rounds (naive, execute, blocked, naive, ...); peak memory
@@ -46,8 +46,8 @@ import dataclasses
 
 import tilewise as tw
 from tilewise.arch.spec import Arch, Compute, Level
-from tilewise.attention import IncrementalAttention, blocked_attention, naive_attention
-from tilewise.blocked.trace import simulate
+from tilewise.tiles.attention import IncrementalAttention, blocked_attention, naive_attention
+from tilewise.simulation.trace import simulate
 
 D = 64
 TILES = [(512, 1024), (1024, 2048)]        # (query rows, keys) per tile of blocked_attention

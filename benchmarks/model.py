@@ -19,6 +19,7 @@ Run: ``.venv/bin/python benchmarks/model.py [--quick] [--repeats 7]``.
 
 from __future__ import annotations
 
+from tilewise.arch.loader import load_arch
 import argparse
 import itertools
 import json
@@ -131,13 +132,13 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "model.json")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
-    aie = Arch.preset("aie-4x2")
+    aie = load_arch("aie-4x2")
     n = 20_000 if args.quick else 1_000_000
     repeats = 1 if args.quick else args.repeats
     cases = [
         ("gemm 512x768x768 i8, 3 levels", gemm(512, 768, 768, dtype="i8"), aie, n),
         ("conv2d 1x64x56x56 k64 3x3 s1 p1", conv2d(1, 64, 56, 56, 64, 3, 3, padding=1), aie, n // 10),
-        ("mha Lq=Lkv=512 d=64 bf16 chain (npu1)", mha(512, 512, 64, dtype="bf16"), Arch.preset("npu1"), n // 4),
+        ("mha Lq=Lkv=512 d=64 bf16 chain (npu1)", mha(512, 512, 64, dtype="bf16"), load_arch("npu1"), n // 4),
     ]
     rows = [measure(name, kind, w, a, size, repeats, rng)
             for name, w, a, size in cases for kind in ("random", "search")]

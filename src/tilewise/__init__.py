@@ -87,23 +87,23 @@ _EXPORTS: dict[str, str] = {
     "LevelMapping": "tilewise.mapping",
     "Mapping": "tilewise.mapping",
     "Spatial": "tilewise.mapping",
-    "Trace": "tilewise.blocked.trace",
-    "walk": "tilewise.blocked.walker",
+    "Trace": "tilewise.simulation.trace",
+    "walk": "tilewise.simulation.walker",
     # --- blocked execution: execute / reference (issue 5) ---
-    "SolutionFile": "tilewise.blocked.solution",
-    "VerifyReport": "tilewise.blocked.interpreter",
-    "random_inputs": "tilewise.blocked.reference",
-    "reference": "tilewise.blocked.reference",
+    "SolutionFile": "tilewise.executor.solution",
+    "VerifyReport": "tilewise.executor.interpreter",
+    "random_inputs": "tilewise.executor.reference",
+    "reference": "tilewise.executor.reference",
     # --- search (issue 4) ---
     "Problem": "tilewise.search.many",
     "Result": "tilewise.search.result",
     "Solution": "tilewise.search.result",
     "search_many": "tilewise.search.many",
     # --- blocked execution kernels (issue 5) ---
-    "IncrementalAttention": "tilewise.attention",
-    "blocked_attention": "tilewise.attention",
-    "blocked_layernorm": "tilewise.blocked.layernorm",
-    "naive_attention": "tilewise.attention",
+    "IncrementalAttention": "tilewise.tiles.attention",
+    "blocked_attention": "tilewise.tiles.attention",
+    "blocked_layernorm": "tilewise.tiles.layernorm",
+    "naive_attention": "tilewise.tiles.attention",
 }
 
 _ENTRY_POINTS = ["evaluate", "execute", "search", "simulate", "verify"]
@@ -160,7 +160,7 @@ def simulate(workload, arch, mapping):
     """Walk ``mapping`` tile by tile and count transfers, residency and compute steps (a
     :class:`Trace`; plain Python: small problems or large tiles)."""
     from .arch.loader import load_arch
-    from .blocked.trace import simulate as run
+    from .simulation.trace import simulate as run
     from .mapping import as_mapping
     from .model.legality import validate
 
@@ -173,7 +173,7 @@ def execute(workload, mapping, inputs=None, seed: int = 0, *, arch=None):
     """Run ``mapping`` of ``workload`` tile by tile; the final outputs by name (numpy arrays).
     ``inputs``: name -> array per input tensor (None: random from ``seed``). ``arch`` None
     picks the one preset whose level names match the mapping."""
-    from .blocked.interpreter import execute as run
+    from .executor.interpreter import execute as run
     from .mapping import as_mapping
 
     return run(workload, as_mapping(mapping), inputs, seed, arch=_optional_arch(arch))
@@ -182,7 +182,7 @@ def execute(workload, mapping, inputs=None, seed: int = 0, *, arch=None):
 def verify(workload, mapping, inputs=None, seed: int = 0, *, arch=None):
     """:func:`execute` compared with the numpy reference on the same inputs: a
     :class:`VerifyReport` (integers exact, floats within a tolerance)."""
-    from .blocked.interpreter import verify as run
+    from .executor.interpreter import verify as run
     from .mapping import as_mapping
 
     return run(workload, as_mapping(mapping), inputs, seed, arch=_optional_arch(arch))

@@ -171,19 +171,6 @@ class Mapping:
             levels.append(LevelMapping(lv.name, tiles[i], order, frozenset(), frozenset(db[i])))
         return cls(tuple(levels), _spatial(rows), _spatial(cols))
 
-    # ----- validation -----
-
-    def validate(self, workload, arch) -> None:
-        """Deprecated: use :func:`tilewise.model.legality.validate` (the rules are the model's).
-
-        Kept for callers outside this module's layer (model/batch.py, blocked/walker.py,
-        blocked/interpreter.py); the one upward import it needs is listed in
-        tests/test_layers.py and goes when they call the model directly.
-        """
-        from .model.legality import validate
-
-        validate(workload, arch, self)
-
 
 def as_mapping(value, argument: str = "mapping") -> Mapping:
     """The one mapping coercion of the entry points: a Mapping as is, its text form parsed

@@ -1,5 +1,6 @@
 """``tilewise evaluate``: tables, JSON equal to ``evaluate``, --simulate, one-line errors."""
 
+from tilewise.arch.loader import load_arch
 import json
 import math
 
@@ -23,7 +24,7 @@ def _run(capsys, argv):
 def test_table_shows_the_cost_and_the_simulation_agrees(capsys):
     code, out, err = _run(capsys, GEMM + ["--mapping", GEMM_MAPPING, "--simulate"])
     assert code == 0 and err == ""
-    cost = evaluate(gemm(512, 768, 768, dtype="i8"), Arch.preset("aie-4x2"),
+    cost = evaluate(gemm(512, 768, 768, dtype="i8"), load_arch("aie-4x2"),
                     Mapping.parse(GEMM_MAPPING))
     assert GEMM_MAPPING in out  # brackets survive rich markup
     for level in ("memtile", "core"):
@@ -37,7 +38,7 @@ def test_json_equals_evaluate(capsys):
     code, out, _ = _run(capsys, GEMM + ["--mapping", GEMM_MAPPING, "--json", "--simulate"])
     assert code == 0
     got = json.loads(out)
-    cost = evaluate(gemm(512, 768, 768, dtype="i8"), Arch.preset("aie-4x2"),
+    cost = evaluate(gemm(512, 768, 768, dtype="i8"), load_arch("aie-4x2"),
                     Mapping.parse(GEMM_MAPPING))
     assert got["mapping"] == GEMM_MAPPING and got["arch"] == "aie-4x2"
     assert got["simulation_agrees"] is True and got["mismatches"] == []
@@ -62,7 +63,7 @@ def test_other_workloads_simulate_and_agree(capsys, argv, mapping, workload):
     assert code == 0
     got = json.loads(out)
     assert got["simulation_agrees"] is True
-    want = evaluate(workload(), Arch.preset("aie-4x2"), Mapping.parse(mapping))
+    want = evaluate(workload(), load_arch("aie-4x2"), Mapping.parse(mapping))
     assert got["cost"]["reads"] == want.reads and got["cost"]["writes"] == want.writes
 
 

@@ -1,6 +1,7 @@
 """The model against closed forms: seed 004's GEMM-chain DV, FlashAttention's HBM count, a
 hand-computed latency, and seed 003's AIE GEMM on the aie-4x2 preset."""
 
+from tilewise.arch.loader import load_arch
 import math
 
 import pytest
@@ -107,7 +108,7 @@ def test_latency_hand_computed():
 def test_seed003_gemm_on_aie_4x2_preset():
     """512x768x768 i8 -> i8 (seed §III.B): core c = (64, 64, 128): A, B ping/pong 8 KiB each,
     C 16 KiB of i32 sums = 6 banks; memtile m = (2·64, 4·64, 768) over cols=m2, rows=n4."""
-    arch = Arch.preset("aie-4x2")
+    arch = load_arch("aie-4x2")
     wl = gemm(512, 768, 768, dtype="i8", out_dtype="i8")
     m = Mapping.from_triplet(wl, arch, (512, 768, 768), (128, 256, 768), (64, 64, 128),
                              orders=["mnk", "mnk"], rows="n4", cols="m2",

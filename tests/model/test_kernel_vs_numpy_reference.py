@@ -6,6 +6,7 @@ orders, bypass, double buffering and splits, are compared field by field against
 numpy implementation in ``tests/model/numpy_reference``: integers exactly, seconds to 1e-12.
 """
 
+from tilewise.arch.loader import load_arch
 import numpy as np
 import pytest
 
@@ -54,19 +55,19 @@ def random_batch(workload, arch, n: int, rng: np.random.Generator) -> MappingBat
 
 
 CASES = [
-    ("gemm aie-4x2", lambda: gemm(512, 768, 768, dtype="i8"), lambda: Arch.preset("aie-4x2")),
-    ("gemm odd npu1", lambda: gemm(100, 37, 250, dtype="bf16"), lambda: Arch.preset("npu1")),
+    ("gemm aie-4x2", lambda: gemm(512, 768, 768, dtype="i8"), lambda: load_arch("aie-4x2")),
+    ("gemm odd npu1", lambda: gemm(100, 37, 250, dtype="bf16"), lambda: load_arch("npu1")),
     ("conv2d aie-4x2", lambda: conv2d(1, 16, 28, 28, 32, 3, 3, stride=2, padding=1),
-     lambda: Arch.preset("aie-4x2")),
+     lambda: load_arch("aie-4x2")),
     ("conv2d dilated", lambda: conv2d(2, 3, 17, 13, 4, 3, 2, stride=(1, 2), padding=(2, 0),
                                       dilation=(2, 1)), aie_like),
-    ("mha npu1", lambda: mha(512, 384, 64, heads=2, dtype="bf16"), lambda: Arch.preset("npu1")),
+    ("mha npu1", lambda: mha(512, 384, 64, heads=2, dtype="bf16"), lambda: load_arch("npu1")),
     ("gemm chain", lambda: gemm_chain(96, 40, 72, 24), lambda: aie_like(2, 3, broadcast=False,
                                                                          reduce_cols=False)),
-    ("layernorm ascend", lambda: layernorm(96, 768, dtype="f16"), lambda: Arch.preset("ascend-vec")),
+    ("layernorm ascend", lambda: layernorm(96, 768, dtype="f16"), lambda: load_arch("ascend-vec")),
     ("batched gemm 4-level", lambda: lib.batched_gemm(3, 40, 56, 24, dtype="i16"), four_level),
     ("einsum 2-level", lambda: lib.einsum("abc,c->ab", a=12, b=20, c=33), lambda: two_level(None, 32)),
-    ("gemm cpu-6core", lambda: gemm(96, 80, 64, dtype="f32"), lambda: Arch.preset("cpu-6core")),
+    ("gemm cpu-6core", lambda: gemm(96, 80, 64, dtype="f32"), lambda: load_arch("cpu-6core")),
 ]
 
 
@@ -160,7 +161,7 @@ def test_exact_floor_division_by_reciprocal():
 
 
 def test_non_positive_tiles_and_ways_are_illegal_and_zero():
-    workload, arch = gemm(64, 64, 64), Arch.preset("aie-4x2")
+    workload, arch = gemm(64, 64, 64), load_arch("aie-4x2")
     batch = random_batch(workload, arch, 4, np.random.default_rng(1))
     batch.tiles[0, 2, 1] = 0
     batch.tiles[1, 1, 0] = -16
@@ -179,7 +180,7 @@ def test_batch_of_the_wrong_shape_is_an_error():
     batch = random_batch(workload, two_level(), 2, np.random.default_rng(0))
     with pytest.raises(MappingError, match=r"batch tiles have shape \(2, 3\) per candidate; "
                        r"gemm on aie-4x2 needs \(3, 3\) \(levels, dims\)"):
-        evaluate_batch(workload, Arch.preset("aie-4x2"), batch)
+        evaluate_batch(workload, load_arch("aie-4x2"), batch)
 
 
 def test_byte_counts_past_int64_are_an_error():
@@ -208,7 +209,7 @@ def test_a_level_that_moves_data_without_bandwidth_is_an_error():
 def test_out_of_range_orders_and_split_dims_are_errors():
     from tilewise.errors import MappingError
 
-    workload, arch = gemm(64, 64, 64), Arch.preset("aie-4x2")
+    workload, arch = gemm(64, 64, 64), load_arch("aie-4x2")
     batch = random_batch(workload, arch, 3, np.random.default_rng(0))
     batch.orders[1, 0, 2] = 3
     with pytest.raises(MappingError, match=r"orders and split dims must be dim indices in \[0, 3\)"):

@@ -3,6 +3,7 @@
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from tilewise.model.legality import validate
 from tilewise import Mapping, gemm, gemm_chain, layernorm, mha
 from tilewise.errors import MappingError, ParseError
 
@@ -43,7 +44,7 @@ def test_numpy_integer_tiles_and_ways_are_ints():
                                        lv.bypass, lv.double_buffer) for lv in parsed.levels),
                     Spatial("n", np.int32(4)), Spatial("m", np.uint8(2)))
     assert built == parsed and str(built) == BASE and Mapping.from_json(built.to_json()) == parsed
-    built.validate(G, AIE)
+    validate(G, AIE, built)
 
 
 @pytest.mark.parametrize("text,pos,expected", [
@@ -69,7 +70,7 @@ def test_from_json_errors():
 
 def _bad(text, wl=G, arch=AIE):
     with pytest.raises(MappingError) as info:
-        Mapping.parse(text).validate(wl, arch)
+        validate(wl, arch, Mapping.parse(text))
     return str(info.value)
 
 
@@ -112,12 +113,12 @@ def test_chain_legality_rules():
     wl = gemm_chain(8, 6, 10, 4)
     arch = two_level()
     ok = Mapping.parse("gm[m8 k6 l10 n4] mlkn | ub[m4 k3 l5 n2]")
-    ok.validate(wl, arch)
+    validate(wl, arch, ok)
     # plain Chimera accepts k outside l; E would consume a partial C
     assert "loop over k at gm (private to op C) encloses the loop over the shared dim l" in _bad(
         "gm[m8 k6 l10 n4] mkln | ub[m4 k3 l5 n2]", wl, arch)
     # the same order is fine when k is not actually tiled
-    Mapping.parse("gm[m8 k6 l10 n4] mkln | ub[m4 k6 l5 n2]").validate(wl, arch)
+    validate(wl, arch, Mapping.parse("gm[m8 k6 l10 n4] mkln | ub[m4 k6 l5 n2]"))
     ln = layernorm(4, 8)
     assert "X is read by ops stats, Y; tiling its private dim c" in _bad(
         "gm[r4 c8] rc | ub[r2 c4]", ln, arch)

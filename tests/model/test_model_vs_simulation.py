@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, reject, settings, strategies as st
 
+from tilewise.model.legality import validate
 from tilewise.errors import MappingError, WorkloadError
-from tilewise.blocked.trace import simulate
+from tilewise.simulation.trace import simulate
 from tilewise.model.batch import MappingBatch
 from tilewise.model.cost import evaluate, evaluate_batch
 
@@ -73,7 +74,7 @@ def test_vectorized_legality_agrees_with_validate(data):
     arch = data.draw(ARCHS)
     mapping = data.draw(mappings(workload, arch, legal_only=False))
     try:
-        mapping.validate(workload, arch)
+        validate(workload, arch, mapping)
         expected = True
     except MappingError:
         expected = False

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from tilewise.model.legality import validate
 import tilewise as tw
 from tilewise.model.cost import evaluate
 from tilewise.search.bound import favorable_orders
@@ -91,7 +92,7 @@ def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
     eng.energy = energy_constants(ARCH)
     m = data.draw(st.sampled_from(ms))
     try:
-        m.validate(w, ARCH)
+        validate(w, ARCH, m)
     except tw.MappingError:
         return  # illegal chain order: no cost to bound
     lat, cost = _exact(eng, w, m)
@@ -165,7 +166,7 @@ def test_node_and_partial_order_bounds_on_the_aie_preset(w, seed):
     for _ in range(50):  # a legal mapping that fits (most random ones of large problems do not)
         m = _random_mapping(eng, rng)
         try:
-            m.validate(w, eng.arch)
+            validate(w, eng.arch, m)
         except tw.MappingError:
             continue
         lat = np.inf

@@ -50,7 +50,7 @@ def _run(workload, arch_spec: str, mapping_text: str, as_json: bool, simulate: b
     cost = evaluate(workload, arch, mapping)
     mismatches = None
     if simulate:
-        from ..blocked.trace import simulate as walk_and_count
+        from ..simulation.trace import simulate as walk_and_count
 
         mismatches = _compare(cost, walk_and_count(workload, arch, mapping))
     if as_json:

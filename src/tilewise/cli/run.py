@@ -23,8 +23,8 @@ def register(app: click.Group) -> None:
         from rich.table import Table
 
         from ..arch.loader import load_arch
-        from ..blocked.interpreter import verify
-        from ..blocked.solution import SolutionFile
+        from ..executor.interpreter import verify
+        from ..executor.solution import SolutionFile
 
         sol = SolutionFile.load(solution)
         seed = sol.seed if seed is None else seed

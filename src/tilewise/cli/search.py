@@ -80,7 +80,7 @@ def _run(workload, arch, objective, top, spatial, double_buffer, as_json, plot, 
 
 def _verify(result) -> int:
     """Execute the best mapping tile by tile (random inputs, seed 0) against the reference."""
-    from ..blocked.interpreter import verify
+    from ..executor.interpreter import verify
 
     report = verify(result.workload, result.best.mapping, seed=0, arch=result.arch)
     for o in report.outputs:

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import MappingError
 from ..mapping import LevelMapping, Mapping, Spatial
+from .legality import validate as check_legal
 from .structure import Structure
 
 
@@ -52,7 +53,7 @@ class MappingBatch:
         sp[1] = sp[3] = 1
         for b, m in enumerate(mappings):
             if validate:
-                m.validate(workload, arch)
+                check_legal(workload, arch, m)
             for i, lv in enumerate(m.levels):
                 tiles[b, i] = [lv.sizes[d] for d in dims]
                 if i < L - 1:

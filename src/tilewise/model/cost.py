@@ -34,7 +34,7 @@ Nothing double-buffered gives ``T_c + sum_l T_l``. Seed 003's ratio 𝔽 per lin
 
 Example::
 
-    >>> cost = tilewise.evaluate(gemm(512, 768, 768), Arch.preset("aie-4x2"), mapping)
+    >>> cost = tilewise.evaluate(gemm(512, 768, 768), load_arch("aie-4x2"), mapping)
     >>> cost.reads["memtile"]["A"], cost.latency_s, cost.ratio["core"]
 """
 

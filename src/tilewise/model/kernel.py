@@ -20,7 +20,7 @@ this order (all exact int64 except times):
    10 cut into tiles of 4 then 3 has, at the second level, extents ``{3: 3, 1: 2, 2: 1}``.
    Dims under an affine index that may touch the tensor border also get explicit
    ``(start, extent)`` lists of the border tiles only (:mod:`tilewise.model.problem`).
-3. *Traffic* (the reuse rule, the same one :mod:`tilewise.blocked.walker` follows step by
+3. *Traffic* (the reuse rule, the same one :mod:`tilewise.simulation.walker` follows step by
    step): walking the flattened nest, a tensor's tile at level ``l`` is (re)loaded each time
    its identity changes; the bytes moved are the real (clipped) bytes. Counting without
    walking, over the iterations of the loops above ``l`` in the owning op's nest::

@@ -3,7 +3,7 @@ loop steps, chain order legality, compute time, link time, latency and energy.
 
 Everything that costs or checks a mapping calls these: the compiled cost kernel
 (:mod:`.kernel`), the search's bounds and capacity stand-ins (:mod:`tilewise.search`), the
-executor's allocator (:mod:`tilewise.blocked.interpreter`) and the mapping validator
+executor's allocator (:mod:`tilewise.executor.interpreter`) and the mapping validator
 (:mod:`.legality`). The scalar rules are compiled (numba ``@njit``); they are also callable from
 Python with numpy scalars and arrays. They are inlined where they are called (``inline="always"``):
 a compiled call that takes arrays costs reference-count updates per array, and the kernel calls

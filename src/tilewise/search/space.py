@@ -29,7 +29,7 @@ context the two loops give ``t_a*t_b - 1`` transitions in either order. Each run
 loops is kept in dim order only. Tests check pruned optimum == brute force over the unpruned
 space (:func:`iter_mappings`).
 
-    >>> sp = Space.build(gemm(64, 64, 64), Arch.preset("aie-4x2"))
+    >>> sp = Space.build(gemm(64, 64, 64), load_arch("aie-4x2"))
     >>> sp.values[0]["core"]["m"]      # core tile values of m without a split
 """
 

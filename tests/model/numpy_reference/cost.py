@@ -65,7 +65,7 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
 
     Candidates are assumed well-formed: arrays shaped for this workload and arch, orders that
     are permutations, bypass/double-buffer flags and spatial splits that
-    :meth:`~tilewise.mapping.Mapping.validate` would accept. ``legal`` flags tiles over their
+    :func:`tilewise.model.legality.validate` would accept. ``legal`` flags tiles over their
     parent, misaligned innermost tiles and illegal chain orders; ``fits`` the capacity.
     """
     st = Structure(workload, arch)

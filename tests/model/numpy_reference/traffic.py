@@ -1,6 +1,6 @@
 """Exact traffic per level and tensor for a batch of mappings, by counting tile changes.
 
-The rule (the same one :mod:`tilewise.blocked.walker` follows step by step): walking the
+The rule (the same one :mod:`tilewise.simulation.walker` follows step by step): walking the
 flattened nest, a tensor's tile at level ``l`` is (re)loaded each time its identity changes,
 i.e. the loops that do not index the tensor and sit inside every loop that does reuse it;
 the bytes moved are the real (clipped) bytes of the tile. Outputs: each visit of a tile ends

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from tilewise.errors import DTypeError, WorkloadError
-from tilewise.blocked.kernels import einsum_tile, mac_tile
+from tilewise.tiles.kernels import einsum_tile, mac_tile
 
 ACC = {"i8": np.int32, "i16": np.int32, "i32": np.int32, "u8": np.int32,
        "f16": np.float32, "bf16": np.float32, "f32": np.float32, "f64": np.float64}

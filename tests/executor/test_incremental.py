@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-import tilewise.attention as attention_module
-from tilewise.attention import IncrementalAttention, blocked_attention, naive_attention
+import tilewise.tiles.attention as attention_module
+from tilewise.tiles.attention import IncrementalAttention, blocked_attention, naive_attention
 from tilewise.errors import DTypeError, WorkloadError
 
 TOL = {np.float16: 2e-3, np.float32: 2e-5}

@@ -1,7 +1,7 @@
 """Execute a mapping numerically by following the one loop-nest walker, and verify it.
 
 ``execute(workload, mapping, inputs=None, seed=0, arch=...)`` replays the events of
-:func:`tilewise.blocked.walker.walk` — the very events :func:`tilewise.simulate` counts — with
+:func:`tilewise.simulation.walker.walk` — the very events :func:`tilewise.simulate` counts — with
 real numpy tiles:
 
 - the outermost level holds the whole input arrays and the outputs (zeros at the start);
@@ -17,13 +17,13 @@ real numpy tiles:
   :mod:`tilewise.model.footprint`) and live to the end; the allocation that would take a level
   instance past its capacity raises CapacityError naming the level, the tensors and the bytes;
 - each ``Compute`` event runs one tile kernel on the core's resident tiles: ``mac`` with
-  :func:`~tilewise.blocked.kernels.einsum_tile` (int8/int16 -> int32, 16-bit floats -> f32) or
-  :func:`~tilewise.blocked.kernels.conv_tile` on the halo tile of a convolution input (zero
-  outside the tensor); ``softmax`` with :func:`~tilewise.blocked.kernels.online_softmax` (causal
+  :func:`~tilewise.tiles.kernels.einsum_tile` (int8/int16 -> int32, 16-bit floats -> f32) or
+  :func:`~tilewise.tiles.kernels.conv_tile` on the halo tile of a convolution input (zero
+  outside the tensor); ``softmax`` with :func:`~tilewise.tiles.kernels.online_softmax` (causal
   and bool masks, a fully masked row gives 0), its consumer rescaled by alpha and divided by
   the denominator once its reduction over the keys is complete; ``norm`` merging Welford
-  triples of column tiles (:func:`~tilewise.blocked.layernorm.merge_moments`) and
-  ``elementwise`` with :func:`~tilewise.blocked.layernorm.normalize_tile`.
+  triples of column tiles (:func:`~tilewise.tiles.layernorm.merge_moments`) and
+  ``elementwise`` with :func:`~tilewise.tiles.layernorm.normalize_tile`.
   Fused intermediates (C of a GEMM chain, S and P of attention, LayerNorm's statistics) exist
   only in the innermost level: the walker never moves them and no outer buffer is ever created
   for them. As on the core, each keeps one array per core that later tiles reuse (the first
@@ -56,11 +56,11 @@ import numpy as np
 from ..errors import CapacityError, MappingError, WorkloadError
 from ..model.footprint import in_place
 from ..model.problem import Problem
-from .kernels import conv_tile, einsum_tile, online_softmax, read_tile
-from .layernorm import Moments, merge_moments, normalize_tile, tile_moments
+from ..tiles.kernels import conv_tile, einsum_tile, online_softmax, read_tile
+from ..tiles.layernorm import Moments, merge_moments, normalize_tile, tile_moments
 from .reference import (array_shape, check_inputs, check_supported, gather, letters,
                         normalization, output_tensors, random_inputs, reference, visibility)
-from .walker import Compute, walk
+from ..simulation.walker import Compute, walk
 
 
 # --------------------------------------------------------------------------- public API
@@ -71,7 +71,7 @@ def execute(workload, mapping, inputs=None, seed: int = 0, *, arch=None) -> dict
 
     ``mapping``: a :class:`~tilewise.mapping.Mapping` or its text form. ``inputs``: name -> array
     for every input tensor (converted to the tensor's dtype); None draws them from ``seed``
-    (:func:`~tilewise.blocked.reference.random_inputs`). ``arch``: an Arch or a preset name;
+    (:func:`~tilewise.executor.reference.random_inputs`). ``arch``: an Arch or a preset name;
     None picks the one shipped preset whose level names match the mapping (MappingError if
     several or none do). Raises CapacityError when a buffer would exceed a level's capacity.
     """
@@ -158,27 +158,23 @@ def tolerance(workload, t) -> float:
 
 
 def resolve(workload, mapping, arch):
-    """(Arch, Mapping) from an Arch / preset name / None and a Mapping / its text; validated."""
-    from ..arch.spec import Arch
-    from ..mapping import Mapping
+    """(Arch, Mapping) from an Arch / preset name / YAML path / None (the preset whose levels
+    the mapping names) and a Mapping / its text; validated by the model's rules."""
+    from ..arch.loader import load_arch, preset_names
+    from ..mapping import as_mapping
+    from ..model.legality import validate
 
-    if isinstance(mapping, str):
-        mapping = Mapping.parse(mapping)
-    if not isinstance(mapping, Mapping):
-        raise MappingError(f"mapping must be a Mapping or its text form, got {type(mapping).__name__}")
+    mapping = as_mapping(mapping)
     if arch is None:
         names = [lv.level for lv in mapping.levels]
-        hits = [p for p in Arch.presets() if [lv.name for lv in Arch.preset(p).levels] == names]
+        hits = [p for p in preset_names() if [lv.name for lv in load_arch(p).levels] == names]
         if len(hits) != 1:
             raise MappingError(f"mapping levels {', '.join(names)} match "
                                + (f"the presets {', '.join(hits)}" if hits else "no preset")
-                               + "; pass arch= (an Arch or a preset name)")
+                               + "; pass arch= (an Arch, a preset name or a YAML path)")
         arch = hits[0]
-    if isinstance(arch, str):
-        arch = Arch.preset(arch)
-    if not isinstance(arch, Arch):
-        raise MappingError(f"arch must be an Arch or a preset name, got {type(arch).__name__}")
-    mapping.validate(workload, arch)
+    arch = load_arch(arch)
+    validate(workload, arch, mapping)
     return arch, mapping
 
 

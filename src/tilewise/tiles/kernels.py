@@ -27,7 +27,7 @@ Kernels:
 - :func:`conv_tile`: an output tile ``(n, k, p, q)`` of a 2-D convolution from an input tile
   with halo (:func:`conv_halo`, :func:`read_tile` zero-fills what lies outside the tensor).
 
-LayerNorm statistics (Welford/Chan) are in :mod:`tilewise.blocked.layernorm`.
+LayerNorm statistics (Welford/Chan) are in :mod:`tilewise.tiles.layernorm`.
 """
 
 from __future__ import annotations

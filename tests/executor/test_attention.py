@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-from tilewise.attention import blocked_attention, naive_attention
+from tilewise.tiles.attention import blocked_attention, naive_attention
 from tilewise.errors import DTypeError, MappingError, WorkloadError
-from tilewise.blocked.kernels import SoftmaxState, attention_tile, finalize_attention, online_softmax
+from tilewise.tiles.kernels import SoftmaxState, attention_tile, finalize_attention, online_softmax
 
 DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}
 # Output rounding of the result (|R| <= max|V|) plus f32 accumulation.

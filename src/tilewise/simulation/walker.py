@@ -24,7 +24,7 @@ of a tensor loaded into a level, reloaded as a partial sum, or stored back) and
 
 Example (GM -> UB, two row tiles of a 4x4x4 f16 GEMM)::
 
-    >>> arch = Arch.preset("ascend-vec")
+    >>> arch = load_arch("ascend-vec")
     >>> m = Mapping.parse("gm[m4 n4 k4] mnk | ub[m2 n4 k4]")
     >>> for ev in list(walk(gemm(4, 4, 4, dtype="f16"), arch, m))[:5]: print(ev)
     Transfer(kind='load', level=1, tensor='A', core=(0, 0), box=((0, 2), (0, 4)), nbytes=16, step=1, tile=((0, 2), (0, 4)))
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from ..ir.workload import Tensor
-from ..model.legality import ways_of
+from ..model.legality import validate, ways_of
 from ..model.structure import Structure
 
 Box = tuple[tuple[int, int], ...]
@@ -99,7 +99,7 @@ def box_bytes(t: Tensor, box: Box) -> int:
 
 def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
     """Yield the transfers and computes of ``mapping`` in execution order (validates first)."""
-    mapping.validate(workload, arch)
+    validate(workload, arch, mapping)
     st = Structure(workload, arch)
     n = st.n_levels
     a = st.array_level if st.array_level is not None else n - 1

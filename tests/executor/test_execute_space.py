@@ -3,6 +3,7 @@ its spatial splits, its tile candidates per level and dim, any loop order, its d
 levels) on the shipped presets execute to the reference for every constructor; and the
 executor follows exactly the walk that ``simulate`` counts, moving exactly the bytes it counts."""
 
+from tilewise.arch.loader import load_arch
 from collections import Counter
 from math import ceil
 
@@ -10,13 +11,14 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
+from tilewise.model.legality import validate
 import tilewise as tw
 from tilewise import Arch, Mapping
-from tilewise.blocked import interpreter
-from tilewise.blocked.interpreter import _Executor, verify
-from tilewise.blocked.reference import random_inputs
-from tilewise.blocked.trace import simulate
-from tilewise.blocked.walker import Transfer, walk
+from tilewise.executor import interpreter
+from tilewise.executor.interpreter import _Executor, verify
+from tilewise.executor.reference import random_inputs
+from tilewise.simulation.trace import simulate
+from tilewise.simulation.walker import Transfer, walk
 from tilewise.errors import CapacityError, MappingError
 from tilewise.mapping import LevelMapping, Spatial
 from tilewise.search.space import Space
@@ -25,7 +27,7 @@ from ..model.archs import aie_like, four_level
 from .test_execute_properties import _over_capacity
 from .workloads import KINDS, attention, constructor
 
-PRESETS = {name: Arch.preset(name) for name in ("aie-4x2", "ascend-vec", "cpu-6core", "npu1", "npu2")}
+PRESETS = {name: load_arch(name) for name in ("aie-4x2", "ascend-vec", "cpu-6core", "npu1", "npu2")}
 
 
 @st.composite
@@ -70,7 +72,7 @@ def space_mappings(draw, workload, arch):
     cols = Spatial(dims[split.cols[0]], split.cols[1]) if split.cols else None
     mapping = Mapping(tuple(levels), rows, cols)
     try:
-        mapping.validate(workload, arch)
+        validate(workload, arch, mapping)
     except MappingError:
         assume(False)
     return mapping
@@ -162,16 +164,20 @@ def test_layernorm_column_tiles_merge_welford_statistics_and_read_dram_once(monk
     a column split at the core: statistics of each column tile merged with Chan's rule, then a
     second sweep over the column tiles that reads X from the on-chip level above, never again
     from DRAM. (Only the chain check is lifted, to reach the executor.)"""
-    real = Mapping.validate
+    from tilewise.model import legality
+    from tilewise.simulation import walker as walker_module
 
-    def validate_but_allow_column_tiles(self, workload, arch):
+    real = legality.validate
+
+    def validate_but_allow_column_tiles(workload, arch, mapping):
         try:
-            real(self, workload, arch)
+            real(workload, arch, mapping)
         except MappingError as e:
             if "would read it once per op" not in str(e):
                 raise
 
-    monkeypatch.setattr(Mapping, "validate", validate_but_allow_column_tiles)
+    monkeypatch.setattr(legality, "validate", validate_but_allow_column_tiles)
+    monkeypatch.setattr(walker_module, "validate", validate_but_allow_column_tiles)
     w = tw.layernorm(11, 13, dtype="f32")
     arch = four_level()
     m = Mapping.parse("dram[r11 c13] rc | l2[r4 c13] rc | l1[r4 c13] rc | rf[r2 c5]")

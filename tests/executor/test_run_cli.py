@@ -1,5 +1,6 @@
 """``tilewise run solution.json`` and the solution file format."""
 
+from tilewise.arch.loader import load_arch
 import doctest
 import json
 
@@ -7,12 +8,12 @@ import numpy as np
 import pytest
 
 import tilewise as tw
-import tilewise.blocked.interpreter
-import tilewise.blocked.reference
-import tilewise.blocked.solution
+import tilewise.executor.interpreter
+import tilewise.executor.reference
+import tilewise.executor.solution
 from tilewise.arch.loader import arch_to_yaml
 from tilewise import Mapping, SolutionFile
-from tilewise.blocked.solution import workload_from_dict, workload_to_dict
+from tilewise.executor.solution import workload_from_dict, workload_to_dict
 from tilewise.cli import main
 from tilewise.errors import SpecError, WorkloadError
 
@@ -43,7 +44,7 @@ def test_run_passes_and_prints_the_error_table(tmp_path, capsys):
 
 def test_run_full_ir_form_with_a_masked_causal_attention(tmp_path, capsys):
     w = attention(7, 9, 4, heads=2, dtype="bf16", causal=True, mask=True, scale=0.5)
-    sol = SolutionFile(w, tw.Arch.preset("ascend-vec"),
+    sol = SolutionFile(w, tw.load_arch("ascend-vec"),
                    Mapping.parse("gm[h2 m7 n9 k4 e4] hmnke | ub[h1 m4 n4 k4 e4] db:K,V"), seed=3)
     assert main(["run", _write(tmp_path, sol.to_json()), "--seed", "5"]) == 0
     out = capsys.readouterr().out
@@ -51,14 +52,14 @@ def test_run_full_ir_form_with_a_masked_causal_attention(tmp_path, capsys):
 
 
 def test_run_fails_with_exit_1_when_execution_differs(tmp_path, capsys, monkeypatch):
-    real = tilewise.blocked.interpreter.reference
+    real = tilewise.executor.interpreter.reference
 
     def off_by_one(workload, inputs):
         out = real(workload, inputs)
         out["C"][3, 4] += 1
         return out
 
-    monkeypatch.setattr(tilewise.blocked.interpreter, "reference", off_by_one)
+    monkeypatch.setattr(tilewise.executor.interpreter, "reference", off_by_one)
     assert main(["run", _write(tmp_path, GEMM)]) == 1
     out = capsys.readouterr().out
     assert "FAIL" in next(line for line in out.splitlines() if line.startswith("│ C "))
@@ -101,7 +102,7 @@ def test_solution_round_trips_full_ir_and_presets():
     assert back == sol and back.workload.ops[1].attrs["causal"] is True
     conv = tw.conv2d(1, 3, 9, 8, 4, 3, 3, stride=2, padding=1, dilation=(1, 2))
     assert workload_from_dict(workload_to_dict(conv)) == conv
-    arch = tw.Arch.preset("npu1")
+    arch = tw.load_arch("npu1")
     assert SolutionFile.from_json(SolutionFile(conv, arch, sol.mapping).to_json()).arch == arch
     assert workload_from_dict({"constructor": "einsum", "args": {"spec": "mk,kn->mn", "m": 2,
                                                                   "k": 3, "n": 4}}).sizes == {"m": 2, "k": 3, "n": 4}
@@ -132,8 +133,8 @@ def test_solution_files_write_the_kind_form_and_read_the_former_constructor_form
     assert capsys.readouterr().out.rstrip().endswith("PASS")
 
 
-@pytest.mark.parametrize("module", [tilewise.blocked.interpreter, tilewise.blocked.reference,
-                                    tilewise.blocked.solution], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [tilewise.executor.interpreter, tilewise.executor.reference,
+                                    tilewise.executor.solution], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
-import tilewise.blocked.layernorm as ln
+import tilewise.tiles.layernorm as ln
 from tilewise.errors import DTypeError, MappingError, WorkloadError
 
 DTYPES = {"f16": np.float16, "bf16": ml_dtypes.bfloat16, "f32": np.float32, "f64": np.float64}

@@ -38,9 +38,9 @@ import math
 
 import numpy as np
 
-from .dtypes import dtype as _dtype, from_numpy
-from .errors import DTypeError, MappingError, WorkloadError
-from .blocked.kernels import SoftmaxState, attention_tile, causal_mask, finalize_attention
+from ..dtypes import dtype as _dtype, from_numpy
+from ..errors import DTypeError, MappingError, WorkloadError
+from .kernels import SoftmaxState, attention_tile, causal_mask, finalize_attention
 
 _FLOATS = ("f16", "bf16", "f32", "f64")
 

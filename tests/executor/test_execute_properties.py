@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from tilewise.blocked.interpreter import verify
-from tilewise.blocked.trace import simulate
+from tilewise.executor.interpreter import verify
+from tilewise.simulation.trace import simulate
 from tilewise.errors import CapacityError
 
 from ..model.strategies import ARCHS, mappings

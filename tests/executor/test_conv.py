@@ -7,7 +7,7 @@ from hypothesis import assume, given, strategies as st
 from numpy.lib.stride_tricks import sliding_window_view
 
 from tilewise.errors import DTypeError, WorkloadError
-from tilewise.blocked.kernels import conv_halo, conv_tile, read_tile
+from tilewise.tiles.kernels import conv_halo, conv_tile, read_tile
 
 DTYPES = {"i8": (np.int8, np.int32), "i16": (np.int16, np.int32),
           "bf16": (ml_dtypes.bfloat16, np.float32), "f32": (np.float32, np.float32)}

@@ -1,6 +1,6 @@
 """``simulate``: count every transfer and the peak residency by walking the loop nest.
 
-The walk (:func:`tilewise.blocked.walker.walk`) is followed tile by tile in plain Python, so it
+The walk (:func:`tilewise.simulation.walker.walk`) is followed tile by tile in plain Python, so it
 is meant for small problems; it is the reference the vectorized model must equal exactly.
 Counting rules:
 

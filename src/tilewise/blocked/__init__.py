@@ -1,1 +1,0 @@
-"""tilewise.blocked: blocked (tiled) loop nests — the walker, the simulation trace, tile kernels."""
