@@ -54,6 +54,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import CapacityError, MappingError, WorkloadError
+from ..model.legality import ways_of
 from ..model.footprint import in_place
 from ..model.problem import Problem
 from ..tiles.kernels import conv_tile, einsum_tile, online_softmax, read_tile
@@ -212,6 +213,8 @@ class _Executor:
         self.spine = tuple(workload.spine)
         self.inter = self.st.intermediate_names
         self.shared = in_place(workload)
+        self.tiles = [lv.sizes for lv in mapping.levels]
+        self.ways = ways_of(mapping)
         self.kept = [{t.name for t in self.st.moved} - mapping.levels[l].bypass
                      for l in range(self.n)]
         self.split_reduction = {op.output.name for op in workload.ops
@@ -250,7 +253,7 @@ class _Executor:
             return
         lv = self.arch.levels[level]
         db = t.name in self.m.levels[level].double_buffer
-        buf[t.name] = self.problem.buffer_bytes(t.name, level, self.m.levels[level].sizes, db)
+        buf[t.name] = self.problem.buffer_bytes(t.name, level, self.tiles, self.ways, db)
         cap = self.problem.levels.capacity[level]  # the model's rule (per instance below the array)
         if not np.isfinite(cap):
             return

@@ -45,11 +45,18 @@ def in_place(workload) -> frozenset[str]:
     return frozenset(out)
 
 
-def element_bytes(t: Tensor, workload, innermost: bool) -> int:
-    """Bytes per index point of ``t``'s buffer: an op's output is accumulated in the innermost
-    level in its accumulator type (i32 sums of an i8 GEMM), elsewhere stored as its own type."""
-    if innermost:
-        op = workload.producer(t.name)
-        if op is not None and op.kind in ("mac", "norm"):
-            return max(t.element_bytes, op.accumulator.bytes * t.lanes)
+def partial_sum_bytes(t: Tensor, workload) -> int:
+    """Bytes per index point of ``t`` while its reduction is incomplete: the accumulator type of
+    the op producing it (i32 sums of an i8 GEMM, f32 of a bf16 one); its own type otherwise."""
+    op = workload.producer(t.name)
+    if op is not None and op.kind in ("mac", "norm"):
+        return max(t.element_bytes, op.accumulator.bytes * t.lanes)
     return t.element_bytes
+
+
+def element_bytes(t: Tensor, workload, innermost: bool) -> int:
+    """Bytes per index point of ``t``'s buffer when its tiles are complete: an op's output is
+    accumulated in the innermost level in its accumulator type, elsewhere stored as its own
+    type (a level above holds partial sums, :func:`partial_sum_bytes`, only where the
+    reduction is split above it: :func:`tilewise.model.rules.holds_partial_sums`)."""
+    return partial_sum_bytes(t, workload) if innermost else t.element_bytes

@@ -66,8 +66,8 @@ import numpy as np
 from numba import njit
 
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
-from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, energy, latency, link_time,
-                    loop_step, tile_fits)
+from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, energy,
+                    holds_partial_sums, latency, link_time, loop_step, tile_fits)
 
 _BIG = 2.0 ** 62  # bytes: past this an int64 count could overflow
 
@@ -271,7 +271,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     on_chain, spine, forbidden = chain.chain, chain.spine, chain.forbidden
     explicit, win = groups.explicit, groups.win
     gi, mono, axes = groups.gi, groups.mono, groups.axes
-    moved, is_out, tbytes, tmask = tensors.moved, tensors.is_out, tensors.tbytes, tensors.tmask
+    moved, psum, tbytes, tmask = tensors.moved, tensors.psum, tensors.tbytes, tensors.tmask
     oth, plain, affine = tensors.oth, tensors.plain, tensors.affine
     capacity, f_tensor = levels.capacity, buffers.tensor
     op_pp, op_rate, clock = compute.op_pp, compute.op_rate, compute.clock
@@ -280,6 +280,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     steps, padded, cycles, compute_s = out.steps, out.padded, out.cycles, out.compute_s
     f_level, f_axes, ax_terms, terms = buffers.level, buffers.axes, buffers.ax_terms, buffers.terms
     f_bytes, block, bank, op_mask = buffers.bytes, buffers.block, buffers.bank, compute.op_mask
+    f_psum, f_red = buffers.psum, buffers.red
     inst, link_a, no_read, no_write = levels.instances, levels.link_array, levels.no_read, levels.no_write
     read_bw, write_bw = levels.read_bw, levels.write_bw
     reads, writes, transfer_s, ratio = out.reads, out.writes, out.transfer_s, out.ratio
@@ -301,12 +302,12 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
         if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
             epoch += 1
         _traffic(b, only[b], bypass, rows_dim[b] if rows_seen else -1, rows_ways[b],
-                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, moved, is_out, tbytes, tmask,
+                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, moved, psum, tbytes, tmask,
                  oth, plain, affine, gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp,
                  epoch, out, flags)
         if changed:
-            cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, block,
-                             bank, op_mask, op_pp, op_rate, count, P, nbraw, op_s, op_busy,
+            cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
+                             f_red, step, block, bank, op_mask, op_pp, op_rate, count, P, nbraw, op_s, op_busy,
                              op_pad, iters)
         _fit(b, dbuf, bypass, capacity, f_tensor, nbraw, footprint, fits)
         _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
@@ -570,7 +571,7 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _traffic(b, one, bypass, r, rw, c, cw, a, moved, is_out, tbytes, tmask, oth, plain, affine,
+def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, plain, affine,
              gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp, epoch, out, flags):
     """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
     rule of the module doc); only tensor ``one`` when ``one >= 0``. At the array level
@@ -591,7 +592,7 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, is_out, tbytes, tmask, oth,
             continue
         for level in range(1, L):
             total = 1
-            check = float(tbytes[t])
+            check = float(max(tbytes[t], psum[t]))
             for ii in range(1, oth[t, 0] + 1):
                 total *= count[oth[t, ii], level]
                 check *= count[oth[t, ii], level]
@@ -644,14 +645,15 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, is_out, tbytes, tmask, oth,
                             stamp[g, key] = epoch
                         term *= memo[g, key]
                     nc += term
-            v = (total - nc) * tbytes[t]
             kept = 1 - bypass[b, level, t]
-            if is_out[t]:
-                writes[b, level, t] = v * kept
-                re = (v - distinct * tbytes[t]) * kept
+            if psum[t]:  # a final output: the last visit of a tile writes it converted, the
+                again = total - nc - distinct  # others write partial sums, reloaded later
+                writes[b, level, t] = (distinct * tbytes[t] + again * psum[t]) * kept
+                re = again * psum[t] * kept
                 reloads[b, level, t] = re
                 reads[b, level, t] = re
             else:
+                v = (total - nc) * tbytes[t]
                 copies = 1
                 if level == a:
                     if r >= 0 and not tmask[t, r]:
@@ -664,8 +666,9 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, is_out, tbytes, tmask, oth,
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, block, bank, op_mask,
-               op_pp, op_rate, count, P, nbraw, op_s, op_busy, op_pad, iters):
+def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum, f_red, step,
+               block, bank, op_mask, op_pp, op_rate, count, P, nbraw, op_s, op_busy, op_pad,
+               iters):
     """Step 4, the parts that depend on the tiles and ways only: buffer bytes at full tile
     size per level (:func:`.rules.buffer_bytes`, before double buffering and bypass), steps
     and padded points per op, tiles visited per level; returns the busiest core's cycles
@@ -673,8 +676,14 @@ def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, block
     L, D = tiles.shape[1], tiles.shape[2]
     for l in range(L):
         for f in range(f_level.shape[0]):
-            nbraw[l, f] = buffer_bytes_arrays(f, l, tiles[b, l], sizes, f_axes, ax_terms, terms,
-                                              f_bytes, block, bank) if f_level[f, l] else 0
+            if not f_level[f, l]:
+                nbraw[l, f] = 0
+                continue
+            width = f_bytes[f, l]
+            if l < L - 1 and holds_partial_sums(f_red[f], l, step, tiles[b]):
+                width = f_psum[f, l]
+            nbraw[l, f] = buffer_bytes_arrays(f, tiles[b, l], sizes, f_axes, ax_terms, terms,
+                                              width, block[l], bank[l])
     for o in range(op_mask.shape[0]):
         s = 1
         vol = 1

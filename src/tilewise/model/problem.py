@@ -32,9 +32,9 @@ import numpy as np
 from typing import NamedTuple
 
 from ..ir.workload import Tensor
-from .footprint import element_bytes, in_place
+from .footprint import element_bytes, in_place, partial_sum_bytes
 from .rules import (buffer_bytes, compute_bound_s, energy_per_byte, energy_per_point,
-                    level_capacity, rate, rates)
+                    holds_partial_sums, level_capacity, loop_step, rate, rates)
 from .structure import Structure
 
 
@@ -169,13 +169,15 @@ class Levels(NamedTuple):
 
 class Tensors(NamedTuple):
     """Per tensor (``Structure.tensors`` order): ``moved`` (not a fused intermediate),
-    ``is_out`` (a final output), ``tbytes`` bytes per point as stored, ``tmask [T, D]`` dims
+    ``psum`` bytes per point of its partial sums for a final output (the accumulator type,
+    :func:`.footprint.partial_sum_bytes`; 0 for every other tensor), ``tbytes`` bytes per
+    point as stored, ``tmask [T, D]`` dims
     indexing it, ``oth [T, 1 + D]`` count then indices of its op's dims that do not index it,
     ``plain [T, 1 + 2D]`` count then (dim, power) of its plain groups, ``affine [T, 1 + G]``
     count then indices of its affine groups (:class:`AffineGroups`)."""
 
     moved: np.ndarray
-    is_out: np.ndarray
+    psum: np.ndarray
     tbytes: np.ndarray
     tmask: np.ndarray
     oth: np.ndarray
@@ -204,11 +206,15 @@ class Buffers(NamedTuple):
     tensor index, -1 for op state), ``level [F, L]`` whether level ``l`` keeps it, ``bytes
     [F, L]`` bytes per point there, ``axes [F, 2]`` its range of ``ax_terms [*, 2]``, each a
     range of ``terms [*, 2]`` (dim, coefficient); per level ``block``/``bank [L]`` bytes (the
-    rounding; ``bank`` 0 unless bank granular)."""
+    rounding; ``bank`` 0 unless bank granular). ``psum [F, L]``: bytes per point while the
+    buffer holds partial sums, where ``red [F, D]`` (the reduction dims of the op producing a
+    final output) are split above the level (:func:`.rules.holds_partial_sums`)."""
 
     tensor: np.ndarray
     level: np.ndarray
     bytes: np.ndarray
+    psum: np.ndarray
+    red: np.ndarray
     axes: np.ndarray
     ax_terms: np.ndarray
     terms: np.ndarray
@@ -281,18 +287,26 @@ class Problem:
         return tuple(self.st.tensors[ti].name if ti >= 0 else next(state).name
                      for ti in self.buffers.tensor)
 
-    def buffer_bytes(self, tensor: str, level: int, tiles: dict, double_buffered: bool) -> int:
-        """Bytes ``tensor``'s buffer takes at ``level`` for the per-dim ``tiles`` (elements): the
-        model's rule (:func:`.rules.buffer_bytes`), x2 when double buffered; 0 for a tensor
-        that has no buffer there (computed in place of its input, or inner-only)."""
+    def buffer_bytes(self, tensor: str, level: int, tiles: list, ways: dict,
+                     double_buffered: bool) -> int:
+        """Bytes ``tensor``'s buffer takes at ``level`` for a mapping's per-level, per-dim
+        ``tiles`` (elements) and split ``ways``: the model's rule (:func:`.rules.buffer_bytes`,
+        at the partial-sum width where :func:`.rules.holds_partial_sums`), x2 when double
+        buffered; 0 for a tensor that has no buffer there (computed in place of its input, or
+        inner-only)."""
         names = self.buffer_names()
         if tensor not in names:
             return 0
         f = names.index(tensor)
         if not self.buffers.level[f, level]:
             return 0
-        tl = np.array([tiles[d] for d in self.st.dims], np.int64)
-        nb = int(buffer_bytes(f, level, tl, self.dims.sizes, self.buffers))
+        dims, L = self.st.dims, self.st.n_levels
+        tl = np.array([[t[d] for d in dims] for t in tiles], np.int64)
+        step = np.array([[loop_step(tl[k + 1, j], ways.get(d, 1), k + 1 == self.levels.array)
+                          for j, d in enumerate(dims)] for k in range(L - 1)], np.int64)
+        partial = holds_partial_sums(self.buffers.red[f], level, step.reshape(L - 1, len(dims)),
+                                     tl)
+        nb = int(buffer_bytes(f, level, tl[level], self.dims.sizes, self.buffers, partial))
         return nb * (2 if double_buffered else 1)
 
     @classmethod
@@ -352,8 +366,10 @@ def _tensors(st: Structure, moved: np.ndarray, grp: list) -> Tensors:
         else:
             affine[ti, 1 + affine[ti, 0]] = g_i
             affine[ti, 0] += 1
-    return Tensors(moved, np.array([t.name in st.outputs for t in st.tensors]),
-                   _i64([t.element_bytes for t in st.tensors]), tmask, oth, plain, affine)
+    psum = _i64([partial_sum_bytes(t, st.workload) if t.name in st.outputs else 0
+                 for t in st.tensors])
+    return Tensors(moved, psum, _i64([t.element_bytes for t in st.tensors]), tmask, oth, plain,
+                   affine)
 
 
 def _affine_groups(st: Structure, grp: list) -> AffineGroups:
@@ -403,6 +419,7 @@ def _buffers(st: Structure) -> Buffers:
     workload, arch, dims, L = st.workload, st.arch, st.dims, st.n_levels
     shared = in_place(workload)
     f_tensor, f_level, f_bytes, f_ax, ax_terms, terms = [], [], [], [], [], []
+    f_psum, f_red = [], []
     items = [(ti, t) for ti, t in enumerate(st.tensors) if t.name not in shared]
     items += [(-1, t) for t in workload.state]
     for ti, t in items:
@@ -411,13 +428,18 @@ def _buffers(st: Structure) -> Buffers:
         f_level.append([not inner_only or l == L - 1 for l in range(L)])
         f_bytes.append([t.element_bytes if ti < 0 else element_bytes(t, workload, l == L - 1)
                         for l in range(L)])
+        final = ti >= 0 and t.name in st.outputs
+        f_psum.append([partial_sum_bytes(t, workload) if final else f_bytes[-1][l]
+                       for l in range(L)])
+        op = workload.producer(t.name) if final else None
+        f_red.append([op is not None and d in op.reduction_dims for d in dims])
         f_ax.append((len(ax_terms), len(ax_terms) + len(t.axes)))
         for ax in t.axes:
             ax_terms.append((len(terms), len(terms) + len(ax.terms)))
             terms += [(dims.index(d), c) for d, c in ax.terms]
     return Buffers(
         _i64(f_tensor), np.array(f_level, bool).reshape(-1, L), _i64(f_bytes, (-1, L)),
-        _i64(f_ax, (-1, 2)), _i64(ax_terms, (-1, 2)), _i64(terms, (-1, 2)),
+        _i64(f_psum, (-1, L)), np.array(f_red, bool).reshape(-1, len(dims)), _i64(f_ax, (-1, 2)), _i64(ax_terms, (-1, 2)), _i64(terms, (-1, 2)),
         _i64([max(int(lv.block_bytes), 1) for lv in arch.levels]),
         _i64([int(lv.bank_bytes) if lv.bank_granular and lv.bank_bytes else 0
               for lv in arch.levels]))

@@ -13,7 +13,11 @@ The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` co
 
     capacity_l   = capacity x instances   above the array (one logical memory), else capacity
     buffer bytes = prod over axes of min(sum c*(t-1) + 1, span) x bytes per point,
-                   rounded up to the block, then (bank granular) to whole banks
+                   rounded up to the block, then (bank granular) to whole banks; an output's
+                   bytes per point are its accumulator type's where it holds partial sums
+    output bytes = final writes x its type + (visits - final writes) x accumulator type
+                   (partial sums written and reloaded; the conversion happens once, where the
+                   reduction completes)
     link time    = max(read bytes / read bw, write bytes / write bw)
     latency      = max(T_c + sum_l E_l, max_l T_l) + sum_l O_l / iterations_l
     energy       = sum_l (bytes read + written at l) x J/byte_l + sum_ops points x J/point
@@ -132,19 +136,22 @@ def tile_fits(tile, parent, ways, align, innermost):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def buffer_bytes(f, k, tl, sizes, bf):
+def buffer_bytes(f, k, tl, sizes, bf, partial=False):
     """Rounded single-buffer bytes of buffer ``f`` of :class:`.problem.Buffers` ``bf`` at level
     ``k`` for that level's tiles ``tl [D]``: per axis the halo extent ``sum c*(t-1) + 1``
-    clipped to the span of the padded problem, x bytes per point, rounded up to the block
-    and, when bank granular, to whole banks. (A double-buffered tensor takes two.)"""
-    return buffer_bytes_arrays(f, k, tl, sizes, bf.axes, bf.ax_terms, bf.terms, bf.bytes,
-                               bf.block, bf.bank)
+    clipped to the span of the padded problem, x bytes per point (the partial-sum width when
+    ``partial``: :func:`holds_partial_sums`), rounded up to the block and, when bank
+    granular, to whole banks. (A double-buffered tensor takes two.)"""
+    return buffer_bytes_arrays(f, tl, sizes, bf.axes, bf.ax_terms, bf.terms,
+                               bf.psum[f, k] if partial else bf.bytes[f, k], bf.block[k],
+                               bf.bank[k])
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def buffer_bytes_arrays(f, k, tl, sizes, axes, ax_terms, terms, nbytes, block, bank):
+def buffer_bytes_arrays(f, tl, sizes, axes, ax_terms, terms, point_bytes, block, bank):
     """:func:`buffer_bytes` over the fields of :class:`.problem.Buffers` (the cost kernel binds
-    them once: reading a field of a tuple costs a reference-count update)."""
+    them once: reading a field of a tuple costs a reference-count update), for ``point_bytes``
+    per point and the level's ``block`` and ``bank`` bytes."""
     n = 1
     for x in range(axes[f, 0], axes[f, 1]):
         ext = 1
@@ -156,7 +163,22 @@ def buffer_bytes_arrays(f, k, tl, sizes, axes, ax_terms, terms, nbytes, block, b
             ext += c * (t - 1)
             span += c * (max(t, sizes[d]) - 1)
         n *= min(ext, span)
-    return round_up(round_up(n * nbytes[f, k], block[k]), bank[k])
+    return round_up(round_up(n * point_bytes, block), bank)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def holds_partial_sums(red, k, step, tiles):
+    """Whether a buffer at level ``k`` holds partial sums: a reduction dim of its op (``red
+    [D]``, bool) has a real loop at level ``k`` or above (``step [L-1, D]`` vs ``tiles
+    [L, D]``), so the tile's reduction is split across its visits or its children's. Its
+    bytes per point are then the accumulator type's; the innermost level always accumulates
+    there. Depends on the tiles and split only, not on the loop orders."""
+    for d in range(red.shape[0]):
+        if red[d]:
+            for j in range(min(k + 1, step.shape[0])):
+                if step[j, d] < tiles[j, d]:
+                    return True
+    return False
 
 
 @njit(cache=True, inline="always")

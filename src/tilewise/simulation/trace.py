@@ -25,8 +25,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..model.footprint import in_place
+from ..model.footprint import in_place, partial_sum_bytes
 from ..model.problem import Problem
+from ..model.legality import ways_of
 from .walker import Compute, Transfer, walk
 
 
@@ -67,16 +68,21 @@ def simulate(workload, arch, mapping) -> Trace:
         buf = allocated[(level, instance)]
         if tensor.name not in buf and tensor.name not in shared:
             db = tensor.name in mapping.levels[level].double_buffer
-            buf[tensor.name] = problem.buffer_bytes(tensor.name, level, tiles[level], db)
+            buf[tensor.name] = problem.buffer_bytes(tensor.name, level, tiles, ways_of(mapping), db)
 
     for t in st.moved:
         allocate(0, None, t)
+    # an output tile's last store writes the converted result; its earlier stores (and every
+    # reload) move partial sums, at the accumulator type
+    partial = {t.name: partial_sum_bytes(t, workload) for t in st.moved}
+    stores: dict = {}  # (level, tensor, tile, core or its share group) -> points per store
     for ev in walk(workload, arch, mapping):
         if isinstance(ev, Transfer):
             t = workload.tensor(ev.tensor)
             allocate(ev.level, ev.core, t)
             if ev.kind == "zero":
                 continue
+            group = None
             if ev.core is not None and arr is not None:
                 r, c = ev.core
                 output = ev.tensor in st.outputs
@@ -88,12 +94,15 @@ def simulate(workload, arch, mapping) -> Trace:
                     continue
                 seen_groups.add(group)
             nm = names[ev.level]
-            if ev.kind == "store":
-                writes[nm][ev.tensor] += ev.nbytes
+            points = ev.nbytes // t.element_bytes
+            if ev.kind == "store":  # which store of a tile is its last is known at the end
+                ident = (nm, ev.tensor, ev.tile) + ((ev.core,) if group is None else group[5:])
+                stores.setdefault(ident, []).append(points)
+            elif ev.kind == "reload":  # a reload brings back partial sums
+                reads[nm][ev.tensor] += points * partial[ev.tensor]
+                reloads[nm][ev.tensor] += points * partial[ev.tensor]
             else:
                 reads[nm][ev.tensor] += ev.nbytes
-                if ev.kind == "reload":
-                    reloads[nm][ev.tensor] += ev.nbytes
         elif isinstance(ev, Compute):
             op = ops[ev.op]
             for t in op.tensors + op.state:
@@ -110,6 +119,9 @@ def simulate(workload, arch, mapping) -> Trace:
                 padded[ev.op] += vol
                 useful[ev.op] += real
                 per_core_steps[(ev.op, ev.core)] += 1
+    for (nm, tensor, *_), points in stores.items():
+        final = workload.tensor(tensor).element_bytes
+        writes[nm][tensor] += points[-1] * final + sum(points[:-1]) * partial[tensor]
     for (op_name, _core), k in per_core_steps.items():
         steps[op_name] = max(steps[op_name], k)
     peak = {nm: 0 for nm in names}
