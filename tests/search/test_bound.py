@@ -135,12 +135,12 @@ def _preset_engine(w):
 
 
 def _random_mapping(eng, rng):
-    """A random full mapping of the declared space: split, one tile chain per dim, any
+    """A random full mapping of the declared space: split, one tile ladder per dim, any
     permutation per level (illegal chain orders included: the caller skips them)."""
     from tilewise.model.batch import MappingBatch
 
     L, D = eng.L, eng.D
-    s = int(rng.choice(np.nonzero((eng.n_chains > 0).all(1))[0]))
+    s = int(rng.choice(np.nonzero((eng.n_ladders > 0).all(1))[0]))
     tiles = np.empty((1, L, D), np.int64)
     for j in range(D):
         top, deep = eng.groups[j][0], eng.groups[j][L - 1]

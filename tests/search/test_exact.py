@@ -162,10 +162,10 @@ def test_space_brute_force_counts_every_permutation():
     arch = small_aie(rows=1, cols=1)
     sp = Space.build(w, arch, double_buffer="none")
     ms = list(iter_mappings(sp))
-    chains = 1
+    ladders = 1
     for j in range(3):
-        chains *= len(sp.dim_chains(0, j).tiles)
-    assert len(ms) == chains * 6 * 6
+        ladders *= len(sp.dim_ladders(0, j).tiles)
+    assert len(ms) == ladders * 6 * 6
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0].name + str(i) for i, c in enumerate(CASES)])

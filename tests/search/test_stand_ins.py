@@ -63,7 +63,7 @@ def test_capped_innermost_tile_is_the_largest_that_can_fit(w, seed):
     eng = _engine(w)
     stage = next(i for i, (kind, k, _) in enumerate(eng.stages) if kind == "tile" and k == eng.L - 1)
     rng = np.random.default_rng(seed)
-    s = int(rng.choice(np.nonzero((eng.n_chains > 0).all(1))[0]))
+    s = int(rng.choice(np.nonzero((eng.n_ladders > 0).all(1))[0]))
     gid = np.empty((1, eng.D), np.int64)
     for j in range(eng.D):  # a random group of depth L-2 in split s
         top, g = eng.groups[j][0], eng.groups[j][eng.depth[stage, j]]
@@ -76,7 +76,7 @@ def test_capped_innermost_tile_is_the_largest_that_can_fit(w, seed):
     k = eng.L - 1
     assert (ttc[:k] == tt[:k]).all()
     if not _fits(eng, tm[k], k) or (tm > tt).any():
-        return  # the node is dead (overflows, or no legal chain): any bound holds
+        return  # the node is dead (overflows, or no legal ladder): any bound holds
     for j in range(eng.D):
         if tt[k, j] == tm[k, j]:
             assert ttc[k, j] == tt[k, j]  # fixed: nothing to cap
@@ -95,7 +95,7 @@ def test_capped_innermost_tile_is_the_largest_that_can_fit(w, seed):
 def test_chain_forced_footprint_tiles():
     """mha: a split of the private dim k at the memtile makes k's DDR loop real, so the spine
     loops below (m, n at the memtile level) may not iterate: the core tiles of m and n are
-    forced to the memtile tiles / ways; every legal chain of the group has at least those."""
+    forced to the memtile tiles / ways; every legal ladder of the group has at least those."""
     w = tw.mha(512, 512, 64, dtype="i16")
     eng = _engine(w)
     rows4 = [i for i, sp in enumerate(eng.space.splits) if sp.text(eng.st.dims) == "rows=m4"][0]

@@ -1,6 +1,6 @@
 """Exact search: the optimum, the top-k and the Pareto front over the declared space.
 
-The space (:mod:`.space`) is a product of a spatial split, per-dim tile chains, canonical loop
+The space (:mod:`.space`) is a product of a spatial split, per-dim tile ladders, canonical loop
 orders per level and double-buffer choices. The search is a depth-first branch and bound
 (:class:`Engine`) that fixes, level by level from the outermost, the level-``k`` tile of every
 dim and then the level ``k-1`` loop order (whose real loops those tiles decide). A loop order
@@ -185,7 +185,7 @@ class _Pool:
 class Engine:
     """One (workload, arch, space): a depth-first branch and bound over the declared space.
 
-    A node fixes the split, the tile chains of the first dims of :attr:`dim_order` and the loop
+    A node fixes the split, the tile ladders of the first dims of :attr:`dim_order` and the loop
     orders of the first levels; its bound (:mod:`.bound`) does not exceed the objective of any
     mapping below it. Nodes are expanded in batches, children sorted by bound and the most
     promising batch expanded first, so good solutions (and a tight k-th best) come early; a
@@ -213,7 +213,7 @@ class Engine:
         self.min_time_s = ideal
         self.pp = [op.ops_per_point if op.kind != "mac" else 1 for op in workload.ops]
         S, L, D = len(self.space.splits), self.L, self.D
-        self.chains = [[self.space.dim_chains(s, j) for j in range(D)] for s in range(S)]
+        self.ladders = [[self.space.dim_ladders(s, j) for j in range(D)] for s in range(S)]
         self.cap = np.array([np.inf if lv.capacity_bytes is None else lv.capacity_bytes * (
             lv.instances if st.array_level is not None and k < st.array_level else 1)
             for k, lv in enumerate(arch.levels)])
@@ -223,9 +223,9 @@ class Engine:
         self.ways = np.array([sp.ways(D) for sp in self.space.splits], np.int64).reshape(S, D)
         used = self.split_arr[:, 1] * self.split_arr[:, 3]
         self.rbw, self.wbw = link_bandwidths(arch, st.array_level, used)  # [S, L]
-        self.n_chains = np.array([[len(self.chains[s][j].padded) for j in range(D)]
+        self.n_ladders = np.array([[len(self.ladders[s][j].padded) for j in range(D)]
                                   for s in range(S)], np.int64).reshape(S, D)
-        self.groups = [_prefix_groups([self.chains[s][j] for s in range(S)], L) for j in range(D)]
+        self.groups = [_prefix_groups([self.ladders[s][j] for s in range(S)], L) for j in range(D)]
         args = plan(workload, arch).args  # the model's chain rules: spine and forbidden dims
         self.chain_rules = (args[-2], args[-1]) if len(workload.ops) > 1 else None
         spine = self.chain_rules[0] if self.chain_rules is not None else None
@@ -236,11 +236,11 @@ class Engine:
         self.prio_legal = np.argsort(sorted(range(self.D), key=lambda j: (
             0 if spine is None or spine[j] else 1, j)))
         self.moved_idx = np.array(self.space.moved, np.int64)
-        # dims with few chains first: small fan-out near the root, where bounds are loosest
-        self.dim_order = sorted(range(D), key=lambda j: (int(self.n_chains[:, j].max()), j))
+        # dims with few ladders first: small fan-out near the root, where bounds are loosest
+        self.dim_order = sorted(range(D), key=lambda j: (int(self.n_ladders[:, j].max()), j))
         # stages: per level k = 1 .. L-1 the level-k tile of each dim, then the level k-1 order;
-        # a dim with one chain in every split (a size-1 dim, a fixed tile) is fixed at the root
-        self.single = (self.n_chains == 1).all(0)
+        # a dim with one ladder in every split (a size-1 dim, a fixed tile) is fixed at the root
+        self.single = (self.n_ladders == 1).all(0)
         self.stages = []
         for k in range(1, L):
             self.stages += [("tile", k, j) for j in self.dim_order if not self.single[j]]
@@ -265,7 +265,7 @@ class Engine:
         self.db_subs = level_subsets(dbv)
 
     def tile_combos(self) -> int:
-        return int(sum(np.prod(self.n_chains[s], dtype=np.int64) for s in range(len(self.n_chains))))
+        return int(sum(np.prod(self.n_ladders[s], dtype=np.int64) for s in range(len(self.n_ladders))))
 
     def compute_s(self, padded: np.ndarray) -> np.ndarray:
         """Compute seconds of the busiest core from padded extents ``[n, D]`` (= the model's)."""
@@ -279,7 +279,7 @@ class Engine:
     def assemble(self, gid: np.ndarray, stage: int, s: np.ndarray | None = None):
         """Per node: tiles for traffic (open levels at their largest), tiles for footprint
         (open levels at their smallest), counts (most) ``[n, L, D]`` and padded extents
-        ``[n, D]`` (least) over the chains of each dim's group ``gid [n, D]``. With the
+        ``[n, D]`` (least) over the ladders of each dim's group ``gid [n, D]``. With the
         splits ``s [n]`` of a chain, the footprint tiles also obey the loops the chain rules
         keep from iterating (:meth:`chain_forced`)."""
         n, L, D = len(gid), self.L, self.D
@@ -660,16 +660,16 @@ class Engine:
     def root(self, objectives, stats) -> dict:
         """The root nodes (one per split with a non-empty space) with their bounds."""
         L, D = self.L, self.D
-        ok = np.nonzero((self.n_chains > 0).all(1))[0]
+        ok = np.nonzero((self.n_ladders > 0).all(1))[0]
         root = dict(s=ok.astype(np.int64), gid=self.root_gid(ok),
                     ords=np.full((len(ok), max(L - 1, 1), D), -1, np.int64),
-                    w=np.prod(self.n_chains[ok], axis=1).astype(float) / max(stats["tile_combos"], 1))
+                    w=np.prod(self.n_ladders[ok], axis=1).astype(float) / max(stats["tile_combos"], 1))
         root["lb"] = self.bound(root, 0, objectives, stats)
         return root
 
     def root_gid(self, s: np.ndarray) -> np.ndarray:
         """``[n, D]`` group indices of the roots of splits ``s``: the split itself (depth 0),
-        or for a dim with a single chain its one chain (depth L-1)."""
+        or for a dim with a single ladder its one ladder (depth L-1)."""
         gid = np.tile(np.asarray(s, np.int64)[:, None], (1, self.D))
         for j in np.nonzero(self.single)[0]:
             gid[:, j] = np.searchsorted(self.groups[j][self.L - 1].lo, self.groups[j][0].lo[s])
@@ -710,7 +710,7 @@ class Engine:
             if progress:
                 progress(int(min(done, 1.0) * total), total)
             kind, k, j = self.stages[stage]
-            fan = int(self.n_chains[:, j].max()) if kind == "tile" else 64
+            fan = int(self.n_ladders[:, j].max()) if kind == "tile" else 64
             batch = max(1, _ROWS // max(fan, 1))
             if len(nd["s"]) > batch:
                 stack.append((stage, {key: v[batch:] for key, v in nd.items()}))
@@ -894,13 +894,13 @@ class Engine:
 
 @dataclass(frozen=True)
 class _Groups:
-    """The chains of one dim (every split, concatenated) grouped by their tiles at levels
-    1 .. depth: per group the chain range, the child groups one level deeper and the stand-ins
+    """The ladders of one dim (every split, concatenated) grouped by their tiles at levels
+    1 .. depth: per group the ladder range, the child groups one level deeper and the stand-ins
     for its open levels (largest and smallest tile, most iterations, least padded extent)."""
 
     lo: np.ndarray
     hi: np.ndarray
-    combos: np.ndarray        # chains in the group
+    combos: np.ndarray        # ladders in the group
     child_lo: np.ndarray      # groups at depth + 1 inside this one: [child_lo, child_hi)
     child_hi: np.ndarray
     whole: np.ndarray         # [G, L]
@@ -909,11 +909,11 @@ class _Groups:
     min_pad: np.ndarray       # [G]
 
 
-def _prefix_groups(chains: list, L: int) -> list[_Groups]:
-    """Groups of every depth 0 .. L-1 (depth 0: one group per split) over the chains of every
+def _prefix_groups(ladders: list, L: int) -> list[_Groups]:
+    """Groups of every depth 0 .. L-1 (depth 0: one group per split) over the ladders of every
     split, sorted by tiles so that every group is a contiguous range."""
     tiles, counts, padded, split = [], [], [], []
-    for s, ch in enumerate(chains):
+    for s, ch in enumerate(ladders):
         order = np.lexsort(tuple(ch.tiles[:, k] for k in range(L - 1, 0, -1)))
         tiles.append(ch.tiles[order])
         counts.append(ch.counts[order])
@@ -931,8 +931,8 @@ def _prefix_groups(chains: list, L: int) -> list[_Groups]:
         else:
             lo = np.zeros(0, np.int64)
         if d == 0:  # one group per split, empty ones included
-            lo = np.searchsorted(key[:, 0], np.arange(len(chains)))
-        hi = np.append(lo[1:], n) if d else np.searchsorted(key[:, 0], np.arange(len(chains)), "right")
+            lo = np.searchsorted(key[:, 0], np.arange(len(ladders)))
+        hi = np.append(lo[1:], n) if d else np.searchsorted(key[:, 0], np.arange(len(ladders)), "right")
         ne = hi > lo
         red = lambda f, a: np.where(ne[:, None] if a.ndim > 1 else ne,
                                     f.reduceat(a, np.minimum(lo, max(n - 1, 0)))
