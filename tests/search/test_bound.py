@@ -17,7 +17,9 @@ from hypothesis import given, settings, strategies as st
 import tilewise as tw
 from tilewise.model.cost import evaluate
 from tilewise.search.bound import favorable_orders
-from tilewise.search.optimize import Engine, energy_constants
+from tilewise.search.engine import Engine
+from tilewise.search.expand import partial_order_bound
+from tilewise.search.nodes import Nodes
 from tilewise.search.space import iter_mappings
 
 from .helpers import small_aie
@@ -62,7 +64,7 @@ def _node(eng, m, stage):
     nfix = sum(1 for kind, _, _ in eng.stages[:stage] if kind == "order")
     for k in range(nfix):
         ords[0, k] = [st.dims.index(d) for d in m.levels[k].order]
-    return dict(s=np.array([s]), gid=gid, ords=ords)
+    return Nodes(split=np.array([s]), group=gid, orders=ords, weight=np.ones(1))
 
 
 def _exact(eng, w, m):
@@ -88,7 +90,7 @@ def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
     eng, ms = _mappings(w)
     eng.space.db_mode = "any"  # bound over every double-buffer choice
     eng.set_db_variants(eng.space.db_variants())
-    eng.energy = energy_constants(ARCH)
+    run = eng.config(("latency", "traffic", "energy"))
     m = data.draw(st.sampled_from(ms))
     try:
         m.validate(w, ARCH)
@@ -104,7 +106,7 @@ def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
     stats = eng.new_stats()
     for stage in range(len(eng.stages) + 1):
         nd = _node(eng, m, stage)
-        lb = eng.bound(nd, stage, ("latency", "traffic", "energy"), stats)[0]
+        lb = eng.bound(nd, stage, run, stats)[0]
         assert lb[0] <= lat * (1 + 1e-12), (stage, eng.stages[stage - 1] if stage else "root")
         assert lb[1] <= cost.offchip_bytes * (1 + 1e-12)
         assert lb[2] <= energy * (1 + 1e-12)
@@ -180,18 +182,18 @@ def test_node_and_partial_order_bounds_on_the_aie_preset(w, seed):
             break
     else:
         return
-    eng.objective = "latency"
+    run = eng.config(("latency",))
     stats = eng.new_stats()
     for stage in range(len(eng.stages) + 1):
         nd = _node(eng, m, stage)
-        assert eng.bound(nd, stage, ("latency",), stats)[0, 0] <= lat * (1 + 1e-12), stage
+        assert eng.bound(nd, stage, run, stats)[0, 0] <= lat * (1 + 1e-12), stage
         if stage < len(eng.stages) and eng.stages[stage][0] == "order":
             k = eng.stages[stage][1]
-            tt = eng.assemble(nd["gid"], stage)[0]
-            real = eng.space.real_loops(tt, eng.ways[nd["s"]])[0, k]
+            tt = eng.assemble(nd.group, stage)[0]
+            real = eng.space.real_loops(tt, eng.ways[nd.split])[0, k]
             order = [eng.st.dims.index(d) for d in m.levels[k].order]
             rep = np.array([[j for j in order if real[j]] + [j for j in range(eng.D) if not real[j]]])
             for n_free in range(int(real.sum())):
-                lb = eng.partial_order_bound(nd, stage, rep, n_free, ("latency",), stats)[0, 0]
+                lb = partial_order_bound(eng, nd, stage, rep, n_free, run, stats)[0, 0]
                 assert lb <= lat * (1 + 1e-12), (stage, n_free)
-    assert eng.bound(nd, len(eng.stages), ("latency",), stats)[0, 0] == pytest.approx(lat, rel=1e-12)
+    assert eng.bound(nd, len(eng.stages), run, stats)[0, 0] == pytest.approx(lat, rel=1e-12)

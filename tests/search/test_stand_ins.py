@@ -12,7 +12,8 @@ from tilewise.arch.loader import load_arch
 from tilewise.model.batch import MappingBatch
 from tilewise.model.cost import evaluate, evaluate_batch
 from tilewise.search.bound import OBJ_CODE, best_variant, level_subsets
-from tilewise.search.optimize import Engine, latency_variants
+from tilewise.search.engine import Engine, latency_variants
+from tilewise.search.nodes import Nodes
 
 from .helpers import small_aie
 from .test_bound import _node
@@ -69,10 +70,10 @@ def test_capped_innermost_tile_is_the_largest_that_can_fit(w, seed):
         top, g = eng.groups[j][0], eng.groups[j][eng.depth[stage, j]]
         lo, hi = np.searchsorted(g.lo, top.lo[s]), np.searchsorted(g.lo, top.hi[s])
         gid[0, j] = rng.integers(lo, hi)
-    nd = dict(s=np.array([s]), gid=gid, ords=np.full((1, eng.L - 1, eng.D), -1))
+    nd = Nodes(split=np.array([s]), group=gid, orders=np.full((1, eng.L - 1, eng.D), -1), weight=np.ones(1))
     si = eng.stand_ins(nd, stage)
-    tt, tm = si["tt"][0], si["tm"][0]
-    ttc = eng.capped(si, nd["s"], stage)[0]
+    tt, tm = si.whole[0], si.small[0]
+    ttc = eng.capped(si, nd.split, stage)[0]
     k = eng.L - 1
     assert (ttc[:k] == tt[:k]).all()
     if not _fits(eng, tm[k], k) or (tm > tt).any():
@@ -103,11 +104,11 @@ def test_chain_forced_footprint_tiles():
                          " | core[h1 m32 n64 k16 e64] ; rows=m4")
     stage = next(i for i, (kind, k, _) in enumerate(eng.stages) if kind == "order") + 1
     nd = _node(eng, m, stage)
-    assert nd["s"][0] == rows4
-    tm = eng.stand_ins(nd, stage)["tm"][0]
+    assert nd.split[0] == rows4
+    tm = eng.stand_ins(nd, stage).small[0]
     dims = eng.st.dims
     assert tm[2, dims.index("m")] == 32 and tm[2, dims.index("n")] == 64
-    plain = eng.assemble(nd["gid"], stage)[1][0]  # without the chain rules
+    plain = eng.assemble(nd.group, stage)[1][0]  # without the chain rules
     assert plain[2, dims.index("m")] < 32
 
 
@@ -183,10 +184,10 @@ def test_bounds_on_the_path_to_a_capacity_bound_optimum(w, text):
     gave a node bound of 2x this mapping's latency (the memtile-level n loop inside the DDR k
     loop reloads C), and the search returned a worse optimum."""
     eng = _engine(w)
-    eng.objective = "latency"
+    run = eng.config(("latency",))
     m = tw.Mapping.parse(text)
     lat = evaluate(w, AIE, m).latency_s
     stats = eng.new_stats()
     for stage in range(len(eng.stages) + 1):
-        lb = eng.bound(_node(eng, m, stage), stage, ("latency",), stats)[0, 0]
+        lb = eng.bound(_node(eng, m, stage), stage, run, stats)[0, 0]
         assert lb <= lat * (1 + 1e-12), (stage, eng.stages[stage - 1] if stage else "root")
