@@ -112,7 +112,7 @@ class PartialOrders:
 
 
 @dataclass(frozen=True)
-class _OrderStage:
+class _OrderExpansion:
     """What every partial order of one expansion shares: the parents ``nd`` at ``stage``
     (fixing the level-``k`` order), their stand-ins ``si`` (capped), real loops ``real_all
     [n, L-1, D]``, tries, orders per trie ``total`` (float) and thresholds ``tp [n]``."""
@@ -127,7 +127,7 @@ class _OrderStage:
     tp: np.ndarray
 
 
-def _order_stage(eng: Engine, nd: Nodes, stage: int) -> tuple[_OrderStage, PartialOrders]:
+def _order_expansion(eng: Engine, nd: Nodes, stage: int) -> tuple[_OrderExpansion, PartialOrders]:
     """The shared tables of the expansion of ``nd`` and its root partial orders (no loop fixed)."""
     k = eng.stages[stage].level
     # the level-k order changes no tile: one set of stand-ins for all children
@@ -143,16 +143,16 @@ def _order_stage(eng: Engine, nd: Nodes, stage: int) -> tuple[_OrderStage, Parti
     po = PartialOrders(parent=np.arange(len(tid)), trie=tid, group=np.zeros(len(tid), np.int64),
                        rep=rep, size=total[tid].astype(np.int64),
                        new=np.zeros(len(tid), bool), weight=np.zeros(len(tid)))
-    return _OrderStage(nd, stage, k, si, real_all, tries, total, tp), po
+    return _OrderExpansion(nd, stage, k, si, real_all, tries, total, tp), po
 
 
-def _grow(os: _OrderStage, po: PartialOrders, m: int) -> PartialOrders:
+def _grow(ex: _OrderExpansion, po: PartialOrders, m: int) -> PartialOrders:
     """Every partial order of ``po`` (``m - 1`` innermost real loops fixed) extended by one
     loop: the trie ranges at depth ``m`` inside each one."""
     P, TID, G, rep, size, NEW = [], [], [], [], [], []
     for q in np.unique(po.trie):
         sel = np.nonzero(po.trie == q)[0]
-        tr = os.tries[q]
+        tr = ex.tries[q]
         par, c = expand_ranges(tr.child_lo[m - 1][po.group[sel]], tr.child_hi[m - 1][po.group[sel]])
         par = sel[par]
         P.append(po.parent[par])
@@ -166,24 +166,25 @@ def _grow(os: _OrderStage, po: PartialOrders, m: int) -> PartialOrders:
                          np.concatenate(size), np.concatenate(NEW), np.zeros(len(P)))
 
 
-def _emit(eng: Engine, os: _OrderStage, po: PartialOrders, done: np.ndarray, run: RunConfig,
-          prune: Pruning, stats: SearchStats, out: list, pruned: float) -> float:
+def _emit_complete(eng: Engine, ex: _OrderExpansion, po: PartialOrders, done: np.ndarray,
+                   run: RunConfig, prune: Pruning, stats: SearchStats, out: list,
+                   pruned: float) -> float:
     """Bound the complete orders ``po[done]`` as children at ``stage + 1``; append those
     ``prune`` keeps to ``out``; return ``pruned`` plus the weight of the others (those
     deferred excepted)."""
-    nd, stage, k = os.nd, os.stage, os.k
+    nd, stage, k = ex.nd, ex.stage, ex.k
     p = po.parent[done]
     ords = nd.orders[p].copy()
     ords[:, k] = po.rep[done]
     ch = Nodes(split=nd.split[p], group=nd.group[p], orders=ords, weight=po.weight[done])
     if eng.chain_rules is not None:
-        ok = eng.chain_rules.legal_prefix(os.real_all, nd.orders, p, po.rep[done], k)
+        ok = eng.chain_rules.legal_prefix(ex.real_all, nd.orders, p, po.rep[done], k)
         pruned += float(ch.weight[~ok].sum())
         ch, p = ch.take(ok), p[ok]
     step = ROWS // len(eng.fav)
     for a in range(0, len(ch), step):
         part = ch.take(slice(a, a + step))
-        part = part.with_bound(eng.bound(part, stage + 1, run, stats, si=os.si.take(p[a:a + step])))
+        part = part.with_bound(eng.bound(part, stage + 1, run, stats, si=ex.si.take(p[a:a + step])))
         ok = prune.keep(part.bound)
         if prune.theta is not None and not ok.all():
             pruned -= prune.defer(stage + 1, part.take(~ok))
@@ -194,17 +195,17 @@ def _emit(eng: Engine, os: _OrderStage, po: PartialOrders, done: np.ndarray, run
     return pruned
 
 
-def _bound_partial(eng: Engine, os: _OrderStage, po: PartialOrders, m: int, run: RunConfig,
+def _bound_partial(eng: Engine, ex: _OrderExpansion, po: PartialOrders, m: int, run: RunConfig,
                    prune: Pruning, stats: SearchStats, cut_lb: np.ndarray,
                    pruned: float) -> tuple[PartialOrders, float]:
     """Bound the partial orders ``po`` (``m`` innermost real loops fixed); keep those
     ``prune`` keeps under the threshold, lower ``cut_lb`` (per parent) to the bounds of those
     cut at the threshold; return the kept ones and ``pruned`` plus the weight of the dropped."""
-    nd, stage, k = os.nd, os.stage, os.k
-    r = np.array([t.r for t in os.tries])[po.trie]
+    nd, stage, k = ex.nd, ex.stage, ex.k
+    r = np.array([t.r for t in ex.tries])[po.trie]
     if eng.chain_rules is not None:
         arr = arrange(po.rep, r - m, eng.prio_legal)
-        legal = eng.chain_rules.legal_prefix(os.real_all, nd.orders, po.parent, arr, k)
+        legal = eng.chain_rules.legal_prefix(ex.real_all, nd.orders, po.parent, arr, k)
         pruned += float(po.weight[~legal].sum())
         po, r = po.take(legal), r[legal]
     p = po.parent
@@ -214,7 +215,7 @@ def _bound_partial(eng: Engine, os: _OrderStage, po: PartialOrders, m: int, run:
     for a in range(0, len(p), step):
         sl = slice(a, a + step)
         lbs[sl] = partial_order_bound(eng, nd.take(p[sl]), stage, po.rep[sl], r[sl] - m, run,
-                                      stats, os.si.take(p[sl]))
+                                      stats, ex.si.take(p[sl]))
     ok = prune.keep_partial(lbs)
     lb = lbs[:, 0]
     if prune.theta is not None:  # over the threshold: cut now, the parent deferred
@@ -223,7 +224,7 @@ def _bound_partial(eng: Engine, os: _OrderStage, po: PartialOrders, m: int, run:
         ok &= ~cut
         pruned -= float(po.weight[cut].sum())  # not pruned: deferred
     pruned += float(po.weight[~ok].sum())
-    new = po.new[ok] | (lb[ok] > os.tp[p[ok]] * (1 + SLACK))
+    new = po.new[ok] | (lb[ok] > ex.tp[p[ok]] * (1 + SLACK))
     po = po.take(ok)
     return PartialOrders(po.parent, po.trie, po.group, po.rep, po.size, new, po.weight), pruned
 
@@ -242,23 +243,23 @@ def order_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pr
     parent deferred with ``threshold`` = theta; re-expanded in a later pass, the parent emits
     only the orders below a partial order over its threshold (the others were emitted
     before, or deferred as nodes)."""
-    os, po = _order_stage(eng, nd, stage)
+    ex, po = _order_expansion(eng, nd, stage)
     cut_lb = np.full(len(po), np.inf)  # per parent: least bound of a partial order cut
     out, pruned = [], 0.0
     for m in range(eng.D + 1):
         if m:  # expand every surviving partial order by one loop
-            po = _grow(os, po, m)
-        w = nd.weight[po.parent] * po.size / os.total[po.trie]
+            po = _grow(ex, po, m)
+        w = nd.weight[po.parent] * po.size / ex.total[po.trie]
         po = PartialOrders(po.parent, po.trie, po.group, po.rep, po.size, po.new, w)
-        done = (po.size == 1) & (po.new | np.isneginf(os.tp[po.parent]))  # one order left
+        done = (po.size == 1) & (po.new | np.isneginf(ex.tp[po.parent]))  # one order left
         if done.any():
-            pruned = _emit(eng, os, po, done, run, prune, stats, out, pruned)
+            pruned = _emit_complete(eng, ex, po, done, run, prune, stats, out, pruned)
         po = po.take(po.size > 1)
         if not len(po):
             break
         if not m:
             continue  # the root: the parent's bound holds
-        po, pruned = _bound_partial(eng, os, po, m, run, prune, stats, cut_lb, pruned)
+        po, pruned = _bound_partial(eng, ex, po, m, run, prune, stats, cut_lb, pruned)
         if not len(po):
             break
     if prune.theta is not None and np.isfinite(cut_lb).any():
