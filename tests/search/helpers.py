@@ -46,3 +46,51 @@ def brute_force(workload, arch, metric, **constraints):
             continue
         out.append((metric(c), m, c))
     return out
+
+
+# ----- plain numpy references of the model's rules (independent of the compiled ones) -----
+
+def numpy_buffer_bytes(space, k: int, tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Single-buffer bytes per moved tensor ``[n, T]`` and of the other buffers ``[n]`` at level
+    ``k`` for tiles ``[n, D]``, at the final widths (accumulator type innermost), written from
+    the footprint docs with the numpy reference's halo and rounding rules."""
+    from tilewise.model.footprint import element_bytes, in_place
+
+    from ..model.numpy_reference.cost import round_buffer, tile_elements_batch
+
+    st, wl = space.st, space.st.workload
+    lv, sizes, inner = st.arch.levels[k], np.array(st.sizes, np.int64), k == st.n_levels - 1
+    out = np.zeros((len(tiles), len(space.moved)), np.int64)
+    for i, ti in enumerate(space.moved):
+        t = st.tensors[ti]
+        out[:, i] = round_buffer(tile_elements_batch(t, st.dims, tiles, sizes)
+                                 * element_bytes(t, wl, inner), lv)
+    other = np.zeros(len(tiles), np.int64)
+    if inner:
+        kept = [t for t in st.tensors if t.name in st.intermediate_names
+                and t.name not in in_place(wl)] + list(wl.state)
+        for t in kept:
+            eb = t.element_bytes if t in wl.state else element_bytes(t, wl, True)
+            other += round_buffer(tile_elements_batch(t, st.dims, tiles, sizes) * eb, lv)
+    return out, other
+
+
+def _time(nbytes, bw):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(nbytes > 0, nbytes / bw, 0.0)
+
+
+def numpy_latency_variants(compute_s, reads, writes, rbw, wbw, iterations, db):
+    """Latency ``[B, V]`` (seconds) of each candidate under each double-buffer choice ``db
+    [V, L, T]``, vectorized from the formula in :mod:`tilewise.model.cost`'s doc:
+    ``max(T_c + sum E_l, max T_l) + sum O_l / iterations_l``."""
+    r, w = reads.astype(float), writes.astype(float)
+    Tt = np.maximum(_time(r.sum(2), rbw), _time(w.sum(2), wbw))            # [B, L]
+    keep = (~db).astype(float)                                             # [V, L, T]
+    rx = np.einsum("blt,vlt->vbl", r, keep)
+    wx = np.einsum("blt,vlt->vbl", w, keep)
+    ex = np.maximum(_time(rx, rbw[None]), _time(wx, wbw[None]))
+    ov = np.maximum(_time(r.sum(2)[None] - rx, rbw[None]), _time(w.sum(2)[None] - wx, wbw[None]))
+    ex[:, :, 0] = ov[:, :, 0] = Tt[:, 0] = 0.0
+    fill = (ov[:, :, 1:] / np.maximum(iterations[None, :, 1:], 1)).sum(2)
+    return (np.maximum(compute_s[None, :] + ex.sum(2), Tt.max(1)[None, :]) + fill).T

@@ -18,7 +18,9 @@ from tilewise.model.legality import validate
 import tilewise as tw
 from tilewise.model.cost import evaluate
 from tilewise.search.bound import favorable_orders
-from tilewise.search.optimize import Engine, energy_constants
+from tilewise.search.engine import Engine
+from tilewise.search.expand import partial_order_bound
+from tilewise.search.nodes import Nodes
 from tilewise.search.space import iter_mappings
 
 from .helpers import small_aie
@@ -63,7 +65,7 @@ def _node(eng, m, stage):
     nfix = sum(1 for kind, _, _ in eng.stages[:stage] if kind == "order")
     for k in range(nfix):
         ords[0, k] = [st.dims.index(d) for d in m.levels[k].order]
-    return dict(s=np.array([s]), gid=gid, ords=ords)
+    return Nodes(split=np.array([s]), group=gid, orders=ords, weight=np.ones(1))
 
 
 def _exact(eng, w, m):
@@ -89,7 +91,7 @@ def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
     eng, ms = _mappings(w)
     eng.space.db_mode = "any"  # bound over every double-buffer choice
     eng.set_db_variants(eng.space.db_variants())
-    eng.energy = energy_constants(ARCH)
+    run = eng.config(("latency", "traffic", "energy"))
     m = data.draw(st.sampled_from(ms))
     try:
         validate(w, ARCH, m)
@@ -101,11 +103,12 @@ def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
     e_mac, e_byte = 0.5e-12, {"memtile": 10e-12, "core": 1e-12}
     energy = (sum((sum(cost.reads[l].values()) + sum(cost.writes[l].values())) * e_byte[l]
                   for l in cost.reads)
-              + sum(cost.padded_points[op.name] * p for op, p in zip(w.ops, eng.pp)) * e_mac)
+              + sum(cost.padded_points[op.name] * (1 if op.kind == "mac" else op.ops_per_point)
+                    for op in w.ops) * e_mac)
     stats = eng.new_stats()
     for stage in range(len(eng.stages) + 1):
         nd = _node(eng, m, stage)
-        lb = eng.bound(nd, stage, ("latency", "traffic", "energy"), stats)[0]
+        lb = eng.bound(nd, stage, run, stats)[0]
         assert lb[0] <= lat * (1 + 1e-12), (stage, eng.stages[stage - 1] if stage else "root")
         assert lb[1] <= cost.offchip_bytes * (1 + 1e-12)
         assert lb[2] <= energy * (1 + 1e-12)
@@ -136,12 +139,12 @@ def _preset_engine(w):
 
 
 def _random_mapping(eng, rng):
-    """A random full mapping of the declared space: split, one tile chain per dim, any
+    """A random full mapping of the declared space: split, one tile ladder per dim, any
     permutation per level (illegal chain orders included: the caller skips them)."""
     from tilewise.model.batch import MappingBatch
 
     L, D = eng.L, eng.D
-    s = int(rng.choice(np.nonzero((eng.n_chains > 0).all(1))[0]))
+    s = int(rng.choice(np.nonzero((eng.n_ladders > 0).all(1))[0]))
     tiles = np.empty((1, L, D), np.int64)
     for j in range(D):
         top, deep = eng.groups[j][0], eng.groups[j][L - 1]
@@ -181,18 +184,18 @@ def test_node_and_partial_order_bounds_on_the_aie_preset(w, seed):
             break
     else:
         return
-    eng.objective = "latency"
+    run = eng.config(("latency",))
     stats = eng.new_stats()
     for stage in range(len(eng.stages) + 1):
         nd = _node(eng, m, stage)
-        assert eng.bound(nd, stage, ("latency",), stats)[0, 0] <= lat * (1 + 1e-12), stage
+        assert eng.bound(nd, stage, run, stats)[0, 0] <= lat * (1 + 1e-12), stage
         if stage < len(eng.stages) and eng.stages[stage][0] == "order":
             k = eng.stages[stage][1]
-            tt = eng.assemble(nd["gid"], stage)[0]
-            real = eng.space.real_loops(tt, eng.ways[nd["s"]])[0, k]
+            tt = eng.assemble(nd.group, stage)[0]
+            real = eng.space.real_loops(tt, eng.ways[nd.split])[0, k]
             order = [eng.st.dims.index(d) for d in m.levels[k].order]
             rep = np.array([[j for j in order if real[j]] + [j for j in range(eng.D) if not real[j]]])
             for n_free in range(int(real.sum())):
-                lb = eng.partial_order_bound(nd, stage, rep, n_free, ("latency",), stats)[0, 0]
+                lb = partial_order_bound(eng, nd, stage, rep, n_free, run, stats)[0, 0]
                 assert lb <= lat * (1 + 1e-12), (stage, n_free)
-    assert eng.bound(nd, len(eng.stages), ("latency",), stats)[0, 0] == pytest.approx(lat, rel=1e-12)
+    assert eng.bound(nd, len(eng.stages), run, stats)[0, 0] == pytest.approx(lat, rel=1e-12)

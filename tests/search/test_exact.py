@@ -162,10 +162,10 @@ def test_space_brute_force_counts_every_permutation():
     arch = small_aie(rows=1, cols=1)
     sp = Space.build(w, arch, double_buffer="none")
     ms = list(iter_mappings(sp))
-    chains = 1
+    ladders = 1
     for j in range(3):
-        chains *= len(sp.dim_chains(0, j).tiles)
-    assert len(ms) == chains * 6 * 6
+        ladders *= len(sp.dim_ladders(0, j).tiles)
+    assert len(ms) == ladders * 6 * 6
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0].name + str(i) for i, c in enumerate(CASES)])
@@ -173,10 +173,10 @@ def test_many_threshold_passes_resume_without_loss_or_duplicates(case, monkeypat
     """With a tiny first threshold and slow growth the walk runs many passes, each resuming
     from the nodes and partial loop orders the previous one deferred: the top-k is the same
     as brute force's, and no mapping appears twice."""
-    from tilewise.search import optimize
+    from tilewise.search import walk
 
-    monkeypatch.setattr(optimize, "_THETA0", 1e-9)
-    monkeypatch.setattr(optimize, "_THETA_GROWTH", 1.5)
+    monkeypatch.setattr(walk, "_THETA0", 1e-9)
+    monkeypatch.setattr(walk, "_THETA_GROWTH", 1.5)
     w, arch, cons = case
     brute = brute_force(w, arch, lambda c: c.latency_s, **cons)
     r = search(w, arch, objective="latency", top=8, **cons)
@@ -187,12 +187,12 @@ def test_many_threshold_passes_resume_without_loss_or_duplicates(case, monkeypat
 
 
 def test_threshold_passes_give_the_same_top_k_on_a_real_problem(monkeypatch):
-    from tilewise.search import optimize
+    from tilewise.search import walk
 
     w = tw.gemm(512, 768, 768, dtype="i16")
     want = search(w, "aie-4x2", top=5)
-    monkeypatch.setattr(optimize, "_THETA0", 1e-7)
-    monkeypatch.setattr(optimize, "_THETA_GROWTH", 1.5)
+    monkeypatch.setattr(walk, "_THETA0", 1e-7)
+    monkeypatch.setattr(walk, "_THETA_GROWTH", 1.5)
     got = search(w, "aie-4x2", top=5)
     assert got.stats["passes"] > want.stats["passes"]
     # the same mappings in the same order: ties are broken by the mapping, not the walk

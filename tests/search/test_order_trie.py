@@ -12,7 +12,7 @@ W = tw.conv2d(1, 4, 6, 6, 4, 3, 3, padding=1)
 
 
 def _sig():
-    from tilewise.search.optimize import Engine
+    from tilewise.search.engine import Engine
     from .helpers import small_aie
 
     return signatures(Engine(W, small_aie(), {}).st)

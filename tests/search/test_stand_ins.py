@@ -11,10 +11,11 @@ import tilewise as tw
 from tilewise.arch.loader import load_arch
 from tilewise.model.batch import MappingBatch
 from tilewise.model.cost import evaluate, evaluate_batch
-from tilewise.search.bound import OBJ_CODE, best_variant, level_subsets
-from tilewise.search.optimize import Engine, latency_variants
+from tilewise.search.bound import OBJ_CODE, best_variant, level_subsets, variant_latencies
+from tilewise.search.engine import Engine
+from tilewise.search.nodes import Nodes
 
-from .helpers import small_aie
+from .helpers import numpy_buffer_bytes, numpy_latency_variants, small_aie
 from .test_bound import _node
 
 AIE = load_arch("aie-4x2")
@@ -45,12 +46,12 @@ def test_compiled_buffer_bytes_equal_the_numpy_rule(w, seed):
     tiles = rng.integers(1, 200, size=(64, eng.L, eng.D))
     bufs, other = eng.buffers(tiles)
     for k in range(1, eng.L):
-        want_b, want_o = eng.space.buffer_bytes(k, tiles[:, k, :])
+        want_b, want_o = numpy_buffer_bytes(eng.space, k, tiles[:, k, :])
         assert (bufs[:, k] == want_b).all() and (other[:, k] == want_o).all()
 
 
 def _fits(eng, tl, k):
-    b, o = eng.space.buffer_bytes(k, tl[None])
+    b, o = numpy_buffer_bytes(eng.space, k, tl[None])
     return b.sum() + o[0] <= eng.cap[k]
 
 
@@ -63,20 +64,20 @@ def test_capped_innermost_tile_is_the_largest_that_can_fit(w, seed):
     eng = _engine(w)
     stage = next(i for i, (kind, k, _) in enumerate(eng.stages) if kind == "tile" and k == eng.L - 1)
     rng = np.random.default_rng(seed)
-    s = int(rng.choice(np.nonzero((eng.n_chains > 0).all(1))[0]))
+    s = int(rng.choice(np.nonzero((eng.n_ladders > 0).all(1))[0]))
     gid = np.empty((1, eng.D), np.int64)
     for j in range(eng.D):  # a random group of depth L-2 in split s
         top, g = eng.groups[j][0], eng.groups[j][eng.depth[stage, j]]
         lo, hi = np.searchsorted(g.lo, top.lo[s]), np.searchsorted(g.lo, top.hi[s])
         gid[0, j] = rng.integers(lo, hi)
-    nd = dict(s=np.array([s]), gid=gid, ords=np.full((1, eng.L - 1, eng.D), -1))
+    nd = Nodes(split=np.array([s]), group=gid, orders=np.full((1, eng.L - 1, eng.D), -1), weight=np.ones(1))
     si = eng.stand_ins(nd, stage)
-    tt, tm = si["tt"][0], si["tm"][0]
-    ttc = eng.capped(si, nd["s"], stage)[0]
+    tt, tm = si.whole[0], si.small[0]
+    ttc = eng.capped(si, nd.split, stage)[0]
     k = eng.L - 1
     assert (ttc[:k] == tt[:k]).all()
     if not _fits(eng, tm[k], k) or (tm > tt).any():
-        return  # the node is dead (overflows, or no legal chain): any bound holds
+        return  # the node is dead (overflows, or no legal ladder): any bound holds
     for j in range(eng.D):
         if tt[k, j] == tm[k, j]:
             assert ttc[k, j] == tt[k, j]  # fixed: nothing to cap
@@ -95,7 +96,7 @@ def test_capped_innermost_tile_is_the_largest_that_can_fit(w, seed):
 def test_chain_forced_footprint_tiles():
     """mha: a split of the private dim k at the memtile makes k's DDR loop real, so the spine
     loops below (m, n at the memtile level) may not iterate: the core tiles of m and n are
-    forced to the memtile tiles / ways; every legal chain of the group has at least those."""
+    forced to the memtile tiles / ways; every legal ladder of the group has at least those."""
     w = tw.mha(512, 512, 64, dtype="i16")
     eng = _engine(w)
     rows4 = [i for i, sp in enumerate(eng.space.splits) if sp.text(eng.st.dims) == "rows=m4"][0]
@@ -103,11 +104,11 @@ def test_chain_forced_footprint_tiles():
                          " | core[h1 m32 n64 k16 e64] ; rows=m4")
     stage = next(i for i, (kind, k, _) in enumerate(eng.stages) if kind == "order") + 1
     nd = _node(eng, m, stage)
-    assert nd["s"][0] == rows4
-    tm = eng.stand_ins(nd, stage)["tm"][0]
+    assert nd.split[0] == rows4
+    tm = eng.stand_ins(nd, stage).small[0]
     dims = eng.st.dims
     assert tm[2, dims.index("m")] == 32 and tm[2, dims.index("n")] == 64
-    plain = eng.assemble(nd["gid"], stage)[1][0]  # without the chain rules
+    plain = eng.assemble(nd.group, stage)[1][0]  # without the chain rules
     assert plain[2, dims.index("m")] < 32
 
 
@@ -142,7 +143,7 @@ def test_per_tensor_model_rows_equal_the_full_rows(w):
 @given(seed=st.integers(0, 2**32 - 1))
 def test_best_variant_equals_every_choice_costed(seed):
     """The per-level double-buffer sets give the same least latency and fit count as costing
-    every choice (:func:`latency_variants`) and checking its buffers."""
+    every choice (a numpy reference, and :func:`variant_latencies`) and checking its buffers."""
     eng = _engine(tw.conv2d(1, 8, 15, 15, 8, 3, 3, stride=2), small_aie(energy=True))
     rng = np.random.default_rng(seed)
     n, L, T, V = 16, eng.L, eng.T, len(eng.dbm)
@@ -159,7 +160,8 @@ def test_best_variant_equals_every_choice_costed(seed):
     out, nfit = np.empty(n), np.zeros(n, np.int64)
     best_variant(OBJ_CODE["latency"], points, R, W, rbw, wbw, it, bufs, fixed,
                  *level_subsets(eng.dbm), eng.moved_idx, eng.problem.levels, comp, out, nfit)
-    lat = latency_variants(cs, R, W, rbw, wbw, it, eng.db)                # [n, V]
+    lat = numpy_latency_variants(cs, R, W, rbw, wbw, it, eng.db)          # [n, V]
+    assert np.allclose(variant_latencies(cs, R, W, rbw, wbw, it, eng.db), lat, rtol=1e-12)
     total = np.einsum("blt,vlt->bvl", bufs, eng.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
     fits = ~(total > eng.cap[None, None, :]).any(2)
     want = np.where(fits, lat, np.inf).min(1)
@@ -185,10 +187,10 @@ def test_bounds_on_the_path_to_a_capacity_bound_optimum(w, text):
     gave a node bound of 2x this mapping's latency (the memtile-level n loop inside the DDR k
     loop reloads C), and the search returned a worse optimum."""
     eng = _engine(w)
-    eng.objective = "latency"
+    run = eng.config(("latency",))
     m = tw.Mapping.parse(text)
     lat = evaluate(w, AIE, m).latency_s
     stats = eng.new_stats()
     for stage in range(len(eng.stages) + 1):
-        lb = eng.bound(_node(eng, m, stage), stage, ("latency",), stats)[0, 0]
+        lb = eng.bound(_node(eng, m, stage), stage, run, stats)[0, 0]
         assert lb <= lat * (1 + 1e-12), (stage, eng.stages[stage - 1] if stage else "root")

@@ -20,16 +20,6 @@ from __future__ import annotations
 from ..ir.workload import Tensor
 
 
-def round_buffer(nbytes, level):
-    """Round buffer bytes (int or int array) up to the level's block and bank granularity."""
-    b = max(int(level.block_bytes), 1)
-    nbytes = -(-nbytes // b) * b
-    if level.bank_granular and level.bank_bytes:
-        bank = int(level.bank_bytes)
-        nbytes = -(-nbytes // bank) * bank
-    return nbytes
-
-
 def in_place(workload) -> frozenset[str]:
     """Fused intermediates computed in place of their input: the output of a softmax or
     elementwise op whose single intermediate input has the same indices and at least as many

@@ -67,7 +67,8 @@ from numba import njit
 
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
 from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, energy,
-                    holds_partial_sums, latency, link_time, loop_step, tile_fits)
+                    holds_partial_sums, latency, link_instances, link_time, loop_step,
+                    tile_fits)
 
 _BIG = 2.0 ** 62  # bytes: past this an int64 count could overflow
 
@@ -768,7 +769,7 @@ def _links(b, dbuf, bypass, used, inst, link_a, no_read, no_write, read_bw, writ
     transfer_s[b, 0] = 0.0
     ratio[b, 0] = np.inf
     for l in range(1, L):
-        ins = inst[l] if l < link_a else min(inst[l], used)
+        ins = link_instances(inst, l, link_a, used)
         if ((no_read[l] and rd[l] > 0) or (no_write[l] and wr[l] > 0)) and flags[1] == 0:
             flags[1] = l + 1
         rbw = read_bw[l] * ins

@@ -239,6 +239,14 @@ def compute_cycles(points, op_pp, op_rate):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def link_instances(instances, l, link_array, cores_used):
+    """Instances that serve link ``l`` in parallel: all of the level's above the array; at and
+    below it (``l >= link_array``) only the cores a mapping uses. Bandwidth per link = bytes/s
+    per instance (x channels) x this."""
+    return instances[l] if l < link_array else min(instances[l], cores_used)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def link_time(read_bytes, write_bytes, read_bw, write_bw):
     """Seconds a link needs: reads and writes in parallel, each at its bandwidth (bytes/s)."""
     r = read_bytes / read_bw if read_bytes > 0 else 0.0

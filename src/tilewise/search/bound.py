@@ -1,6 +1,6 @@
 """Lower bounds of the objective over a *part* of the space, from the one cost model.
 
-A node of the search fixes the spatial split, the tile chains of some dims and the loop orders
+A node of the search fixes the spatial split, the tile ladders of some dims and the loop orders
 of some levels; the rest is open. Its bound must not exceed the objective of any mapping below
 it. Three facts of the model make one cheap to compute:
 
@@ -85,6 +85,44 @@ def level_subsets(dbm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         nsub[l] = len(u)
         var_sub[:, l] = inv.ravel()
     return subs, nsub, var_sub
+
+
+def variant_latencies(compute_s, R, W, rbw, wbw, it, db):
+    """Latency ``[n, V]`` (seconds) of each mapping under each double-buffer choice ``db
+    [V, L, T]`` (nothing bypassed), from compute seconds ``compute_s [n]``, bytes read into /
+    written out of each level ``R, W [n, L, T]``, link bandwidths ``rbw, wbw [n, L]`` (B/s)
+    and tiles visited ``it [n, L]``: the model's :func:`~tilewise.model.rules.latency` over
+    :func:`~tilewise.model.rules.link_time` of all, exposed and double-buffered bytes."""
+    n, L, T = R.shape
+    out = np.empty((n, db.shape[0]))
+    _variant_latencies(np.ascontiguousarray(compute_s, np.float64), R.astype(np.float64),
+                       W.astype(np.float64), rbw, wbw, it, db, out)
+    return out
+
+
+@njit(cache=True)
+def _variant_latencies(cs, R, W, rbw, wbw, it, db, out):
+    n, L, T = R.shape
+    for b in range(n):
+        for v in range(db.shape[0]):
+            tmax = 0.0
+            ex_sum = 0.0
+            fill = 0.0
+            for l in range(1, L):
+                r = 0.0
+                w = 0.0
+                rx = 0.0
+                wx = 0.0
+                for t in range(T):
+                    r += R[b, l, t]
+                    w += W[b, l, t]
+                    if not db[v, l, t]:
+                        rx += R[b, l, t]
+                        wx += W[b, l, t]
+                tmax = max(tmax, link_time(r, w, rbw[b, l], wbw[b, l]))
+                ex_sum += link_time(rx, wx, rbw[b, l], wbw[b, l])
+                fill += link_time(r - rx, w - wx, rbw[b, l], wbw[b, l]) / max(it[b, l], 1.0)
+            out[b, v] = latency(cs[b], ex_sum, tmax, fill)
 
 
 @njit(cache=True)

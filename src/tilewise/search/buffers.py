@@ -17,7 +17,7 @@ smallest stand-in (single buffers). Using the smaller of the two keeps the bound
 innermost tile under the same parents never moves more bytes) and stops a node from claiming
 the reuse of a tile that cannot fit (attention on aie-4x2: a 64-row core tile of Q needs a
 seventh 8 KiB bank). Deeper tiles under an open parent are not capped: see
-:meth:`tilewise.search.optimize.Engine.capped`.
+:meth:`tilewise.search.engine.Engine.capped`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..model.rules import buffer_bytes, level_bytes
+from ..model.rules import buffer_bytes, holds_partial_sums, level_bytes, loop_step
 
 
 class BufferTable:
@@ -43,6 +43,8 @@ class BufferTable:
         self.n_moved = len(space.moved)
         self.sizes = problem.dims.sizes
         self.desc = problem.buffers
+        self.array_level = problem.levels.array
+        self.cap = problem.levels.capacity
         self.slot = np.array([space.moved.index(t) if t in space.moved else -1
                               for t in problem.buffers.tensor], np.int64)
         # per (split, dim, level): the candidate tile values, ascending, flattened
@@ -58,14 +60,21 @@ class BufferTable:
                     pos += len(v)
         self.values = np.array(vals, np.int64)
 
-    def bytes(self, tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def bytes(self, tiles: np.ndarray, ways: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
         """Single-buffer bytes of the moved tensors ``[n, L, Tm]`` and of the other buffers
-        ``[n, L]`` for tiles ``[n, L, D]`` (elements)."""
-        n, L, _ = tiles.shape
+        ``[n, L]`` for tiles ``[n, L, D]`` (elements). With the split ``ways [n, D]`` exact:
+        an output's buffers hold partial sums (the accumulator type) where the model's
+        :func:`~tilewise.model.rules.holds_partial_sums` says so; without, every buffer at its
+        final width, a lower bound for any split (what the node bounds need, since smaller open
+        tiles would split reductions the mapping may not split)."""
+        n, L, D = tiles.shape
         bufs = np.zeros((n, L, self.n_moved), np.int64)
         other = np.zeros((n, L), np.int64)
-        _bytes(np.ascontiguousarray(tiles, np.int64), self.sizes, self.slot, self.desc, bufs,
-               other)
+        exact = ways is not None
+        w = np.ascontiguousarray(ways if exact else np.ones((n, D)), np.int64)
+        _bytes(np.ascontiguousarray(tiles, np.int64), w, exact, self.array_level, self.sizes,
+               self.slot, self.desc, bufs, other)
         return bufs, other
 
     def cap_tiles(self, tt: np.ndarray, tm: np.ndarray, s: np.ndarray, cap: np.ndarray,
@@ -81,13 +90,20 @@ class BufferTable:
 
 
 @njit(cache=True)
-def _bytes(tiles, sizes, slot, desc, bufs, other):
-    for i in range(tiles.shape[0]):
-        for k in range(1, tiles.shape[1]):
+def _bytes(tiles, ways, exact, a, sizes, slot, desc, bufs, other):
+    n, L, D = tiles.shape
+    step = np.zeros((max(L - 1, 1), D), np.int64)
+    for i in range(n):
+        for k in range(L - 1):
+            for d in range(D):
+                step[k, d] = loop_step(tiles[i, k + 1, d], ways[i, d], k + 1 == a)
+        for k in range(1, L):
             for f in range(slot.shape[0]):
                 if not desc.level[f, k]:
                     continue
-                nb = buffer_bytes(f, k, tiles[i, k], sizes, desc)
+                partial = exact and k < L - 1 and holds_partial_sums(desc.red[f], k, step,
+                                                                      tiles[i])
+                nb = buffer_bytes(f, k, tiles[i, k], sizes, desc, partial)
                 if slot[f] >= 0:
                     bufs[i, k, slot[f]] = nb
                 else:

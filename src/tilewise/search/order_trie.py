@@ -1,7 +1,7 @@
 """The loop orders of one level as a trie grown from the innermost loop outward.
 
 The search fixes a level's loop order one real loop at a time, innermost first, and bounds
-each partial order (:meth:`tilewise.search.optimize.Engine.order_children`): the traffic a
+each partial order (:func:`tilewise.search.expand.order_children`): the traffic a
 tensor gains from a level's order comes from the loops inside its innermost indexing loop, so
 the innermost loops decide most of it and a bad suffix is dropped with every order ending in
 it. The trie is built from the level's canonical orders (:meth:`Space.orders_for`, so loop

@@ -44,24 +44,7 @@ import numpy as np
 
 from ..errors import TilewiseError
 from ..mapping import LevelMapping, Mapping, Spatial
-from ..model.footprint import element_bytes, in_place, round_buffer
 from ..model.structure import Structure
-
-
-def tile_elements_batch(t, dims: tuple[str, ...], tiles: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Index points of ``t``'s full tile for tiles ``[n, dims]`` (the model's footprint rule:
-    per axis the halo extent ``sum(c*(t-1)) + 1`` clipped to the extent the problem spans)."""
-    n = np.ones(tiles.shape[0], dtype=np.int64)
-    full = np.maximum(tiles, sizes[None, :])
-    for ax in t.axes:
-        ext = np.ones(tiles.shape[0], dtype=np.int64)
-        span = np.ones(tiles.shape[0], dtype=np.int64)
-        for d, c in ax.terms:
-            i = dims.index(d)
-            ext = ext + c * (tiles[:, i] - 1)
-            span = span + c * (full[:, i] - 1)
-        n = n * np.minimum(ext, span)
-    return n
 
 
 def _divisors(n: int) -> list[int]:
@@ -158,9 +141,11 @@ def canonical_orders(real: tuple[bool, ...], sig: list[tuple]) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class DimChains:
-    """Tile chains of one dim: ``tiles [n, L]`` (level 0 = the size), ``counts [n, L]`` tiles
-    visited per level over the whole run (level 0: 1), ``padded [n]`` elements one core computes."""
+class TileLadders:
+    """Tile ladders of one dim (a ladder: one tile per level, each fitting in the one above;
+    "chain" is kept for operator chains): ``tiles [n, L]`` elements (level 0 = the size),
+    ``counts [n, L]`` tiles visited per level over the whole run (level 0: 1), ``padded [n]``
+    elements one core computes."""
 
     tiles: np.ndarray
     counts: np.ndarray
@@ -180,7 +165,7 @@ class Space:
     orders_allowed: list | None = None
     fixed: dict = field(default_factory=dict)
     max_core: dict = field(default_factory=dict)
-    chain_cache: dict = field(default_factory=dict, repr=False)  # (dim, ways, values) -> chains
+    ladder_cache: dict = field(default_factory=dict, repr=False)  # (dim, ways, values) -> ladders
 
     @classmethod
     def build(cls, workload, arch, spatial="any", double_buffer="any", orders=None,
@@ -237,29 +222,6 @@ class Space:
                                 "a dict {level: [tensors]}")
         return cls(st, splits, values, moved, db_levels, double_buffer, orders, fixed, max_core)
 
-    def buffer_bytes(self, k: int, tiles: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Single-buffer bytes per moved tensor ``[n, T]`` and the other buffers ``[n]`` at level k."""
-        st, wl = self.st, self.st.workload
-        lv = st.arch.levels[k]
-        sizes = np.array(st.sizes, np.int64)
-        inner = k == st.n_levels - 1
-        out = np.zeros((len(tiles), len(self.moved)), np.int64)
-        for i, ti in enumerate(self.moved):
-            t = st.tensors[ti]
-            raw = tile_elements_batch(t, st.dims, tiles, sizes) * element_bytes(t, wl, inner)
-            out[:, i] = round_buffer(raw, lv)
-        other = np.zeros(len(tiles), np.int64)
-        if inner:
-            shared = in_place(wl)
-            for t in st.tensors:
-                if t.name in st.intermediate_names and t.name not in shared:
-                    raw = tile_elements_batch(t, st.dims, tiles, sizes) * element_bytes(t, wl, True)
-                    other += round_buffer(raw, lv)
-            for t in wl.state:
-                raw = tile_elements_batch(t, st.dims, tiles, sizes) * t.element_bytes
-                other += round_buffer(raw, lv)
-        return out, other
-
     # ----- double buffering -----
 
     def db_variants(self) -> np.ndarray:
@@ -293,31 +255,31 @@ class Space:
             v[:, k, t] = bits[:, i].astype(bool)
         return v
 
-    # ----- per-dim tile chains and their products -----
+    # ----- per-dim tile ladders and their products -----
 
-    def dim_chains(self, s: int, j: int) -> "DimChains":
-        """Every chain of tiles (levels 1 .. L-1) of dim ``j`` under split ``s``, with the number
+    def dim_ladders(self, s: int, j: int) -> "TileLadders":
+        """Every ladder of tiles (levels 1 .. L-1) of dim ``j`` under split ``s``, with the number
         of tiles visited per level (the model's loop iterations) and the padded extent one core
         computes (innermost count x innermost tile)."""
         st, arch = self.st, self.st.arch
         L, d = st.n_levels, st.dims[j]
         w = int(self.splits[s].ways(len(st.dims))[j])
         vals = tuple(tuple(self.values[s][arch.levels[k].name][d]) for k in range(1, L))
-        key = (j, w, vals)  # splits that cut dim j alike share its chains
-        if key not in self.chain_cache:
-            self.chain_cache[key] = self._chains_of(j, w, vals)
-        return self.chain_cache[key]
+        key = (j, w, vals)  # splits that cut dim j alike share its ladders
+        if key not in self.ladder_cache:
+            self.ladder_cache[key] = self._ladders_of(j, w, vals)
+        return self.ladder_cache[key]
 
-    def _chains_of(self, j: int, w: int, vals: tuple) -> "DimChains":
+    def _ladders_of(self, j: int, w: int, vals: tuple) -> "TileLadders":
         st, arch = self.st, self.st.arch
         L, d = st.n_levels, st.dims[j]
         size = st.sizes[j]
         a = st.workload.alignment(arch.alignment)[d]
         rows_t, rows_c = [], []
 
-        def rec(k, parent, tl, chain, counts):
+        def rec(k, parent, tl, ladder, counts):
             if k == L:
-                rows_t.append(chain)
+                rows_t.append(ladder)
                 rows_c.append(counts)
                 return
             ww = w if k == st.array_level else 1
@@ -332,43 +294,13 @@ class Space:
                     full = sum(m * min(e // t, ww) for e, m in it)
                     child = [(t, full)] + [(e - min(e // t, ww) * t, m) for e, m in it
                                            if e - min(e // t, ww) * t > 0]
-                rec(k + 1, t, [(e, m) for e, m in child if m and e], chain + [t],
+                rec(k + 1, t, [(e, m) for e, m in child if m and e], ladder + [t],
                     counts + [sum(m for e, m in it if e)])
 
         rec(1, size, [(size, 1)], [size], [1])
         tiles = np.array(rows_t, np.int64).reshape(len(rows_t), L)
         counts = np.array(rows_c, np.int64).reshape(len(rows_c), L)
-        return DimChains(tiles, counts, counts[:, L - 1] * tiles[:, L - 1])
-
-    def fits_single(self, tiles: np.ndarray, stats: dict):
-        """Capacity check with single buffers: ``ok [n]``, ``buffers [n, L, T]``, ``fixed [n, L]``.
-        Counts rejects per level in ``stats["rejected"]`` and keeps the smallest rejected
-        candidate per level in ``stats["smallest"]`` (for the empty-space message)."""
-        st, arch = self.st, self.st.arch
-        n, L, _ = tiles.shape
-        ok = np.ones(n, bool)
-        bufs = np.zeros((n, L, len(self.moved)), np.int64)
-        fixed = np.zeros((n, L), np.int64)
-        names = [st.tensors[t].name for t in self.moved]
-        for k in range(1, L):
-            lv = arch.levels[k]
-            b, f = self.buffer_bytes(k, tiles[:, k, :])
-            bufs[:, k], fixed[:, k] = b, f
-            total = b.sum(1) + f
-            cap = np.inf if lv.capacity_bytes is None else lv.capacity_bytes * (
-                lv.instances if st.array_level is not None and k < st.array_level else 1)
-            bad = ok & (total > cap)
-            if bad.any():
-                key = f"capacity at {lv.name}"
-                stats["rejected"][key] = stats["rejected"].get(key, 0) + int(bad.sum())
-                i = int(np.argmin(np.where(bad, total, np.iinfo(np.int64).max)))
-                prev = stats["smallest"].get(lv.name)
-                if prev is None or total[i] < prev[0]:
-                    stats["smallest"][lv.name] = (
-                        int(total[i]), dict(zip(st.dims, (int(x) for x in tiles[i, k]))),
-                        dict(zip(names, (int(x) for x in b[i]))), int(f[i]), int(cap))
-            ok &= total <= cap
-        return ok, bufs, fixed
+        return TileLadders(tiles, counts, counts[:, L - 1] * tiles[:, L - 1])
 
     def real_loops(self, tiles: np.ndarray, ways: np.ndarray) -> np.ndarray:
         """``[n, L-1, D]`` bool: the loop over dim d at level k iterates more than once (its
@@ -418,7 +350,7 @@ def iter_mappings(space: Space) -> Iterator[Mapping]:
         rows = Spatial(dims[sp.rows[0]], sp.rows[1]) if sp.rows else None
         cols = Spatial(dims[sp.cols[0]], sp.cols[1]) if sp.cols else None
 
-        def chains(k, parent):
+        def ladders(k, parent):
             if k == L:
                 yield []
                 return
@@ -431,10 +363,10 @@ def iter_mappings(space: Space) -> Iterator[Mapping]:
                 per.append([v for v in space.values[s][lv.name][d] if v <= lim])
             for combo in itertools.product(*per):
                 t = dict(zip(dims, combo))
-                for rest in chains(k + 1, t):
+                for rest in ladders(k + 1, t):
                     yield [t] + rest
 
-        for tl in chains(1, dict(sizes)):
+        for tl in ladders(1, dict(sizes)):
             all_tiles = [dict(sizes)] + tl
             for ords in itertools.product(perms, repeat=L - 1):
                 for v in dbs:

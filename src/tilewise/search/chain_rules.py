@@ -1,0 +1,78 @@
+"""The model's rules for a fused operator chain, applied to nodes and partial loop orders.
+
+A chain (seed 004's GEMM chains, attention) has *spine* dims, shared by every op, and private
+ones: in the flattened loop nest every real spine loop comes before every real private loop,
+and a loop over a *forbidden* dim may not iterate (:mod:`tilewise.model.legality`). The search
+reads both masks from the model (:class:`tilewise.model.problem.ChainRules`) and applies them early: to
+tiles whose loops are already known to iterate (:meth:`ChainRules.legal_tiles`,
+:meth:`ChainRules.force_small`) and to loop orders as they are fixed
+(:meth:`ChainRules.legal_prefix`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from ..model.rules import chain_violation
+
+
+@dataclass(frozen=True, eq=False)
+class ChainRules:
+    """``spine [D]`` and ``forbidden [D]`` (bool per dim, the model's)."""
+
+    spine: np.ndarray
+    forbidden: np.ndarray
+
+    def legal_tiles(self, real: np.ndarray) -> np.ndarray:
+        """``[n]``: whether nodes whose loops known to iterate are ``real [n, L-1, D]`` can be
+        legal whatever their orders: no real loop over a forbidden dim and no real private loop
+        at a level above a real spine loop (within a level the order can put spine loops first;
+        that is checked when the order is fixed)."""
+        spine, forbidden = self.spine, self.forbidden
+        ok = ~(real & forbidden[None, None, :]).any((1, 2))
+        private = np.logical_or.accumulate((real & ~spine[None, None, :]).any(2), axis=1)
+        return ok & ~(private[:, :-1] & (real & spine[None, None, :]).any(2)[:, 1:]).any(1)
+
+    def force_small(self, small: np.ndarray, real: np.ndarray, ways: np.ndarray,
+                    depth: np.ndarray, array_level) -> None:
+        """Raise, in place, the footprint stand-ins ``small [n, L, D]`` (elements) of the open
+        tiles (levels below ``depth [D]``) that the rules force: a loop over a forbidden dim,
+        and a loop over a spine dim below a level with a real private loop (``real [n, L-1, D]``
+        the loops known to iterate), may not iterate, so the next tile of that dim is at least
+        ``ceil(tile / ways)`` (``ways [n, D]`` at ``array_level``). Every legal mapping below
+        the node has tiles at least these, so the footprint stays a lower bound."""
+        spine, forbidden = self.spine, self.forbidden
+        n, L, D = small.shape
+        priv = (real & ~spine[None, None, :]).any(2)                        # [n, L-1]
+        first = np.where(priv.any(1), np.argmax(priv, axis=1), L)           # [n]
+        for j in range(D):
+            if not (spine[j] or forbidden[j]):
+                continue
+            for l in range(int(depth[j]) + 1, L):
+                w = ways[:, j] if l == array_level else 1
+                need = -(-small[:, l - 1, j] // w)
+                force = np.ones(n, bool) if forbidden[j] else l - 1 >= first + 1
+                small[:, l, j] = np.where(force, np.maximum(small[:, l, j], need), small[:, l, j])
+
+    def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:
+        """``[n]``: whether the loops of levels 0 .. k (orders ``ords[parent]`` above k,
+        ``ordk [n, D]`` at k; ``real_all`` the parents' real loops, :meth:`.Space.real_loops`)
+        obey the model's rule (:func:`tilewise.model.rules.chain_violation`: spine loops before
+        private ones in the flattened nest, no real loop over a forbidden dim); deeper levels
+        are checked when their orders are fixed."""
+        o = ords[parent].copy()
+        o[:, k] = ordk
+        out = np.empty(len(parent), np.bool_)
+        _prefix_legal(np.ascontiguousarray(o, np.int64), np.ascontiguousarray(real_all[parent]),
+                      k + 1, self.spine, self.forbidden, out)
+        return out
+
+
+@njit(cache=True)
+def _prefix_legal(orders, real, n_levels, spine, forbidden, out):
+    for i in range(orders.shape[0]):
+        kind, _, _ = chain_violation(orders[i], real[i], n_levels, spine, forbidden)
+        out[i] = kind == 0

@@ -1,0 +1,433 @@
+"""The search engine of one (workload, arch, space): its tables, node stand-ins, bounds and leaves.
+
+:class:`Engine` holds what the walk (:mod:`.walk`) reads: the tile-ladder groups per dim
+(:mod:`.groups`), the stages (per level ``k = 1 .. L-1`` the level-``k`` tile of each dim, then
+the level ``k-1`` loop order), the links' bandwidths, the capacities and the chain rules. It
+turns nodes (:class:`.Nodes`) into stand-in tiles (:class:`.StandIns`) and lower bounds of the
+objective from the one cost model (:mod:`.bound`): the kernel evaluates each tensor under its own
+least-traffic orders for the open levels, with the open tiles at their most favourable
+stand-ins, and the latency formula is minimized over the double-buffer choices that fit. Nodes
+whose smallest buffers overflow a level, or that the chain rules make illegal whatever their
+orders, are dropped before any model call. A leaf is a full mapping: every double-buffer choice
+of it is costed (:func:`.bound.variant_latencies`, checked against :func:`tilewise.evaluate`)
+into a :class:`.Pool`. Every rule (capacity, buffer bytes, link times, latency, energy, the
+compute-bound minimum, chain legality) is the model's (:mod:`tilewise.model.rules`, over the
+problem description :class:`tilewise.model.problem.Problem` built once per engine).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..model.batch import MappingBatch
+from ..model.cost import evaluate_batch
+from ..model.problem import Problem
+from ..model.rules import link_instances, require_energy
+from .bound import OBJ_CODE, best_variant, favorable_orders, level_subsets, variant_latencies
+from .buffers import BufferTable
+from .chain_rules import ChainRules
+from .groups import prefix_groups
+from .nodes import Nodes, Stage, StandIns
+from .order_trie import OrderTrie
+from .pool import Pool
+from .space import Space
+from .stats import SearchStats
+
+ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while orders are open)
+SLACK = 1e-9        # relative: a bound within rounding of the k-th best is kept
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """What one walk minimizes: ``objectives`` the bound columns (the first prunes; a Pareto
+    walk has two), ``rank`` the objective its leaves are ranked by."""
+
+    objectives: tuple[str, ...]
+    rank: str
+
+    @classmethod
+    def of(cls, arch, objectives: tuple[str, ...], rank: str) -> "RunConfig":
+        """SpecError naming the missing numbers when an objective needs energy the arch lacks."""
+        if any(o in ("energy", "edp") for o in objectives + (rank,)):
+            require_energy(arch)
+        return cls(objectives, rank)
+
+
+class Engine:
+    """One (workload, arch, space): the tables, stand-ins, bounds and leaf costs of the branch
+    and bound over the declared space (module doc; the walk is :mod:`.walk`).
+
+    A node fixes the split, the tile ladders of the first dims of :attr:`dim_order` and the loop
+    orders of the first levels; its bound (:mod:`.bound`) does not exceed the objective of any
+    mapping below it. A leaf is a full mapping; its bound is its least objective over double
+    buffering.
+    """
+
+    def __init__(self, workload, arch, constraints: dict):
+        self.workload, self.arch = workload, arch
+        self.space = Space.build(workload, arch, **constraints)
+        st = self.st = self.space.st
+        self.L, self.D = st.n_levels, len(st.dims)
+        self.T = len(st.tensors)
+        self.set_db_variants(self.space.db_variants())
+        self.problem = Problem.build(workload, arch)
+        self.problem.require_rates()
+        self.min_time_s = self.problem.compute.ideal  # the compute-bound minimum (s)
+        self.op_dims = [[st.dims.index(d) for d in op.dims] for op in workload.ops]
+        self.cap = self.problem.levels.capacity       # bytes per level (the model's rule)
+        self._split_tables()
+        chain = self.problem.chain  # the model's chain rules: spine and forbidden dims
+        self.chain_rules = ChainRules(chain.spine, chain.forbidden) if chain.chain else None
+        self._order_tables()
+        self._stages()
+        self._tries: dict = {}
+        self.buf = BufferTable(self.space, self.problem)
+
+    def _split_tables(self) -> None:
+        """Per split: the tile ladders and their groups per dim, the ladder counts, the split as
+        ``[rows dim, ways, cols dim, ways]``, the ways per dim, the links' bandwidths (bytes/s,
+        :func:`tilewise.model.rules.link_instances`)."""
+        S, L, D = len(self.space.splits), self.L, self.D
+        self.ladders = [[self.space.dim_ladders(s, j) for j in range(D)] for s in range(S)]
+        self.split_arr = np.array([[sp.rows[0] if sp.rows else -1, sp.rows[1] if sp.rows else 1,
+                                    sp.cols[0] if sp.cols else -1, sp.cols[1] if sp.cols else 1]
+                                   for sp in self.space.splits], np.int64)
+        self.ways = np.array([sp.ways(D) for sp in self.space.splits], np.int64).reshape(S, D)
+        used = self.split_arr[:, 1] * self.split_arr[:, 3]
+        lv = self.problem.levels
+        ins = np.array([[link_instances(lv.instances, l, lv.link_array, u) for l in range(L)]
+                        for u in used], float).reshape(S, L)
+        self.rbw, self.wbw = lv.read_bw[None, :] * ins, lv.write_bw[None, :] * ins  # [S, L]
+        self.n_ladders = np.array([[len(self.ladders[s][j].padded) for j in range(D)]
+                                   for s in range(S)], np.int64).reshape(S, D)
+        self.groups = [prefix_groups([self.ladders[s][j] for s in range(S)], L) for j in range(D)]
+
+    def _order_tables(self) -> None:
+        """Per moved tensor its favourable order (``fav``) and ranks for completing partial
+        orders (``prio``); for the chain rules, spine dims first (``prio_legal``)."""
+        spine = self.chain_rules.spine if self.chain_rules is not None else None
+        self.fav = favorable_orders(self.st, self.space.moved, spine)
+        self.prio = np.argsort(self.fav, axis=1)
+        self.prio_legal = np.argsort(sorted(range(self.D), key=lambda j: (
+            0 if spine is None or spine[j] else 1, j)))
+        self.moved_idx = np.array(self.space.moved, np.int64)
+
+    def _stages(self) -> None:
+        """The stages (:class:`.Stage`) and per stage the levels fixed per dim (``depth``) and
+        the levels whose order is fixed (``n_fixed``). Dims with few ladders come first (small
+        fan-out near the root, where bounds are loosest); a dim with one ladder in every split
+        (a size-1 dim, a fixed tile) is fixed at the root."""
+        L, D = self.L, self.D
+        self.dim_order = sorted(range(D), key=lambda j: (int(self.n_ladders[:, j].max()), j))
+        self.single = (self.n_ladders == 1).all(0)
+        self.stages = []
+        for k in range(1, L):
+            self.stages += [Stage("tile", k, j) for j in self.dim_order if not self.single[j]]
+            self.stages.append(Stage("order", k - 1, -1))
+        self.depth = np.zeros((len(self.stages) + 1, D), np.int64)  # levels fixed per dim
+        self.depth[0, self.single] = L - 1
+        self.n_fixed = np.zeros(len(self.stages) + 1, np.int64)      # levels whose order is fixed
+        for i, (kind, k, j) in enumerate(self.stages):
+            self.depth[i + 1] = self.depth[i]
+            self.n_fixed[i + 1] = self.n_fixed[i] + (kind == "order")
+            if kind == "tile":
+                self.depth[i + 1, j] = k
+
+    def set_db_variants(self, dbv: np.ndarray) -> None:
+        """The double-buffer choices ``dbv [V, L, moved]`` every mapping is costed under."""
+        self.db = np.zeros((len(dbv), self.L, self.T), bool)
+        self.db[:, :, self.space.moved] = dbv
+        self.dbm = dbv
+        self.db_subs = level_subsets(dbv)
+
+    def tile_combos(self) -> int:
+        """The size of the tile space: ladder combinations summed over the splits."""
+        return int(sum(np.prod(self.n_ladders[s], dtype=np.int64) for s in range(len(self.n_ladders))))
+
+    def new_stats(self) -> SearchStats:
+        return SearchStats(tile_combos=self.tile_combos())
+
+    def config(self, objectives: tuple[str, ...], rank: str | None = None) -> RunConfig:
+        """The run configuration bounding ``objectives`` and ranking leaves by ``rank``
+        (default the first objective)."""
+        return RunConfig.of(self.arch, tuple(objectives), rank or objectives[0])
+
+    def trie(self, real_key: tuple) -> OrderTrie:
+        """The canonical orders of one level with real loops ``real_key`` (bools per dim) as
+        a trie from the innermost loop outward (:mod:`.order_trie`); built once."""
+        if real_key not in self._tries:
+            self._tries[real_key] = OrderTrie.build(self.space.orders_for(real_key), sum(real_key))
+        return self._tries[real_key]
+
+    # ----- stand-ins -----
+
+    def assemble(self, gid: np.ndarray, stage: int, s: np.ndarray | None = None):
+        """Per node: tiles for traffic (open levels at their largest), tiles for footprint
+        (open levels at their smallest), counts (most) ``[n, L, D]`` and padded extents
+        ``[n, D]`` (least), elements, over the ladders of each dim's group ``gid [n, D]``. With
+        the splits ``s [n]`` of a chain, the footprint tiles also obey the loops the chain
+        rules keep from iterating (:meth:`.ChainRules.force_small`)."""
+        n, L, D = len(gid), self.L, self.D
+        tt = np.empty((n, L, D), np.int64)
+        tm = np.empty((n, L, D), np.int64)
+        cnt = np.empty((n, L, D), np.int64)
+        pad = np.empty((n, D), np.int64)
+        for j in range(D):
+            g = self.groups[j][self.depth[stage, j]]
+            tt[:, :, j] = g.whole[gid[:, j]]
+            tm[:, :, j] = g.small[gid[:, j]]
+            cnt[:, :, j] = g.max_counts[gid[:, j]]
+            pad[:, j] = g.min_padded[gid[:, j]]
+        if s is not None and self.chain_rules is not None:
+            self.chain_rules.force_small(tm, self.fixed_real_loops(tt, s, stage), self.ways[s],
+                                         self.depth[stage], self.st.array_level)
+        return tt, tm, cnt, pad
+
+    def fixed_real_loops(self, tt: np.ndarray, s: np.ndarray, stage: int) -> np.ndarray:
+        """``[n, L-1, D]``: the loops of nodes at ``stage`` (splits ``s``, tiles ``tt``) known
+        to iterate more than once: both tiles that decide them are fixed."""
+        known = self.depth[stage][None, :] >= np.arange(1, self.L)[:, None]   # [L-1, D]
+        return self.space.real_loops(tt, self.ways[s]) & known[None]
+
+    def buffers(self, tiles: np.ndarray):
+        """Single-buffer bytes of the moved tensors ``[n, L, Tm]`` and other buffers ``[n, L]``."""
+        return self.buf.bytes(tiles)
+
+    def stand_ins(self, nd: Nodes, stage: int) -> StandIns:
+        """The stand-ins of nodes at ``stage`` (:meth:`assemble`) and the single-buffer bytes
+        of their smallest tiles."""
+        tt, tm, cnt, pad = self.assemble(nd.group, stage, nd.split)
+        bufs, fixed = self.buffers(tm)
+        return StandIns(tt, tm, cnt, pad, bufs, fixed)
+
+    def capped(self, si: StandIns, s: np.ndarray, stage: int, idx=None) -> np.ndarray:
+        """The traffic stand-ins of ``si`` (nodes at ``stage`` of splits ``s``; rows ``idx``,
+        default all, ``s`` then of those rows) with each open innermost tile whose dim is
+        fixed above capped to the largest that can fit (:meth:`.BufferTable.cap_tiles`);
+        ``si.capped`` when already known (:meth:`with_capped`).
+
+        Only the innermost level, only below fixed tiles: the capped stand-in then differs
+        from a mapping below the node in that one tile, and a larger innermost tile never
+        moves more bytes. Capping a deeper tile under an open (whole) parent would not be a
+        bound: it turns the parent's loop real *inside* every loop of the levels above,
+        where a mapping with a smaller parent tile has that loop outside them (GEMM 512 x
+        3072 x 768 on aie-4x2: the C partial sums reloaded 48x, a bound of 2x the optimum)."""
+        if si.capped is not None:
+            return si.capped if idx is None else si.capped[idx]
+        dims = self.depth[stage] >= self.L - 2
+        ttc = si.whole.copy() if idx is None else si.whole[idx]
+        self.buf.cap_tiles(ttc, si.small if idx is None else si.small[idx], s, self.cap, dims)
+        return ttc
+
+    def with_capped(self, si: StandIns, s: np.ndarray, stage: int) -> StandIns:
+        """``si`` with its capped traffic stand-ins (:meth:`capped`) kept for reuse."""
+        return si if si.capped is not None else si.with_capped(self.capped(si, s, stage))
+
+    # ----- traffic -----
+
+    def traffic(self, s, tiles, ords, nfix: int):
+        """Bytes read into / written out of each level ``[n, L, T]`` (float): exact for the
+        given orders when every level's order is fixed (``nfix == L-1``; also returns the
+        legality mask), else each tensor's least traffic over the open levels' orders."""
+        n, L, T = len(s), self.L, self.T
+        sp = self.split_arr[s]
+        if nfix == L - 1:
+            z = np.zeros((n, L, T), bool)
+            cb = evaluate_batch(self.workload, self.arch, MappingBatch(
+                tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]), problem=self.problem)
+            return cb.reads.astype(float), cb.writes.astype(float), cb.legal
+        R, W = self.tensor_traffic(s, tiles, self.tensor_orders(ords, nfix))
+        return R, W, None
+
+    def tensor_orders(self, ords: np.ndarray, nfix: int) -> np.ndarray:
+        """``[n, Tm, L-1, D]``: per moved tensor, the nodes' orders ``ords`` of the first
+        ``nfix`` levels and its favourable order (:func:`favorable_orders`) below."""
+        o = np.empty((len(ords), len(self.fav), self.L - 1, self.D), np.int64)
+        o[:] = self.fav[None, :, None, :]
+        o[:, :, :nfix] = ords[:, None, :nfix]
+        return o
+
+    def tensor_traffic(self, s, tiles, o):
+        """Bytes read into / written out of each level ``[n, L, T]`` (float) where moved
+        tensor ``i`` takes its own orders ``o[:, i] [n, Tm, L-1, D]`` (one model row per
+        tensor)."""
+        n, Tm, L, T = len(s), len(self.fav), self.L, self.T
+        rows = n * Tm
+        z = np.zeros((rows, L, T), bool)
+        spr = np.repeat(self.split_arr[s], Tm, 0)
+        cb = evaluate_batch(self.workload, self.arch, MappingBatch(
+            np.repeat(tiles, Tm, 0), o.reshape(rows, L - 1, self.D), z, z,
+            spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]), only=np.tile(self.moved_idx, n),
+            problem=self.problem)
+        rd = cb.reads.reshape(n, Tm, L, T)
+        wr = cb.writes.reshape(n, Tm, L, T)
+        R = np.zeros((n, L, T))
+        W = np.zeros((n, L, T))
+        for i, ti in enumerate(self.moved_idx):
+            R[:, :, ti] = rd[:, i, :, ti]
+            W[:, :, ti] = wr[:, i, :, ti]
+        return R, W
+
+    def node_traffic(self, nd: Nodes, stage: int):
+        """Per-tensor traffic bounds (or exact traffic at a leaf) of nodes at ``stage``."""
+        tt = self.capped(self.stand_ins(nd, stage), nd.split, stage)
+        return self.traffic(nd.split, tt, nd.orders, int(self.n_fixed[stage]))
+
+    # ----- bounds -----
+
+    def bound(self, nd: Nodes, stage: int, run: RunConfig, stats: SearchStats,
+              rw=None, si: StandIns | None = None) -> np.ndarray:
+        """Bounds ``[n, len(run.objectives)]`` of nodes at ``stage`` (see the class doc);
+        ``inf`` for nodes that cannot fit (their smallest buffers, single-buffered, overflow a
+        level) or, in a chain, cannot be legal (:meth:`.ChainRules.legal_tiles`): those are
+        found first, without a model call. ``rw``: traffic bounds to use instead of the
+        model's (a parent's bounds hold for its children: a cheap first filter); ``si``: the
+        nodes' :meth:`stand_ins` when already known."""
+        n = len(nd)
+        leaf = rw is None and self.n_fixed[stage] == self.L - 1  # full mappings: exact
+        si = self.stand_ins(nd, stage) if si is None else si
+        out = np.full((n, len(run.objectives)), np.inf)
+        idx = np.nonzero(self._alive(nd, si, stage, stats, leaf))[0]
+        if not len(idx):
+            return out
+        s, ords = nd.split, nd.orders
+        cnt, pad, bufs, fixed = si.counts, si.padded, si.buffers, si.other
+        if len(idx) < n:
+            s, ords = s[idx], ords[idx]
+            cnt, pad, bufs, fixed = cnt[idx], pad[idx], bufs[idx], fixed[idx]
+            rw = None if rw is None else (rw[0][idx], rw[1][idx])
+        if rw is None:
+            ttc = self.capped(si, s, stage, idx if len(idx) < n else None)
+            R, W, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
+        else:
+            R, W, legal = rw[0], rw[1], None
+        sub, nfit = self._least_objectives(run, s, R, W, cnt, pad, bufs, fixed)
+        if leaf:
+            stats.valid += int(nfit[legal].sum())
+            sub[~legal] = np.inf
+            stats.reject("chain order", ~legal, len(self.db))
+        else:
+            stats.reject("capacity with the declared double buffering", nfit == 0)
+        out[idx] = sub
+        return out
+
+    def _alive(self, nd: Nodes, si: StandIns, stage: int, stats: SearchStats, leaf) -> np.ndarray:
+        """``[n]``: the nodes whose smallest buffers fit every level and, in a chain, whose
+        fixed tiles the chain rules allow; counts the others (or, at leaves, the evaluated)."""
+        over = si.buffers.sum(2) + si.other > self.cap[None, :]
+        alive = ~over.any(1)
+        if leaf:
+            stats.evaluated += len(nd)
+            stats.candidates += len(nd) * len(self.db)
+            return alive
+        for k in range(1, self.L):  # count the nodes by the level that overflows first
+            stats.reject(f"capacity at {self.arch.levels[k].name}", over[:, k] & ~over[:, :k].any(1))
+        if self.chain_rules is not None:
+            real = self.fixed_real_loops(si.whole, nd.split, stage)
+            legal = self.chain_rules.legal_tiles(real) & (si.small <= si.whole).all((1, 2))
+            stats.reject("chain order", alive & ~legal)
+            alive &= legal
+        return alive
+
+    def _least_objectives(self, run: RunConfig, s, R, W, cnt, pad, bufs, fixed):
+        """Per node and objective of ``run`` the least over the double-buffer choices that fit
+        (:func:`.bound.best_variant`) ``[m, objectives]``, and the number of choices that fit."""
+        m = len(s)
+        points = np.stack([np.prod(pad[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
+        it = np.prod(cnt, axis=2).astype(float)
+        sub = np.empty((m, len(run.objectives)))
+        nfit = np.zeros(m, np.int64)
+        for i, o in enumerate(run.objectives):
+            best_variant(OBJ_CODE[o], points, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
+                         *self.db_subs, self.moved_idx, self.problem.levels,
+                         self.problem.compute, sub[:, i], nfit)
+        return sub, nfit
+
+    # ----- roots and leaves -----
+
+    def root(self, run: RunConfig, stats: SearchStats) -> Nodes:
+        """The root nodes (one per split with a non-empty space) with their bounds."""
+        L, D = self.L, self.D
+        ok = np.nonzero((self.n_ladders > 0).all(1))[0]
+        root = Nodes(split=ok.astype(np.int64), group=self.root_gid(ok),
+                     orders=np.full((len(ok), max(L - 1, 1), D), -1, np.int64),
+                     weight=np.prod(self.n_ladders[ok], axis=1).astype(float) / max(stats.tile_combos, 1))
+        return root.with_bound(self.bound(root, 0, run, stats))
+
+    def root_gid(self, s: np.ndarray) -> np.ndarray:
+        """``[n, D]`` group indices of the roots of splits ``s``: the split itself (depth 0),
+        or for a dim with a single ladder its one ladder (depth L-1)."""
+        gid = np.tile(np.asarray(s, np.int64)[:, None], (1, self.D))
+        for j in np.nonzero(self.single)[0]:
+            gid[:, j] = np.searchsorted(self.groups[j][self.L - 1].lo, self.groups[j][0].lo[s])
+        return gid
+
+    def find_smallest(self, stats: SearchStats) -> None:
+        """For the empty-space message: the smallest tiles of every split, single-buffered;
+        per level that they overflow, the least total bytes with the tiles and bytes per
+        tensor (``stats.smallest[level] = (total, tiles, bytes per tensor, other, capacity)``)."""
+        S = len(self.space.splits)
+        _, tiles, _, _ = self.assemble(self.root_gid(np.arange(S)), 0)
+        bufs, other = self.buf.bytes(tiles)
+        names = [self.st.tensors[t].name for t in self.space.moved]
+        total = bufs.sum(2) + other                                       # [S, L]
+        ok = np.ones(S, bool)
+        for k in range(1, self.L):
+            bad = ok & (total[:, k] > self.cap[k])
+            ok &= ~bad
+            if not bad.any():
+                continue
+            i = int(np.argmin(np.where(bad, total[:, k], np.iinfo(np.int64).max)))
+            name = self.arch.levels[k].name
+            prev = stats.smallest.get(name)
+            if prev is None or total[i, k] < prev[0]:
+                stats.smallest[name] = (
+                    int(total[i, k]), dict(zip(self.st.dims, (int(x) for x in tiles[i, k]))),
+                    dict(zip(names, (int(x) for x in bufs[i, k]))), int(other[i, k]),
+                    int(self.cap[k]))
+
+    def leaf_pool(self, nd: Nodes, run: RunConfig, stats: SearchStats, kth: float = np.inf,
+                  top: int | None = None) -> Pool:
+        """Every double-buffer choice of the full mappings ``nd``, costed and filtered by
+        capacity; with ``top``, only the choices that can enter the top-k (and their ties)."""
+        L = self.L
+        s = nd.split
+        tiles, _, counts, _ = self.assemble(nd.group, len(self.stages))
+        spb = self.split_arr[s]
+        B = len(s)
+        z = np.zeros((B, L, self.T), bool)
+        batch = MappingBatch(tiles, nd.orders, z, z, spb[:, 0], spb[:, 1], spb[:, 2], spb[:, 3])
+        cb = evaluate_batch(self.workload, self.arch, batch, problem=self.problem)
+        V = len(self.db)
+        rbw, wbw = self.rbw[s], self.wbw[s]
+        iterations = np.prod(counts, axis=2).astype(float)
+        r, w = cb.reads.astype(float), cb.writes.astype(float)
+        fits = self._leaf_fits(tiles, s, cb.legal)
+        lat = variant_latencies(cb.compute_s, r, w, rbw, wbw, iterations, self.db)
+        traffic = np.broadcast_to(cb.offchip_bytes[:, None].astype(float), (B, V))
+        energy = np.broadcast_to(cb.energy_j[:, None], (B, V))
+        ratio = cb.ratio[:, 1:]
+        F = np.where(np.isfinite(ratio), ratio, np.inf).min(1) if L > 1 else np.full(B, np.inf)
+        obj = {"latency": lat, "traffic": traffic, "energy": energy, "edp": energy * lat}[run.rank]
+        obj = np.where(fits, obj, np.inf)
+        if top is not None and obj.size > top:  # keep the top-k and its ties only
+            cut = min(np.partition(obj.ravel(), top - 1)[top - 1], kth)
+            fits = fits & (obj <= cut)
+        bi, vi = np.nonzero(fits)
+        if len(bi) == 0:
+            return Pool()
+        stats.leaves += B
+        vol = np.prod(tiles[:, L - 1, :], axis=1).astype(float)
+        return Pool(objective=obj[bi, vi], volume=vol[bi], min_ratio=F[bi],
+                    latency_s=lat[bi, vi], traffic=traffic[bi, vi], energy=energy[bi, vi],
+                    tiles=tiles[bi], orders=nd.orders[bi], double_buffer=self.db[vi], split=spb[bi])
+
+    def _leaf_fits(self, tiles: np.ndarray, s: np.ndarray, legal: np.ndarray) -> np.ndarray:
+        """``[B, V]``: the legal mappings (tiles ``[B, L, D]``, splits ``s``) whose buffers
+        (partial sums at the accumulator width where the model says so) under each
+        double-buffer choice fit every level."""
+        bufs, fixed = self.buf.bytes(tiles, self.ways[s])
+        total = np.einsum("blt,vlt->bvl", bufs, self.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
+        return ~(total > self.cap[None, None, :]).any(2) & legal[:, None]

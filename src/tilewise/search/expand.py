@@ -1,0 +1,288 @@
+"""Children of search nodes: the next tile of one dim, or a level's loop order one loop at a time.
+
+Tile stages (:func:`tile_children`): a node's group of tile ladders for one dim splits into the
+groups one level deeper (:mod:`.groups`). Children are bounded in numpy batches, first with the
+parent's traffic bounds (which cost no model call), then with their own.
+
+Order stages (:func:`order_children`): a loop order is fixed one loop at a time from the
+innermost (:mod:`.order_trie`): the innermost loops decide most of the reuse, so a bad suffix
+is dropped with every order ending in it. A partial order is bounded like an open level, each
+tensor completing it with the free loops sorted its favourable way
+(:func:`partial_order_bound`). Chain rules (spine loops first) prune order prefixes as soon as
+they are violated.
+
+What is kept, dropped or deferred is the walk's (:class:`Pruning`, :mod:`.walk`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator, Protocol
+
+import numpy as np
+
+from .engine import ROWS, SLACK, Engine, RunConfig
+from .nodes import Nodes, StandIns, expand_ranges
+from .order_trie import arrange
+from .stats import SearchStats
+
+
+class Pruning(Protocol):
+    """What the walk keeps: ``keep(bounds) -> mask`` for nodes, ``keep_partial(bounds) -> mask``
+    for partial loop orders; with a threshold ``theta`` (None: no threshold passes, nothing
+    deferred), ``defer(stage, nodes)`` takes the nodes ``keep`` refused and returns the weight it
+    kept for a later pass."""
+
+    theta: float | None
+
+    def keep(self, lb: np.ndarray) -> np.ndarray: ...
+
+    def keep_partial(self, lb: np.ndarray) -> np.ndarray: ...
+
+    def defer(self, stage: int, nd: Nodes) -> float: ...
+
+
+# ----- tile stages -----
+
+def tile_children(eng: Engine, nd: Nodes, stage: int) -> Iterator[tuple[Nodes, np.ndarray]]:
+    """The children of ``nd`` (nodes at a tile stage), in slices of at most ``ROWS``, each
+    with its share of the parent's weight (the fraction of the space below it), and the index
+    of each child's parent."""
+    kind, k, j = eng.stages[stage]
+    g = eng.groups[j][k - 1]
+    parent, child = expand_ranges(g.child_lo[nd.group[:, j]], g.child_hi[nd.group[:, j]])
+    share = eng.groups[j][k].n_ladders[child] / g.n_ladders[nd.group[parent, j]]
+    for a in range(0, len(parent), ROWS):
+        p = parent[a:a + ROWS]
+        gid = nd.group[p].copy()
+        gid[:, j] = child[a:a + ROWS]
+        yield Nodes(split=nd.split[p], group=gid, orders=nd.orders[p],
+                    weight=nd.weight[p] * share[a:a + ROWS]), p
+
+
+def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
+                          stats: SearchStats, done: float) -> tuple[list[Nodes], float]:
+    """The children of ``nd`` (a tile stage) that ``prune`` keeps, with their bounds, and
+    ``done`` plus the weight of the others (those deferred excepted)."""
+    kids = []
+    rw = eng.node_traffic(nd, stage)[:2]  # the parent's traffic bounds hold
+    for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
+        si = eng.stand_ins(ch, stage + 1)
+        lb = eng.bound(ch, stage + 1, run, stats, (rw[0][parent], rw[1][parent]), si)
+        m = prune.keep(lb)
+        if prune.theta is not None and not m.all():
+            done -= prune.defer(stage + 1, ch.take(~m).with_bound(lb[~m]))
+        done += float(ch.weight[~m].sum())
+        ch = ch.take(m)
+        if not len(ch):
+            continue
+        ch = ch.with_bound(eng.bound(ch, stage + 1, run, stats, si=si.take(m)))
+        m = prune.keep(ch.bound)
+        if prune.theta is not None and not m.all():
+            done -= prune.defer(stage + 1, ch.take(~m))
+        done += float(ch.weight[~m].sum())
+        kids.append(ch.take(m))
+    return kids, done
+
+
+# ----- order stages -----
+
+@dataclass(frozen=True)
+class PartialOrders:
+    """Partial level-``k`` loop orders, one per row: ``parent`` the node, ``trie`` its trie
+    (index into the stage's tries), ``group`` the trie range at the current depth, ``rep
+    [n, D]`` one order of that range, ``size`` the orders in it, ``new`` whether no order of it
+    was emitted in an earlier pass (a partial order above it was over the node's threshold),
+    ``weight`` its share of the space."""
+
+    parent: np.ndarray
+    trie: np.ndarray
+    group: np.ndarray
+    rep: np.ndarray
+    size: np.ndarray
+    new: np.ndarray
+    weight: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.parent)
+
+    def take(self, idx) -> "PartialOrders":
+        return PartialOrders(self.parent[idx], self.trie[idx], self.group[idx], self.rep[idx],
+                             self.size[idx], self.new[idx], self.weight[idx])
+
+
+@dataclass(frozen=True)
+class _OrderExpansion:
+    """What every partial order of one expansion shares: the parents ``nd`` at ``stage``
+    (fixing the level-``k`` order), their stand-ins ``si`` (capped), real loops ``real_all
+    [n, L-1, D]``, tries, orders per trie ``total`` (float) and thresholds ``tp [n]``."""
+
+    nd: Nodes
+    stage: int
+    k: int
+    si: StandIns
+    real_all: np.ndarray
+    tries: list
+    total: np.ndarray
+    tp: np.ndarray
+
+
+def _order_expansion(eng: Engine, nd: Nodes, stage: int) -> tuple[_OrderExpansion, PartialOrders]:
+    """The shared tables of the expansion of ``nd`` and its root partial orders (no loop fixed)."""
+    k = eng.stages[stage].level
+    # the level-k order changes no tile: one set of stand-ins for all children
+    si = eng.with_capped(eng.stand_ins(nd, stage), nd.split, stage)
+    real_all = eng.space.real_loops(si.whole, eng.ways[nd.split])
+    keys = np.packbits(real_all[:, k], axis=1, bitorder="little")
+    _, first, tid = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    tries = [eng.trie(tuple(bool(x) for x in real_all[i, k])) for i in first]
+    total = np.array([len(t.orders) for t in tries], float)
+    tid = tid.ravel()
+    rep = np.array([t.orders[0] for t in tries], np.int64).reshape(-1, eng.D)[tid]
+    tp = nd.threshold if nd.threshold is not None else np.full(len(tid), -np.inf)
+    po = PartialOrders(parent=np.arange(len(tid)), trie=tid, group=np.zeros(len(tid), np.int64),
+                       rep=rep, size=total[tid].astype(np.int64),
+                       new=np.zeros(len(tid), bool), weight=np.zeros(len(tid)))
+    return _OrderExpansion(nd, stage, k, si, real_all, tries, total, tp), po
+
+
+def _grow(ex: _OrderExpansion, po: PartialOrders, m: int) -> PartialOrders:
+    """Every partial order of ``po`` (``m - 1`` innermost real loops fixed) extended by one
+    loop: the trie ranges at depth ``m`` inside each one."""
+    P, TID, G, rep, size, NEW = [], [], [], [], [], []
+    for q in np.unique(po.trie):
+        sel = np.nonzero(po.trie == q)[0]
+        tr = ex.tries[q]
+        par, c = expand_ranges(tr.child_lo[m - 1][po.group[sel]], tr.child_hi[m - 1][po.group[sel]])
+        par = sel[par]
+        P.append(po.parent[par])
+        TID.append(np.full(len(par), q))
+        G.append(c)
+        NEW.append(po.new[par])
+        rep.append(tr.orders[tr.lo[m][c]])
+        size.append(tr.hi[m][c] - tr.lo[m][c])
+    P = np.concatenate(P)
+    return PartialOrders(P, np.concatenate(TID), np.concatenate(G), np.concatenate(rep),
+                         np.concatenate(size), np.concatenate(NEW), np.zeros(len(P)))
+
+
+def _emit_complete(eng: Engine, ex: _OrderExpansion, po: PartialOrders, done: np.ndarray,
+                   run: RunConfig, prune: Pruning, stats: SearchStats, out: list,
+                   pruned: float) -> float:
+    """Bound the complete orders ``po[done]`` as children at ``stage + 1``; append those
+    ``prune`` keeps to ``out``; return ``pruned`` plus the weight of the others (those
+    deferred excepted)."""
+    nd, stage, k = ex.nd, ex.stage, ex.k
+    p = po.parent[done]
+    ords = nd.orders[p].copy()
+    ords[:, k] = po.rep[done]
+    ch = Nodes(split=nd.split[p], group=nd.group[p], orders=ords, weight=po.weight[done])
+    if eng.chain_rules is not None:
+        ok = eng.chain_rules.legal_prefix(ex.real_all, nd.orders, p, po.rep[done], k)
+        pruned += float(ch.weight[~ok].sum())
+        ch, p = ch.take(ok), p[ok]
+    step = ROWS // len(eng.fav)
+    for a in range(0, len(ch), step):
+        part = ch.take(slice(a, a + step))
+        part = part.with_bound(eng.bound(part, stage + 1, run, stats, si=ex.si.take(p[a:a + step])))
+        ok = prune.keep(part.bound)
+        if prune.theta is not None and not ok.all():
+            pruned -= prune.defer(stage + 1, part.take(~ok))
+        pruned += float(part.weight[~ok].sum())
+        if stage + 1 == len(eng.stages):
+            stats.pruned_candidates += int((~ok).sum()) * len(eng.db)
+        out.append(part.take(ok))
+    return pruned
+
+
+def _bound_partial(eng: Engine, ex: _OrderExpansion, po: PartialOrders, m: int, run: RunConfig,
+                   prune: Pruning, stats: SearchStats, cut_lb: np.ndarray,
+                   pruned: float) -> tuple[PartialOrders, float]:
+    """Bound the partial orders ``po`` (``m`` innermost real loops fixed); keep those
+    ``prune`` keeps under the threshold, lower ``cut_lb`` (per parent) to the bounds of those
+    cut at the threshold; return the kept ones and ``pruned`` plus the weight of the dropped."""
+    nd, stage, k = ex.nd, ex.stage, ex.k
+    r = np.array([t.r for t in ex.tries])[po.trie]
+    if eng.chain_rules is not None:
+        arr = arrange(po.rep, r - m, eng.prio_legal)
+        legal = eng.chain_rules.legal_prefix(ex.real_all, nd.orders, po.parent, arr, k)
+        pruned += float(po.weight[~legal].sum())
+        po, r = po.take(legal), r[legal]
+    p = po.parent
+    lbs = np.empty((len(p), len(run.objectives)))
+    stats.nodes += len(p)
+    step = ROWS // len(eng.fav)
+    for a in range(0, len(p), step):
+        sl = slice(a, a + step)
+        lbs[sl] = partial_order_bound(eng, nd.take(p[sl]), stage, po.rep[sl], r[sl] - m, run,
+                                      stats, ex.si.take(p[sl]))
+    ok = prune.keep_partial(lbs)
+    lb = lbs[:, 0]
+    if prune.theta is not None:  # over the threshold: cut now, the parent deferred
+        cut = ok & (lb > prune.theta * (1 + SLACK))
+        np.minimum.at(cut_lb, p[cut], lb[cut])
+        ok &= ~cut
+        pruned -= float(po.weight[cut].sum())  # not pruned: deferred
+    pruned += float(po.weight[~ok].sum())
+    new = po.new[ok] | (lb[ok] > ex.tp[p[ok]] * (1 + SLACK))
+    po = po.take(ok)
+    return PartialOrders(po.parent, po.trie, po.group, po.rep, po.size, new, po.weight), pruned
+
+
+def order_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
+                   stats: SearchStats) -> tuple[Nodes | None, float]:
+    """The children of ``nd`` (nodes at the stage fixing the level-``k`` order) that
+    ``prune`` keeps, with their bounds, and the weight of the pruned ones.
+
+    The order is fixed one real loop at a time from the innermost (:class:`.OrderTrie`);
+    a partial order is bounded like an open level (:func:`partial_order_bound`), and dropped
+    with every order ending in it when ``prune.keep_partial`` refuses the bound or the chain
+    rules refuse every completion (checked on the completion with spine loops first).
+
+    Threshold passes (``prune.theta``): a partial order over the threshold is cut and its
+    parent deferred with ``threshold`` = theta; re-expanded in a later pass, the parent emits
+    only the orders below a partial order over its threshold (the others were emitted
+    before, or deferred as nodes)."""
+    ex, po = _order_expansion(eng, nd, stage)
+    cut_lb = np.full(len(po), np.inf)  # per parent: least bound of a partial order cut
+    out, pruned = [], 0.0
+    for m in range(eng.D + 1):
+        if m:  # expand every surviving partial order by one loop
+            po = _grow(ex, po, m)
+        w = nd.weight[po.parent] * po.size / ex.total[po.trie]
+        po = PartialOrders(po.parent, po.trie, po.group, po.rep, po.size, po.new, w)
+        done = (po.size == 1) & (po.new | np.isneginf(ex.tp[po.parent]))  # one order left
+        if done.any():
+            pruned = _emit_complete(eng, ex, po, done, run, prune, stats, out, pruned)
+        po = po.take(po.size > 1)
+        if not len(po):
+            break
+        if not m:
+            continue  # the root: the parent's bound holds
+        po, pruned = _bound_partial(eng, ex, po, m, run, prune, stats, cut_lb, pruned)
+        if not len(po):
+            break
+    if prune.theta is not None and np.isfinite(cut_lb).any():
+        back = np.nonzero(np.isfinite(cut_lb))[0]
+        part = Nodes(nd.split[back], nd.group[back], nd.orders[back], nd.weight[back],
+                     bound=np.repeat(cut_lb[back][:, None], nd.bound.shape[1], 1),
+                     threshold=np.full(len(back), prune.theta))
+        prune.defer(stage, part)
+    if not out:
+        return None, pruned
+    return Nodes.concat(out), pruned
+
+
+def partial_order_bound(eng: Engine, nd: Nodes, stage: int, rep: np.ndarray, n_free,
+                        run: RunConfig, stats: SearchStats, si: StandIns | None = None) -> np.ndarray:
+    """Bounds of nodes ``nd`` at the order stage ``stage`` (level ``k``) given a partial
+    level-``k`` order: ``rep [n, D]`` with its first ``n_free`` loops free (the outer
+    real loops, any order) and the rest fixed; each tensor completes it its favourable
+    way (:func:`.order_trie.arrange`), deeper open levels too."""
+    k = eng.stages[stage].level
+    o = eng.tensor_orders(nd.orders, k)
+    for i in range(len(eng.fav)):
+        o[:, i, k] = arrange(rep, n_free, eng.prio[i])
+    si = eng.stand_ins(nd, stage) if si is None else si
+    rw = eng.tensor_traffic(nd.split, eng.capped(si, nd.split, stage), o)
+    return eng.bound(nd, stage + 1, run, stats, rw, si)

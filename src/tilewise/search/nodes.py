@@ -1,0 +1,105 @@
+"""Nodes of the branch and bound and the stand-in tiles they are bounded with, as frozen records.
+
+A batch of ``n`` nodes (:class:`Nodes`) shares one stage of the walk (:class:`Stage`): each fixes
+a spatial split, per dim a group of tile ladders (:mod:`.groups`) and the loop orders of the
+first levels. Its :class:`StandIns` are the tiles a bound is evaluated with while tiles are
+still open (largest for traffic, smallest for footprint). Both are parallel numpy arrays,
+sliced together with ``take``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import NamedTuple
+
+import numpy as np
+
+
+class Stage(NamedTuple):
+    """One step of the walk: ``("tile", level, dim)`` fixes the level-``level`` tile of dim
+    ``dim``; ``("order", level, -1)`` fixes the loop order of level ``level``."""
+
+    kind: str
+    level: int
+    dim: int
+
+
+@dataclass(frozen=True)
+class Nodes:
+    """``n`` nodes of one stage.
+
+    ``split [n]`` the split index (:attr:`.Space.splits`); ``group [n, D]`` per dim the group
+    of tile ladders at the depth the stage fixes (:mod:`.groups`); ``orders [n, L-1, D]`` the
+    loop orders (dim indices, outermost first; -1 while open); ``weight [n]`` the share of the
+    tile space below each node (for progress); ``bound [n, objectives]`` the lower bounds once
+    computed; ``threshold [n]`` for a node deferred while its loop order was being fixed, the
+    threshold it was deferred at (re-expanded, it emits only the orders it did not emit before;
+    None: never deferred so)."""
+
+    split: np.ndarray
+    group: np.ndarray
+    orders: np.ndarray
+    weight: np.ndarray
+    bound: np.ndarray | None = None
+    threshold: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.split)
+
+    def take(self, idx) -> "Nodes":
+        """The nodes ``idx`` (indices, a mask or a slice)."""
+        b, t = self.bound, self.threshold
+        return Nodes(self.split[idx], self.group[idx], self.orders[idx], self.weight[idx],
+                     None if b is None else b[idx], None if t is None else t[idx])
+
+    def with_bound(self, bound: np.ndarray) -> "Nodes":
+        return Nodes(self.split, self.group, self.orders, self.weight, bound, self.threshold)
+
+    @staticmethod
+    def concat(parts: list["Nodes"]) -> "Nodes":
+        """The nodes of ``parts`` (same optional fields set) one after the other."""
+        cat = lambda name: (None if getattr(parts[0], name) is None
+                            else np.concatenate([getattr(p, name) for p in parts]))
+        return Nodes(*(cat(name) for name in _NODE_FIELDS))
+
+
+_NODE_FIELDS = tuple(f.name for f in fields(Nodes))
+
+
+@dataclass(frozen=True)
+class StandIns:
+    """The tiles a node's bound is evaluated with (elements, ``[n, L, D]``) and their bytes.
+
+    ``whole`` the traffic stand-ins: each open tile at its largest in the group; ``small`` the
+    footprint stand-ins: each open tile at its smallest (raised where the chain rules force a
+    loop not to iterate); ``counts`` the most tiles visited per level; ``padded [n, D]`` the
+    least padded extent one core computes; ``buffers [n, L, moved]`` the single-buffer bytes of
+    the moved tensors at ``small`` and ``other [n, L]`` the other buffers' bytes; ``capped``
+    the traffic stand-ins with open innermost tiles capped by capacity
+    (:meth:`.Engine.capped`), once computed."""
+
+    whole: np.ndarray
+    small: np.ndarray
+    counts: np.ndarray
+    padded: np.ndarray
+    buffers: np.ndarray
+    other: np.ndarray
+    capped: np.ndarray | None = None
+
+    def take(self, idx) -> "StandIns":
+        """The stand-ins of nodes ``idx`` (indices, a mask or a slice)."""
+        c = self.capped
+        return StandIns(self.whole[idx], self.small[idx], self.counts[idx], self.padded[idx],
+                        self.buffers[idx], self.other[idx], None if c is None else c[idx])
+
+    def with_capped(self, capped: np.ndarray) -> "StandIns":
+        return StandIns(self.whole, self.small, self.counts, self.padded, self.buffers,
+                        self.other, capped)
+
+
+def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every index of the ranges ``[lo[i], hi[i])``, with the range ``i`` it came from:
+    ``(parent, index)``, both ``[sum(hi - lo)]``, in range order."""
+    fan = hi - lo
+    parent = np.repeat(np.arange(len(fan)), fan)
+    return parent, np.arange(len(parent)) - np.repeat(np.cumsum(fan) - fan, fan) + lo[parent]

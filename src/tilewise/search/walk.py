@@ -1,0 +1,222 @@
+"""The depth-first branch and bound: threshold passes for the top-k, dominance for the Pareto front.
+
+The walk (:func:`walk`) fixes, stage by stage (:attr:`.Engine.stages`), the level-``k`` tile of
+every dim and then the level ``k-1`` loop order (:mod:`.expand`). Children are bounded in numpy
+batches, sorted, and the most promising batch is expanded first; a node whose bound exceeds the
+k-th best objective found (by more than rounding, ``SLACK``) is dropped with its subtree, so
+nothing unseen can beat or tie it.
+
+Threshold passes (:class:`TopK`): a node whose bound is over ``theta`` (first 0.01 % over the
+root's least bound, ``_THETA0``) is *deferred*, not dropped, and so is a partial loop order
+over it (its parent node is kept with ``threshold = theta``; re-expanded later, it emits only
+the orders below a partial order over that threshold, so nothing is emitted twice). The next
+pass doubles the threshold's excess over the root bound (``_THETA_GROWTH``, at least to the
+least deferred bound) and resumes from the deferred nodes; no node is expanded twice. The walk
+stops once the k-th best found lies within ``theta`` (every deferred bound is then above it) or
+nothing was deferred. Every node whose bound is at most the final k-th best is visited, so the
+result is exact; the passes make the walk nearly best-first where bounds are flat (a
+convolution's top mappings lie within 0.02 % of the compute bound) without giving up batched
+evaluation.
+
+The exact Pareto front (:class:`ParetoFront`) uses the same walk, dropping nodes whose bound
+pair a front point dominates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .engine import ROWS, SLACK, Engine, RunConfig
+from .expand import Pruning, bounded_tile_children, order_children
+from .nodes import Nodes
+from .pool import Pool
+from .stats import SearchStats
+
+_THETA0 = 1e-4       # the first threshold: 0.01 % over the root's bound
+_THETA_GROWTH = 2.0  # each further pass: the threshold's excess over the root's bound x 2
+
+
+def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, progress=None,
+         roots=None, done: float = 0.0) -> float:
+    """Visit the space below ``roots`` (``(stage, nodes)`` entries, the last popped first;
+    default the root): ``prune`` keeps or defers nodes (:class:`.expand.Pruning`),
+    ``leaf(nodes)`` takes full mappings (their bounds are exact per mapping, least over double
+    buffering). ``done``: the share of the space already settled (for ``progress(done,
+    total)``, in tile combos); returns it updated."""
+    total = stats.tile_combos
+    stack = list(roots) if roots is not None else [(0, eng.root(run, stats))]
+    last = len(eng.stages)
+    while stack:
+        stage, nd = stack.pop()
+        nd, done = _refuse(eng, stage, nd, prune, stats, done)
+        if not len(nd):
+            continue
+        if stage == last:
+            leaf(nd)
+            done += float(nd.weight.sum())
+            continue
+        if progress:
+            progress(int(min(done, 1.0) * total), total)
+        nd = _batch(eng, stage, nd, stack)
+        stats.nodes += len(nd)
+        kids, done = _children(eng, nd, stage, run, prune, stats, done)
+        if kids is not None:
+            stack.append((stage + 1, kids.take(_by_bound(kids.bound))))
+    if progress:
+        progress(int(min(done, 1.0) * total) if prune.theta is not None else total, total)
+    return done
+
+
+def _refuse(eng: Engine, stage: int, nd: Nodes, prune: Pruning, stats: SearchStats,
+            done: float) -> tuple[Nodes, float]:
+    """The nodes ``prune`` still keeps (the k-th best may have improved since they were
+    bounded); the others deferred or counted as done."""
+    m = prune.keep(nd.bound)
+    if m.all():
+        return nd, done
+    if prune.theta is not None:
+        done -= prune.defer(stage, nd.take(~m))
+    done += float(nd.weight[~m].sum())
+    if stage == len(eng.stages):
+        stats.pruned_candidates += int((~m).sum()) * len(eng.db)
+    return nd.take(m), done
+
+
+def _batch(eng: Engine, stage: int, nd: Nodes, stack: list) -> Nodes:
+    """The first nodes of ``nd`` whose children fit about one model call; the rest pushed back."""
+    kind, k, j = eng.stages[stage]
+    fan = int(eng.n_ladders[:, j].max()) if kind == "tile" else 64
+    batch = max(1, ROWS // max(fan, 1))
+    if len(nd) > batch:
+        stack.append((stage, nd.take(slice(batch, None))))
+        nd = nd.take(slice(None, batch))
+    return nd
+
+
+def _children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
+              stats: SearchStats, done: float) -> tuple[Nodes | None, float]:
+    """The kept children of ``nd`` with their bounds (None if none) and ``done`` updated."""
+    if eng.stages[stage].kind == "order":
+        kids, pruned = order_children(eng, nd, stage, run, prune, stats)
+        done += pruned
+        kids = [kids] if kids is not None and len(kids) else []
+    else:
+        kids, done = bounded_tile_children(eng, nd, stage, run, prune, stats, done)
+    if not kids:
+        return None, done
+    kids = Nodes.concat(kids)
+    L = eng.L
+    if (eng.depth[stage + 1] == L - 1).all() and not (eng.depth[stage] == L - 1).all():
+        stats.examined_combos += len(kids)
+    return kids, done
+
+
+def _by_bound(lb: np.ndarray) -> np.ndarray:
+    """Rows of ``lb [n, objectives]`` sorted by bound (first objective first)."""
+    return np.lexsort(tuple(lb[:, i] for i in range(lb.shape[1] - 1, -1, -1)))
+
+
+class TopK:
+    """Pruning for the top-``top``: keep bounds within the k-th best found and under the
+    pass's threshold ``theta``; defer those only over the threshold (module doc)."""
+
+    def __init__(self, eng: Engine, run: RunConfig, top: int, stats: SearchStats, lb0: float):
+        self.eng, self.run, self.top, self.stats = eng, run, top, stats
+        self.lb0 = lb0
+        self.theta = lb0 * (1 + _THETA0)
+        self.best, self.kth = Pool(), np.inf
+        self.deferred: list = []
+        self.next = np.inf       # the least deferred bound
+
+    def keep(self, lb):
+        return (lb[:, 0] <= self.kth * (1 + SLACK)) & (lb[:, 0] <= self.theta * (1 + SLACK))
+
+    def keep_partial(self, lb):
+        return lb[:, 0] <= self.kth * (1 + SLACK)
+
+    def defer(self, stage: int, nd: Nodes) -> float:
+        lb = nd.bound[:, 0]
+        cut = (lb <= self.kth * (1 + SLACK)) & (lb > self.theta * (1 + SLACK))
+        if not cut.any():
+            return 0.0
+        self.deferred.append((stage, nd.take(cut)))
+        self.next = min(self.next, float(lb[cut].min()))
+        return float(nd.weight[cut].sum())  # not done: a later pass visits it
+
+    def leaf(self, nd: Nodes) -> None:
+        pool = self.eng.leaf_pool(nd, self.run, self.stats, self.kth, self.top)
+        self.best = Pool.concat([self.best, pool]).best(self.top)
+        self.kth = self.best.kth(self.top)
+
+    def next_pass(self) -> list | None:
+        """The entries to resume from (the least bounds popped first) with the threshold
+        raised, or None when the walk is exact: the top-k lie within the threshold or
+        nothing was deferred."""
+        if self.kth <= self.theta * (1 + SLACK) or not self.deferred:
+            return None
+        self.theta = max(self.next, self.lb0 + (self.theta - self.lb0) * _THETA_GROWTH)
+        entries = sorted(self.deferred, key=lambda e: -float(e[1].bound[:, 0].min()))
+        self.deferred, self.next = [], np.inf
+        return entries
+
+
+def search_top(eng: Engine, objective: str, top: int, progress=None) -> tuple[Pool, SearchStats, RunConfig]:
+    """The ``top`` best mappings for ``objective`` (ranked :class:`.Pool`), the statistics
+    and the run configuration, by threshold passes (module doc)."""
+    run = eng.config((objective,))
+    stats = eng.new_stats()
+    root = eng.root(run, stats)
+    lb0 = float(root.bound[:, 0].min()) if len(root) else np.inf
+    topk = TopK(eng, run, top, stats, lb0)
+    entries, done = [(0, root)], 0.0
+    while entries is not None:
+        stats.passes += 1
+        done = walk(eng, run, topk, topk.leaf, stats, progress, entries, done)
+        entries = topk.next_pass()
+    if progress:
+        progress(stats.tile_combos, stats.tile_combos)
+    if not len(topk.best):
+        eng.find_smallest(stats)
+    return topk.best, stats, run
+
+
+class ParetoFront:
+    """Pruning for the exact Pareto front of metrics ``x``, ``y``: drop a node when a point on
+    the front found so far is at least as good in both as its bounds. No threshold."""
+
+    theta = None
+
+    def __init__(self, eng: Engine, run: RunConfig, x: str, y: str, stats: SearchStats):
+        self.eng, self.run, self.x, self.y, self.stats = eng, run, x, y, stats
+        self.front = Pool()
+        self.fx, self.fy = np.zeros(0), np.zeros(0)
+
+    def keep(self, lb):
+        fx, fy = self.fx, self.fy
+        if not len(fx):
+            return np.ones(len(lb), bool)
+        i = np.searchsorted(fx, lb[:, 0] * (1 - SLACK), side="right") - 1
+        ymin = np.where(i >= 0, fy[np.maximum(i, 0)], np.inf)
+        return ~(ymin < lb[:, 1] * (1 - SLACK))
+
+    keep_partial = keep
+
+    def defer(self, stage: int, nd: Nodes) -> float:
+        raise AssertionError("the Pareto walk has no threshold: nothing is deferred")
+
+    def leaf(self, nd: Nodes) -> None:
+        merged = Pool.concat([self.front, self.eng.leaf_pool(nd, self.run, self.stats)])
+        if not len(merged):
+            return
+        self.front = merged.front(self.x, self.y)
+        self.fx, self.fy = self.front.metric(self.x), self.front.metric(self.y)
+
+
+def pareto_front(eng: Engine, x: str, y: str, progress=None) -> tuple[Pool, RunConfig]:
+    """Exact Pareto front of (``x``, ``y``) over the whole space, sorted by ``x``, and the run
+    configuration (leaves ranked by latency)."""
+    run = eng.config((x, y), rank="latency")
+    stats = eng.new_stats()
+    front = ParetoFront(eng, run, x, y, stats)
+    walk(eng, run, front, front.leaf, stats, progress)
+    return front.front, run
