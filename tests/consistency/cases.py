@@ -18,7 +18,8 @@ import tilewise as tw
 from tilewise.arch.loader import arch_from_dict
 from tilewise.model.structure import Structure
 from tilewise.model.batch import MappingBatch
-from tilewise.search.optimize import Engine
+from tilewise.search.engine import Engine
+from tilewise.search.walk import search_top
 from tilewise.search.space import Space
 
 GB = 10**9
@@ -184,7 +185,7 @@ def space_size(w, arch_, **constraints) -> int:
     orders per level x double-buffer choices), counted without enumerating."""
     sp = Space.build(w, arch_, **constraints)
     L, D = sp.st.n_levels, len(sp.st.dims)
-    chains = sum(prod(len(sp.dim_chains(s, j).tiles) for j in range(D))
+    chains = sum(prod(len(sp.dim_ladders(s, j).tiles) for j in range(D))
                  for s in range(len(sp.splits)))
     perms = len(sp.orders_allowed) if sp.orders_allowed is not None else factorial(D)
     return chains * perms ** (L - 1) * len(sp.db_variants())
@@ -236,11 +237,13 @@ def ranked_candidates(w, arch_, objective, top, **constraints):
     it computed itself to rank the candidates) with the mappings, before
     :func:`tilewise.evaluate` re-costs them for the Result."""
     engine = Engine(w, arch_, constraints)
-    pool, _ = engine.run(objective, top)
+    pool, _, _ = search_top(engine, objective, top)
     if not len(pool):
         return []
-    a = pool.take(pool.ranked()).a
-    batch = MappingBatch(a["tiles"], a["orders"], np.zeros_like(a["db"]), a["db"],
-                         a["sp"][:, 0], a["sp"][:, 1], a["sp"][:, 2], a["sp"][:, 3])
-    return [(batch.mapping(i, w, arch_), {k: float(a[k][i]) for k in ("obj", "lat", "traffic", "energy")})
+    p = pool.take(pool.ranked())
+    db, sp = p.double_buffer, p.split
+    batch = MappingBatch(p.tiles, p.orders, np.zeros_like(db), db,
+                         sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3])
+    names = {"obj": p.objective, "lat": p.latency_s, "traffic": p.traffic, "energy": p.energy}
+    return [(batch.mapping(i, w, arch_), {k: float(v[i]) for k, v in names.items()})
             for i in range(len(batch))]

@@ -315,15 +315,32 @@ class Space:
 
     def orders_for(self, real: tuple[bool, ...]) -> np.ndarray:
         """Canonical orders of one level (see :func:`canonical_orders`), filtered by ``orders=``."""
-        o = canonical_orders(real, signatures(self.st))
+        sig = signatures(self.st)
+        o = canonical_orders(real, sig)
         if self.orders_allowed is not None:
-            allowed = self.orders_allowed
-            # an allowed order matches a canonical one when they agree on the real loops
+            # an allowed order matches the canonical one it equals on the real loops, once its
+            # adjacent equal-signature loops are put in dim order (they commute: same cost)
             r = [j for j, x in enumerate(real) if x]
-            keep = [i for i, row in enumerate(o)
-                    if any([j for j in a if j in r] == [j for j in row if j in r] for a in allowed)]
+            allowed = {tuple(_commute_sorted([j for j in a if j in r], sig))
+                       for a in self.orders_allowed}
+            keep = [i for i, row in enumerate(o) if tuple(j for j in row if j in r) in allowed]
             o = o[keep]
         return o
+
+
+def _commute_sorted(loops: list[int], sig: list[tuple]) -> list[int]:
+    """``loops`` with every adjacent pair of equal-signature dims swapped into dim order until
+    none is left: the canonical representative of the orders equal to it in cost."""
+    loops = list(loops)
+    swapped = True
+    while swapped:
+        swapped = False
+        for i in range(len(loops) - 1):
+            a, b = loops[i], loops[i + 1]
+            if sig[a] == sig[b] and a > b:
+                loops[i], loops[i + 1] = b, a
+                swapped = True
+    return loops
 
 
 def _order(text: str, dims) -> tuple[str, ...]:
