@@ -55,6 +55,15 @@ class DType:
             return f"complex<f{self.bits // 2}>"
         return _MLIR_FLOATS.get(self.name, self.name)
 
+    def convert(self, values: np.ndarray) -> np.ndarray:
+        """``values`` (an accumulator's, e.g. i32 sums) converted to this type once, where a
+        reduction completes: integers saturate to this type's range (no silent wrap), floats
+        round to nearest."""
+        if self.is_integer and self.numpy.kind in "iu":
+            info = np.iinfo(self.numpy)
+            return np.clip(values, info.min, info.max).astype(self.numpy)
+        return values.astype(self.numpy)
+
     def __str__(self) -> str:
         return self.name
 

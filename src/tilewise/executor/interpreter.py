@@ -234,7 +234,7 @@ class _Executor:
         for t in self.st.moved:
             self._allocate(0, None, t)
             shape = array_shape(t)
-            data = inputs[t.name] if t.name in inputs else np.zeros(shape, t.dtype.numpy)
+            data = inputs[t.name] if t.name in inputs else np.zeros(shape, self._dtype(0, t))
             self.buffers[(0, None, t.name)] = _Buffer(None, tuple((0, s) for s in t.shape), data)
 
     def run(self) -> dict[str, np.ndarray]:
@@ -243,7 +243,9 @@ class _Executor:
                 self._compute(ev)
             else:
                 self._transfer(ev)
-        return {t.name: self.buffers[(0, None, t.name)].data for t in output_tensors(self.w)}
+        # the one conversion of each output, from its accumulator: integers saturate
+        return {t.name: t.dtype.convert(self.buffers[(0, None, t.name)].data)
+                for t in output_tensors(self.w)}
 
     # ----- memory
 
@@ -267,11 +269,13 @@ class _Executor:
                                 f"but it holds {cap}; buffers: {held}")
 
     def _dtype(self, level: int, t) -> np.dtype:
-        """Element type of ``t``'s buffer at ``level`` (an op's accumulator in the innermost)."""
-        if level == self.n - 1:
-            op = self.w.producer(t.name)
-            if op is not None and op.kind in ("mac", "norm"):
-                return op.accumulator.numpy
+        """Element type of ``t``'s buffer at ``level``: an op's accumulator in the innermost,
+        and for a final output of a reduction at every level (its partial sums are stored and
+        reloaded as accumulators; :meth:`run` converts the result once, saturating)."""
+        op = self.w.producer(t.name)
+        if op is not None and op.kind in ("mac", "norm") and (
+                level == self.n - 1 or t.name in self.st.outputs):
+            return op.accumulator.numpy
         return t.dtype.numpy
 
     def _source(self, level: int, t, core):

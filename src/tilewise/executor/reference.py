@@ -16,7 +16,8 @@ mapping: it is what :func:`tilewise.execute` must equal.
 
 Intermediates are cast to their declared dtype (C of an i8 GEMM chain wraps like an int32
 register; P of a bf16 attention is kept exact in float64, the executor rounds it to bf16);
-outputs are cast to theirs (integers wrap modulo 2**bits, as the int32 accumulator does).
+outputs are converted to theirs from the exact int64 sum, integers saturating (an i8 output of an
+i8 GEMM is the int32 accumulation clipped to [-128, 127]).
 Example::
 
     >>> from tilewise import gemm
@@ -104,6 +105,13 @@ def check_inputs(workload, inputs) -> dict[str, np.ndarray]:
             if x.dtype.kind == "f" and t.dtype.is_integer:
                 raise DTypeError(f"input {name} is {x.dtype}; {t} needs {t.dtype.name} "
                                  "(float values would be truncated)")
+            if x.dtype.kind in "iu" and np.dtype(t.dtype.numpy).kind in "iu" and x.size:
+                info = np.iinfo(t.dtype.numpy)
+                lo, hi = int(x.min()), int(x.max())
+                if lo < info.min or hi > info.max:
+                    raise DTypeError(f"input {name} holds values in [{lo}, {hi}]; {t} is "
+                                     f"{t.dtype.name}, whose range is [{info.min}, {info.max}] "
+                                     "(they would wrap)")
             x = x.astype(t.dtype.numpy)
         out[name] = x
     return out
@@ -235,6 +243,11 @@ def _round(y: np.ndarray, t, intermediate: bool) -> np.ndarray:
 
 
 def _cast(y: np.ndarray, t) -> np.ndarray:
+    """A final output from its exact (int64 / float64) value: integers saturate to the
+    output type's range (clipped here by hand, not by the executor's conversion)."""
+    if t.dtype.is_integer and np.dtype(t.dtype.numpy).kind in "iu":
+        lo, hi = np.iinfo(t.dtype.numpy).min, np.iinfo(t.dtype.numpy).max
+        y = np.where(y < lo, lo, np.where(y > hi, hi, y))
     return y.astype(t.dtype.numpy)
 
 

@@ -296,6 +296,8 @@ class Chain:
     def __str__(self) -> str:
         dims = " ".join(f"{d.name}={d.size}" for d in self.dims)
         ops = "; ".join(f"{op.output} = {op.kind}({', '.join(t.name for t in op.inputs)})"
+                        + (f" acc {op.accumulator.name}" if op.kind == "mac"
+                           and op.accumulator.name != op.output.dtype.name else "")
                         for op in self.ops)
         return f"{self.name}({dims}): {ops}"
 
