@@ -31,7 +31,8 @@ def two_level(capacity: int | None = 64 * 1024, block_bytes: int = 1) -> Arch:
         levels=(Level("gm", None),
                 Level("ub", capacity, block_bytes=block_bytes, read_bandwidth=100e9,
                       write_bandwidth=50e9)),
-        compute=Compute(1e9, {"i8": 64, "i16": 32, "i32": 16, "bf16": 32, "f16": 32, "f32": 16}),
+        compute=Compute(1e9, {"i8": 64, "i16": 32, "i32": 16, "bf16": 32, "f16": 32, "f32": 16},
+                        call_overhead_cycles=20),
     )
 
 

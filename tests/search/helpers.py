@@ -26,7 +26,8 @@ def small_aie(rows=2, cols=2, core_bytes=4096, bank=512, mem_bytes=16384, alignm
                       write_bandwidth=4 * GiB, channels=2, **({"energy_pj_per_byte": 1.0} if energy else {}))),
         compute=Compute(1e9, {"i8": 16, "i16": 8, "i32": 4, "bf16": 8},
                         {"i8": 32, "i16": 16, "bf16": 16, "i32": 8},
-                        **({"energy_pj_per_mac": 0.5} if energy else {})),
+                        **({"energy_pj_per_mac": 0.5} if energy else {}),
+                        call_overhead_cycles=12),  # a fixed cost per kernel call
         array=SpatialArray("core", rows, cols, True, True, True),
         alignment=alignment or {},
     )

@@ -154,11 +154,12 @@ def test_best_variant_equals_every_choice_costed(seed):
     it = rng.integers(1, 50, size=(n, L)).astype(float)
     comp = eng.problem.compute
     points = rng.integers(0, 1 << 20, size=(n, len(comp.op_pp))).astype(float)
-    cs = (points * comp.op_pp / comp.op_rate).sum(1) / comp.clock  # seconds, by hand
+    steps = rng.integers(1, 1 << 10, size=(n, len(comp.op_pp))).astype(float)
+    cs = (points * comp.op_pp / comp.op_rate + steps * comp.call).sum(1) / comp.clock  # by hand
     s = rng.integers(0, len(eng.space.splits), n)
     rbw, wbw = eng.rbw[s], eng.wbw[s]
     out, nfit = np.empty(n), np.zeros(n, np.int64)
-    best_variant(OBJ_CODE["latency"], points, R, W, rbw, wbw, it, bufs, fixed,
+    best_variant(OBJ_CODE["latency"], points, steps, R, W, rbw, wbw, it, bufs, fixed,
                  *level_subsets(eng.dbm), eng.moved_idx, eng.problem.levels, comp, out, nfit)
     lat = numpy_latency_variants(cs, R, W, rbw, wbw, it, eng.db)          # [n, V]
     assert np.allclose(variant_latencies(cs, R, W, rbw, wbw, it, eng.db), lat, rtol=1e-12)

@@ -50,7 +50,8 @@ LEVEL_KEYS = (
     "energy_per_byte",
 )
 ARRAY_KEYS = ("level", "rows", "cols", "broadcast", "reduce_cols")
-COMPUTE_KEYS = ("clock", "macs_per_cycle", "vector_ops_per_cycle", "energy_per_mac")
+COMPUTE_KEYS = ("clock", "macs_per_cycle", "vector_ops_per_cycle", "energy_per_mac",
+                "call_overhead")
 BROADCAST_AXES = ("rows", "cols")
 _DIM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -132,7 +133,12 @@ def _compute(data: Any, where: _Where) -> Compute:
     energy = d.get("energy_per_mac")
     if energy is not None:
         energy = _unit(parse_energy, energy, where.key("energy_per_mac"), "MAC")
-    return Compute(clock, rates["macs_per_cycle"], rates["vector_ops_per_cycle"], energy)
+    call = d.get("call_overhead", 0)
+    if isinstance(call, bool) or not isinstance(call, (int, float)) or not 0 <= call < 1e9:
+        raise where.key("call_overhead").error(
+            f"call_overhead must be a number of cycles in [0, 1e9) per kernel call; got {call!r}")
+    return Compute(clock, rates["macs_per_cycle"], rates["vector_ops_per_cycle"], energy,
+                   float(call))
 
 
 def _rates(data: Any, where: _Where) -> dict[str, int]:
@@ -550,6 +556,8 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
         compute["vector_ops_per_cycle"] = dict(c.vector_ops_per_cycle)
     if c.energy_pj_per_mac is not None:
         compute["energy_per_mac"] = format_energy(c.energy_pj_per_mac)
+    if c.call_overhead_cycles:
+        compute["call_overhead"] = c.call_overhead_cycles
     out["compute"] = compute
     if arch.alignment:
         out["alignment"] = dict(arch.alignment)

@@ -95,12 +95,15 @@ class SpatialArray:
 
 @dataclass(frozen=True)
 class Compute:
-    """Per-core throughput: multiply-accumulates per cycle by input dtype; clock in Hz."""
+    """Per-core throughput: multiply-accumulates per cycle by input dtype; clock in Hz;
+    ``call_overhead_cycles``: the fixed cost of one innermost kernel invocation on a core
+    (call, buffer locks, accumulator init and drain), cycles, 0 when not given."""
 
     clock_hz: float
     macs_per_cycle: Mapping[str, int] = field(default_factory=dict)
     vector_ops_per_cycle: Mapping[str, int] = field(default_factory=dict)
     energy_pj_per_mac: float | None = None
+    call_overhead_cycles: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, "macs_per_cycle", _frozen(self.macs_per_cycle))
@@ -108,7 +111,8 @@ class Compute:
 
     def __reduce__(self):
         return (type(self), (self.clock_hz, dict(self.macs_per_cycle),
-                             dict(self.vector_ops_per_cycle), self.energy_pj_per_mac))
+                             dict(self.vector_ops_per_cycle), self.energy_pj_per_mac,
+                             self.call_overhead_cycles))
 
 
 @dataclass(frozen=True)

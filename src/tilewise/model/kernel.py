@@ -275,7 +275,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     moved, psum, tbytes, tmask = tensors.moved, tensors.psum, tensors.tbytes, tensors.tmask
     oth, plain, affine = tensors.oth, tensors.plain, tensors.affine
     capacity, f_tensor = levels.capacity, buffers.tensor
-    op_pp, op_rate, clock = compute.op_pp, compute.op_rate, compute.clock
+    op_pp, op_rate, clock, call = compute.op_pp, compute.op_rate, compute.clock, compute.call
     e_byte, e_point, ideal = levels.e_byte, compute.e_point, compute.ideal
     legal, footprint, fits = out.legal, out.footprint, out.fits
     steps, padded, cycles, compute_s = out.steps, out.padded, out.cycles, out.compute_s
@@ -308,8 +308,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                  epoch, out, flags)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
-                             f_red, step, block, bank, op_mask, op_pp, op_rate, count, P, nbraw, op_s, op_busy,
-                             op_pad, iters)
+                             f_red, step, block, bank, op_mask, op_pp, op_rate, call, count, P,
+                             nbraw, op_s, op_busy, op_pad, iters)
         _fit(b, dbuf, bypass, capacity, f_tensor, nbraw, footprint, fits)
         _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
         _links(b, dbuf, bypass, rows_ways[b] * cols_ways[b], inst, link_a, no_read, no_write,
@@ -668,7 +668,7 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, p
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum, f_red, step,
-               block, bank, op_mask, op_pp, op_rate, count, P, nbraw, op_s, op_busy, op_pad,
+               block, bank, op_mask, op_pp, op_rate, call, count, P, nbraw, op_s, op_busy, op_pad,
                iters):
     """Step 4, the parts that depend on the tiles and ways only: buffer bytes at full tile
     size per level (:func:`.rules.buffer_bytes`, before double buffering and bypass), steps
@@ -702,7 +702,7 @@ def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psu
         for j in range(D):
             it *= count[j, l]
         iters[l] = max(it, 1)
-    return compute_cycles(op_busy, op_pp, op_rate)
+    return compute_cycles(op_busy, op_s, op_pp, op_rate, call)
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -225,13 +225,15 @@ class Buffers(NamedTuple):
 class Compute(NamedTuple):
     """Per op: ``op_mask [O, D]`` its dims, ``op_pp [O]`` ops per point (1 for a MAC),
     ``op_rate [O]`` per-core rate (ops/cycle; NaN: none given, see
-    :meth:`Problem.require_rates`); ``clock`` Hz; ``ideal`` the compute-bound
+    :meth:`Problem.require_rates`); ``call`` cycles per innermost kernel invocation (the
+    fixed cost of a call); ``clock`` Hz; ``ideal`` the compute-bound
     minimum (s, :func:`.rules.compute_bound_s`); ``e_point [O]`` joules per padded point
     (NaN: unknown)."""
 
     op_mask: np.ndarray
     op_pp: np.ndarray
     op_rate: np.ndarray
+    call: float
     clock: float
     ideal: float
     e_point: np.ndarray
@@ -452,7 +454,7 @@ def _compute(st: Structure) -> Compute:
     for o, op in enumerate(ops):
         op_mask[o, [dims.index(d) for d in op.dims]] = True
     return Compute(op_mask, _i64([op.ops_per_point if op.kind != "mac" else 1 for op in ops]),
-                   rates(arch, workload),
+                   rates(arch, workload), float(arch.compute.call_overhead_cycles),
                    float(arch.compute.clock_hz), compute_bound_s(workload, arch),
                    energy_per_point(arch, workload))
 

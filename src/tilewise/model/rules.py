@@ -20,6 +20,7 @@ The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` co
                    reduction completes)
     link time    = max(read bytes / read bw, write bytes / write bw)
     latency      = max(T_c + sum_l E_l, max_l T_l) + sum_l O_l / iterations_l
+    compute      = sum_ops (points x ops per point / rate + kernel calls x call cycles) / clock
     energy       = sum_l (bytes read + written at l) x J/byte_l + sum_ops points x J/point
 
 with ``T_l`` / ``E_l`` / ``O_l`` the link time of all / of the exposed (not double-buffered) /
@@ -229,12 +230,13 @@ def chain_violation(orders, real, n_levels, spine, forbidden):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def compute_cycles(points, op_pp, op_rate):
+def compute_cycles(points, steps, op_pp, op_rate, call):
     """Cycles of the busiest core: its padded iteration points per op ``[O]`` x ops per point
-    / rate (ops/cycle), ops one after another. Seconds are cycles / clock."""
+    / rate (ops/cycle), plus ``call`` cycles per innermost kernel invocation (its ``steps [O]``
+    tiles per op), ops one after another. Seconds are cycles / clock."""
     cyc = 0.0
     for o in range(points.shape[0]):
-        cyc += (points[o] * op_pp[o]) / op_rate[o]
+        cyc += (points[o] * op_pp[o]) / op_rate[o] + steps[o] * call
     return cyc
 
 

@@ -52,7 +52,7 @@ from numba import njit
 
 from ..model.rules import compute_cycles, energy, latency, link_time
 
-OBJ_CODE = {"latency": 0, "traffic": 1, "energy": 2, "edp": 3}
+OBJ_CODE = {"latency": 0, "traffic": 1, "energy": 2, "edp": 3, "space": 4, "ratio": 5}
 
 
 def favorable_orders(st, moved: list[int], spine=None) -> np.ndarray:
@@ -126,16 +126,21 @@ def _variant_latencies(cs, R, W, rbw, wbw, it, db, out):
 
 
 @njit(cache=True)
-def best_variant(obj, points, R, W, rbw, wbw, it, bufs, fixed, subs, nsub, var_sub, moved,
-                 levels, compute, out, nfit):
+def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub, var_sub, moved,
+                 levels, compute, out, nfit, cs_max):
     """Per node ``b``: the least objective over the double-buffer choices (per level the set
     ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
     single-buffer bytes of the moved tensors, ``fixed [n, L]`` the other buffers, against
-    ``levels.capacity``), with padded points per op of the busiest core ``points [n, O]``,
+    ``levels.capacity``), with padded points and kernel calls per op of the busiest core
+    ``points, steps [n, O]``,
     bytes read into / written out of each level ``R, W [n, L, T]``, link bandwidths
     ``rbw, wbw [n, L]`` (B/s) and iterations ``it [n, L]``; every formula is the model's
     (:mod:`tilewise.model.rules`). ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J), 3
-    energy x latency. ``inf`` when nothing fits. ``nfit [n]``: how many choices fit."""
+    energy x latency, 4 space: bytes of the on-chip buffers summed over levels 1 .. L-1
+    (each buffer doubled where double-buffered; the least over the choices that fit), 5 the
+    inverse of seed 003's ratio, ``1/𝔽 = max_l T_l / T_c``, with ``cs_max [n]`` an upper bound
+    of the compute seconds ``T_c`` (the link times only grow with the bytes). ``inf`` when
+    nothing fits. ``nfit [n]``: how many choices fit."""
     n, L, T = R.shape
     V = var_sub.shape[0]
     U = subs.shape[1]
@@ -145,6 +150,7 @@ def best_variant(obj, points, R, W, rbw, wbw, it, bufs, fixed, subs, nsub, var_s
     fit = np.zeros((L, U), np.bool_)
     ex = np.zeros((L, U))
     fl = np.zeros((L, U))
+    fp = np.zeros((L, U))
     for b in range(n):
         tmax = 0.0
         for l in range(1, L):
@@ -166,14 +172,17 @@ def best_variant(obj, points, R, W, rbw, wbw, it, bufs, fixed, subs, nsub, var_s
                         rx += R[b, l, moved[i]]
                         wx += W[b, l, moved[i]]
                 fit[l, u] = tot <= levels.capacity[l]
+                fp[l, u] = tot
                 ex[l, u] = link_time(rx, wx, rbw[b, l], wbw[b, l])
                 fl[l, u] = link_time(r - rx, w - wx, rbw[b, l], wbw[b, l]) / max(it[b, l], 1.0)
-        cs = compute_cycles(points[b], compute.op_pp, compute.op_rate) / compute.clock
+        cs = compute_cycles(points[b], steps[b], compute.op_pp, compute.op_rate,
+                            compute.call) / compute.clock
         best = np.inf
         nf = 0
         for v in range(V):
             ex_sum = 0.0
             fill = 0.0
+            space = 0.0
             ok = True
             for l in range(1, L):
                 u = var_sub[v, l]
@@ -182,16 +191,21 @@ def best_variant(obj, points, R, W, rbw, wbw, it, bufs, fixed, subs, nsub, var_s
                     break
                 ex_sum += ex[l, u]
                 fill += fl[l, u]
+                space += fp[l, u]
             if not ok:
                 continue
             nf += 1
             if obj == 0 or obj == 3:
                 best = min(best, latency(cs, ex_sum, tmax, fill))
+            elif obj == 4:
+                best = min(best, space)
         nfit[b] = nf
         if nf == 0:
             out[b] = np.inf
         elif obj == 1:  # independent of double buffering
             out[b] = rs[1] + ws[1] if L > 1 else 0.0
+        elif obj == 5:  # independent of double buffering
+            out[b] = tmax / cs_max[b]
         elif obj == 2 or obj == 3:
             for l in range(L):
                 rs[l] += ws[l]

@@ -294,16 +294,17 @@ class Engine:
             return out
         s, ords = nd.split, nd.orders
         cnt, pad, bufs, fixed = si.counts, si.padded, si.buffers, si.other
+        inner = si.whole[:, -1, :]
         if len(idx) < n:
             s, ords = s[idx], ords[idx]
-            cnt, pad, bufs, fixed = cnt[idx], pad[idx], bufs[idx], fixed[idx]
+            cnt, pad, bufs, fixed, inner = cnt[idx], pad[idx], bufs[idx], fixed[idx], inner[idx]
             rw = None if rw is None else (rw[0][idx], rw[1][idx])
         if rw is None:
             ttc = self.capped(si, s, stage, idx if len(idx) < n else None)
             R, W, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
         else:
             R, W, legal = rw[0], rw[1], None
-        sub, nfit = self._least_objectives(run, s, R, W, cnt, pad, bufs, fixed)
+        sub, nfit = self._least_objectives(run, s, R, W, cnt, pad, inner, bufs, fixed)
         if leaf:
             stats.valid += int(nfit[legal].sum())
             sub[~legal] = np.inf
@@ -331,16 +332,21 @@ class Engine:
             alive &= legal
         return alive
 
-    def _least_objectives(self, run: RunConfig, s, R, W, cnt, pad, bufs, fixed):
+    def _least_objectives(self, run: RunConfig, s, R, W, cnt, pad, inner, bufs, fixed):
         """Per node and objective of ``run`` the least over the double-buffer choices that fit
-        (:func:`.bound.best_variant`) ``[m, objectives]``, and the number of choices that fit."""
+        (:func:`.bound.best_variant`) ``[m, objectives]``, and the number of choices that fit.
+        Compute from the least padded extents ``pad`` and, for the per-call overhead, the
+        fewest kernel calls: per dim ``ceil(pad / inner)`` with ``inner`` the largest
+        innermost tile (a ladder's calls are its padded extent / its tile)."""
         m = len(s)
         points = np.stack([np.prod(pad[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
+        calls = -(-pad // np.maximum(inner, 1))
+        steps = np.stack([np.prod(calls[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
         it = np.prod(cnt, axis=2).astype(float)
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
         for i, o in enumerate(run.objectives):
-            best_variant(OBJ_CODE[o], points, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
+            best_variant(OBJ_CODE[o], points, steps, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
                          *self.db_subs, self.moved_idx, self.problem.levels,
                          self.problem.compute, sub[:, i], nfit)
         return sub, nfit

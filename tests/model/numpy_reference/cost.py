@@ -130,7 +130,7 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
         useful[j] = int(np.prod(sizes[idx]))
         rate = _rate(arch, op)
         per_point = op.ops_per_point if op.kind != "mac" else 1
-        cycles += s * vol * per_point / rate
+        cycles += s * vol * per_point / rate + s * arch.compute.call_overhead_cycles
         ideal += useful[j] * per_point / rate / arch.cores
     clock = float(arch.compute.clock_hz)
     compute_s = cycles / clock
