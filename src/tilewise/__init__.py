@@ -128,11 +128,13 @@ def __dir__():
 # implementation in its layer (imported here, on first call).
 
 
-def search(workload, arch, objective: str = "latency", top: int = 10, *, progress=None,
-           **constraints):
+def search(workload, arch, objective: str = "latency", top: int = 10, *, then=None,
+           tolerance=0.0, progress=None, **constraints):
     """The exact optimum and top-``top`` mappings of ``workload`` on ``arch`` for
-    ``objective`` ("latency" s, "traffic" off-chip bytes, "energy" J, "edp" J·s), as a
-    :class:`Result`; ``constraints``: ``double_buffer``, ``max_core_tile``, ``orders``,
+    ``objective`` ("latency" s, "traffic" off-chip bytes, "energy" J, "edp" J·s, "space"
+    on-chip bytes, "ratio" 𝔽 maximized), as a :class:`Result`; ties, and objectives within
+    ``tolerance`` (0.005 or "0.5%") of the optimum, ranked by the secondary keys ``then``
+    (e.g. ``("traffic", "energy")``); ``constraints``: ``double_buffer``, ``max_core_tile``, ``orders``,
     ``spatial`` (one text such as ``"rows=n4 cols=m2"`` or a list of them; ``"any"``,
     ``"none"``) and ``tiles`` (:mod:`tilewise.search.optimize`). ``progress(done, total)`` is
     called after each chunk of tile combos. :func:`search_many` answers a list of problems with
@@ -141,8 +143,8 @@ def search(workload, arch, objective: str = "latency", top: int = 10, *, progres
     from .search.many import normalize_constraints
     from .search.optimize import search as run
 
-    return run(workload, load_arch(arch), objective, top, progress=progress,
-               **normalize_constraints(constraints))
+    return run(workload, load_arch(arch), objective, top, then=then, tolerance=tolerance,
+               progress=progress, **normalize_constraints(constraints))
 
 
 def evaluate(workload, arch, mapping, check_capacity: bool = True):

@@ -36,7 +36,7 @@ def test_tile_groups_nest_and_cover_every_ladder():
 def test_stats_report_keys_are_the_results():
     r = search(tw.gemm(32, 16, 48), small_aie(), top=2)
     assert list(r.stats) == ["tile_combos", "examined_combos", "evaluated", "candidates", "valid",
-                             "rejected", "pruned_candidates", "leaves", "nodes", "passes",
+                             "ranked", "rejected", "pruned_candidates", "leaves", "nodes", "passes",
                              "seconds", "candidates_per_s", "smallest_rejected"]
     s = SearchStats(tile_combos=3)
     s.reject("capacity at core", np.array([True, False, True]), per=2)

@@ -159,8 +159,9 @@ def test_best_variant_equals_every_choice_costed(seed):
     s = rng.integers(0, len(eng.space.splits), n)
     rbw, wbw = eng.rbw[s], eng.wbw[s]
     out, nfit = np.empty(n), np.zeros(n, np.int64)
-    best_variant(OBJ_CODE["latency"], points, steps, R, W, rbw, wbw, it, bufs, fixed,
-                 *level_subsets(eng.dbm), eng.moved_idx, eng.problem.levels, comp, out, nfit)
+    args = (points, steps, R, W, rbw, wbw, it, bufs, fixed, *level_subsets(eng.dbm),
+            eng.moved_idx, eng.problem.levels, comp)
+    best_variant(OBJ_CODE["latency"], *args, out, nfit, points, steps)
     lat = numpy_latency_variants(cs, R, W, rbw, wbw, it, eng.db)          # [n, V]
     assert np.allclose(variant_latencies(cs, R, W, rbw, wbw, it, eng.db), lat, rtol=1e-12)
     total = np.einsum("blt,vlt->bvl", bufs, eng.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
@@ -168,6 +169,17 @@ def test_best_variant_equals_every_choice_costed(seed):
     want = np.where(fits, lat, np.inf).min(1)
     assert np.allclose(out, want, rtol=1e-12) and (np.isinf(out) == np.isinf(want)).all()
     assert (nfit == fits.sum(1)).all() and V == len(eng.dbm)
+    # space: the least on-chip bytes (levels 1 .. L-1) over the choices that fit
+    best_variant(OBJ_CODE["space"], *args, out, nfit, points, steps)
+    want = np.where(fits, total[:, :, 1:].sum(2), np.inf).min(1)
+    assert (out == want).all()
+    # ratio: 1/F = slowest link / compute, with the compute of points_max, steps_max
+    pm, sm = points * 2, steps + 3
+    best_variant(OBJ_CODE["ratio"], *args, out, nfit, pm, sm)
+    cs_max = (pm * comp.op_pp / comp.op_rate + sm * comp.call).sum(1) / comp.clock
+    tl = np.maximum(R[:, 1:].sum(2) / rbw[:, 1:], W[:, 1:].sum(2) / wbw[:, 1:]).max(1)
+    want = np.where(fits.any(1), tl / cs_max, np.inf)
+    assert np.allclose(out, want, rtol=1e-12) and (np.isinf(out) == np.isinf(want)).all()
 
 
 # --- capacity-binding optima: every node bound on the path stays at or below them ---

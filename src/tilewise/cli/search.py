@@ -7,6 +7,8 @@ ratio to the compute-bound minimum; utilization; bytes moved into each level) an
 ``--json`` prints the Result JSON instead; ``--plot FILE.png`` draws the exact Pareto front.
 
     tilewise search gemm --m 512 --n 768 --k 768 --dtype i8 --arch aie-4x2 --top 5
+    tilewise search gemm --m 512 --n 768 --k 768 --arch aie-4x2 --objective traffic --then latency
+    tilewise search gemm --m 512 --n 768 --k 768 --arch aie-4x2 --tolerance 0.5% --then traffic
     tilewise search-many problems.yaml --store solutions.sqlite --workers 2
 """
 
@@ -23,7 +25,15 @@ from ._workload import workload_group
 _OPTIONS = [
     click.option("--arch", default="aie-4x2", show_default=True, help="preset name or YAML file"),
     click.option("--objective", default="latency", show_default=True,
-                 type=click.Choice(["latency", "traffic", "energy", "edp"])),
+                 type=click.Choice(["latency", "traffic", "energy", "edp", "space", "ratio"]),
+                 help="what to minimize (space: on-chip bytes; ratio: seed 003's 𝔽, maximized)"),
+    click.option("--then", "then", default=None,
+                 help="secondary keys for ties, comma-separated, e.g. traffic,energy or none "
+                      "(default: latency, energy, traffic without the objective; energy only "
+                      "where the arch has energy numbers)"),
+    click.option("--tolerance", default="0", show_default=True,
+                 help="objectives within this relative distance of the optimum count as tied "
+                      "(then the secondary keys decide): 0.005 or 0.5%"),
     click.option("--top", default=5, show_default=True, type=int, help="solutions to list"),
     click.option("--spatial", multiple=True,
                  help="allowed spatial split, e.g. 'rows=n4 cols=m2' or 'none' (repeatable; default any)"),
@@ -50,17 +60,20 @@ def _progress():
     return bar, lambda done, total: bar.update(task, completed=done, total=total)
 
 
-def _run(workload, arch, objective, top, spatial, double_buffer, as_json, plot, verify=False):
+def _run(workload, arch, objective, then, tolerance, top, spatial, double_buffer, as_json, plot,
+         verify=False):
     from ..arch.loader import load_arch
-    from ..search.optimize import search
+    from ..search.optimize import parse_then, parse_tolerance, search
 
+    then, tolerance = parse_then(then), parse_tolerance(tolerance)  # one clear error line
     arch = load_arch(arch, "--arch")
     constraints = {"double_buffer": double_buffer}
     if spatial:
         constraints["spatial"] = list(spatial)
     bar, cb = _progress()
     try:
-        result = search(workload, arch, objective=objective, top=top, progress=cb, **constraints)
+        result = search(workload, arch, objective=objective, top=top, then=then,
+                        tolerance=tolerance, progress=cb, **constraints)
         if plot:
             front = result.pareto("traffic", "latency")
     finally:
@@ -119,7 +132,9 @@ def print_result(result) -> None:
     from rich.table import Table
 
     wl, arch = result.workload, result.arch
-    table = Table(title=f"{wl}  on {arch.name}: top {len(result.top)} by {result.objective}")
+    by = result.objective + "".join(f", {k}" for k in result.then)
+    tol = f" (within {result.tolerance:.4g} tied)" if result.tolerance else ""
+    table = Table(title=f"{wl}  on {arch.name}: top {len(result.top)} by {by}{tol}")
     for col in ["#", *(lv.name for lv in arch.levels), "orders", "spatial", "double buffer",
                 "K split", "time µs", "× min", "util", "bytes in/out per level"]:
         table.add_column(col, justify="right" if col in ("#", "time µs", "× min", "util") else "left")
@@ -134,7 +149,7 @@ def print_result(result) -> None:
     out.print(f"compute-bound minimum {result.min_time_s * 1e6:,.2f} µs · tile combos "
               f"{s['tile_combos']:,} · branch-and-bound nodes {s['nodes']:,} (with every tile "
               f"fixed {s['examined_combos']:,}) · candidates bounded exactly {s['candidates']:,} "
-              f"(ranked {s['candidates'] - s['pruned_candidates']:,}, valid {s['valid']:,}) · "
+              f"(ranked {s['ranked']:,}, valid {s['valid']:,}) · "
               f"rejected nodes: {rej} · passes {s['passes']} · {s['seconds']:.2f} s")
 
 
@@ -179,7 +194,8 @@ def register(app: click.Group) -> None:
         spec = load_problems(problems)
         arch = load_arch(spec["arch"])
         out = search_many(spec["problems"], arch, objective=spec["objective"], top=spec["top"],
-                          workers=workers, store=store, **spec["constraints"])
+                          workers=workers, store=store, then=spec["then"],
+                          tolerance=spec["tolerance"], **spec["constraints"])
         if as_json:
             click.echo(json.dumps([dict(r.to_dict(), cached=r.cached) for r in out]))
             return

@@ -41,6 +41,15 @@ it. Three facts of the model make one cheap to compute:
    tensor that is not double buffered could raise it. A GEMM node on aie-4x2 then got a bound
    above the latency of a mapping below it; :mod:`tilewise.model.cost` has the fix.)
 
+4. *Other objectives.* Off-chip bytes and energy grow with the bytes (both independent of
+   double buffering); ``space`` (the on-chip footprint, levels 1 .. L-1 summed) grows with
+   every tile, so the smallest stand-ins' buffers at their final widths, each choice's double
+   buffers counted twice, give the least over the choices that fit; the ratio's inverse
+   ``1/𝔽 = max_l T_l / T_c`` grows with the bytes and falls with the compute, so the link
+   times of the bounded bytes over the compute of the most padded points and the most kernel
+   calls of the node's groups bound it. Each bound column of a node is a lower bound of its
+   metric on its own (a top-k walk bounds the objective and every secondary key).
+
 The tests check bound <= exact cost for random nodes and completions (property test), and the
 search against brute force.
 """
@@ -127,7 +136,7 @@ def _variant_latencies(cs, R, W, rbw, wbw, it, db, out):
 
 @njit(cache=True)
 def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub, var_sub, moved,
-                 levels, compute, out, nfit, cs_max):
+                 levels, compute, out, nfit, points_max, steps_max):
     """Per node ``b``: the least objective over the double-buffer choices (per level the set
     ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
     single-buffer bytes of the moved tensors, ``fixed [n, L]`` the other buffers, against
@@ -138,9 +147,10 @@ def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub
     (:mod:`tilewise.model.rules`). ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J), 3
     energy x latency, 4 space: bytes of the on-chip buffers summed over levels 1 .. L-1
     (each buffer doubled where double-buffered; the least over the choices that fit), 5 the
-    inverse of seed 003's ratio, ``1/𝔽 = max_l T_l / T_c``, with ``cs_max [n]`` an upper bound
-    of the compute seconds ``T_c`` (the link times only grow with the bytes). ``inf`` when
-    nothing fits. ``nfit [n]``: how many choices fit."""
+    inverse of seed 003's ratio, ``1/𝔽 = max_l T_l / T_c``, with ``T_c`` at its most: the
+    compute of the most padded points and kernel calls ``points_max, steps_max [n, O]`` (the
+    link times only grow with the bytes). ``inf`` when nothing fits. ``nfit [n]``: how many
+    choices fit."""
     n, L, T = R.shape
     V = var_sub.shape[0]
     U = subs.shape[1]
@@ -205,7 +215,9 @@ def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub
         elif obj == 1:  # independent of double buffering
             out[b] = rs[1] + ws[1] if L > 1 else 0.0
         elif obj == 5:  # independent of double buffering
-            out[b] = tmax / cs_max[b]
+            cs_max = compute_cycles(points_max[b], steps_max[b], compute.op_pp, compute.op_rate,
+                                    compute.call) / compute.clock
+            out[b] = tmax / cs_max
         elif obj == 2 or obj == 3:
             for l in range(L):
                 rs[l] += ws[l]

@@ -17,10 +17,11 @@ problem description :class:`tilewise.model.problem.Problem` built once per engin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..errors import SpecError
 from ..model.batch import MappingBatch
 from ..model.cost import evaluate_batch
 from ..model.problem import Problem
@@ -31,28 +32,40 @@ from .chain_rules import ChainRules
 from .groups import prefix_groups
 from .nodes import Nodes, Stage, StandIns
 from .order_trie import OrderTrie
-from .pool import Pool
+from .pool import SLACK, Pool, Ranking
 from .space import Space
 from .stats import SearchStats
 
 ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while orders are open)
-SLACK = 1e-9        # relative: a bound within rounding of the k-th best is kept
+# SLACK (relative, from .pool): a float bound within rounding of a kept value is kept
 
 
 @dataclass(frozen=True)
 class RunConfig:
-    """What one walk minimizes: ``objectives`` the bound columns (the first prunes; a Pareto
-    walk has two), ``rank`` the objective its leaves are ranked by."""
+    """What one walk minimizes: ``objectives`` the bound columns (a top-k walk: the objective
+    then its secondary keys; a Pareto walk: its two metrics), ``rank`` the objective its
+    leaves are ranked by, ``ranking`` the top-k walk's rank order (:class:`.Ranking`)."""
 
     objectives: tuple[str, ...]
     rank: str
+    ranking: Ranking | None = None
 
     @classmethod
-    def of(cls, arch, objectives: tuple[str, ...], rank: str) -> "RunConfig":
+    def of(cls, arch, objectives: tuple[str, ...], rank: str,
+           ranking: Ranking | None = None) -> "RunConfig":
         """SpecError naming the missing numbers when an objective needs energy the arch lacks."""
         if any(o in ("energy", "edp") for o in objectives + (rank,)):
             require_energy(arch)
-        return cls(objectives, rank)
+        return cls(objectives, rank, ranking)
+
+
+def has_energy(arch) -> bool:
+    """Whether ``arch`` gives the energy numbers the model needs (:func:`require_energy`)."""
+    try:
+        require_energy(arch)
+    except SpecError:
+        return False
+    return True
 
 
 class Engine:
@@ -149,10 +162,21 @@ class Engine:
     def new_stats(self) -> SearchStats:
         return SearchStats(tile_combos=self.tile_combos())
 
-    def config(self, objectives: tuple[str, ...], rank: str | None = None) -> RunConfig:
+    def config(self, objectives: tuple[str, ...], rank: str | None = None,
+               ranking: Ranking | None = None) -> RunConfig:
         """The run configuration bounding ``objectives`` and ranking leaves by ``rank``
-        (default the first objective)."""
-        return RunConfig.of(self.arch, tuple(objectives), rank or objectives[0])
+        (default the first objective); ``ranking`` the top-k walk's rank order."""
+        return RunConfig.of(self.arch, tuple(objectives), rank or objectives[0], ranking)
+
+    def ranking(self, objective: str, then=None, tolerance: float = 0.0) -> Ranking:
+        """The rank order for ``objective``: secondary keys ``then`` (None: latency, energy,
+        traffic without the objective and, where the arch has no energy numbers, without
+        energy), objectives within ``tolerance`` (relative) of the optimum tied."""
+        if then is None:
+            then = tuple(k for k in ("latency", "energy", "traffic")
+                         if k != objective and (k != "energy" or has_energy(self.arch)))
+        then = tuple(dict.fromkeys(k for k in then if k != objective))
+        return Ranking(objective, then, float(tolerance))
 
     def trie(self, real_key: tuple) -> OrderTrie:
         """The canonical orders of one level with real loops ``real_key`` (bools per dim) as
@@ -200,7 +224,10 @@ class Engine:
         of their smallest tiles."""
         tt, tm, cnt, pad = self.assemble(nd.group, stage, nd.split)
         bufs, fixed = self.buffers(tm)
-        return StandIns(tt, tm, cnt, pad, bufs, fixed)
+        pmax = np.empty_like(pad)
+        for j in range(self.D):
+            pmax[:, j] = self.groups[j][self.depth[stage, j]].max_padded[nd.group[:, j]]
+        return StandIns(tt, tm, cnt, pad, bufs, fixed, padded_max=pmax)
 
     def capped(self, si: StandIns, s: np.ndarray, stage: int, idx=None) -> np.ndarray:
         """The traffic stand-ins of ``si`` (nodes at ``stage`` of splits ``s``; rows ``idx``,
@@ -295,16 +322,18 @@ class Engine:
         s, ords = nd.split, nd.orders
         cnt, pad, bufs, fixed = si.counts, si.padded, si.buffers, si.other
         inner = si.whole[:, -1, :]
+        pmax = si.padded_max
         if len(idx) < n:
             s, ords = s[idx], ords[idx]
             cnt, pad, bufs, fixed, inner = cnt[idx], pad[idx], bufs[idx], fixed[idx], inner[idx]
+            pmax = pmax[idx]
             rw = None if rw is None else (rw[0][idx], rw[1][idx])
         if rw is None:
             ttc = self.capped(si, s, stage, idx if len(idx) < n else None)
             R, W, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
         else:
             R, W, legal = rw[0], rw[1], None
-        sub, nfit = self._least_objectives(run, s, R, W, cnt, pad, inner, bufs, fixed)
+        sub, nfit = self._least_objectives(run, s, R, W, cnt, pad, inner, bufs, fixed, pmax)
         if leaf:
             stats.valid += int(nfit[legal].sum())
             sub[~legal] = np.inf
@@ -332,23 +361,30 @@ class Engine:
             alive &= legal
         return alive
 
-    def _least_objectives(self, run: RunConfig, s, R, W, cnt, pad, inner, bufs, fixed):
+    def _least_objectives(self, run: RunConfig, s, R, W, cnt, pad, inner, bufs, fixed, pmax):
         """Per node and objective of ``run`` the least over the double-buffer choices that fit
         (:func:`.bound.best_variant`) ``[m, objectives]``, and the number of choices that fit.
         Compute from the least padded extents ``pad`` and, for the per-call overhead, the
         fewest kernel calls: per dim ``ceil(pad / inner)`` with ``inner`` the largest
-        innermost tile (a ladder's calls are its padded extent / its tile)."""
+        innermost tile (a ladder's calls are its padded extent / its tile). For the ratio, an
+        upper bound of the compute: the most padded extents ``pmax`` and the most calls (the
+        most innermost tiles per dim ``cnt[:, L-1]``)."""
         m = len(s)
         points = np.stack([np.prod(pad[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
         calls = -(-pad // np.maximum(inner, 1))
         steps = np.stack([np.prod(calls[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
         it = np.prod(cnt, axis=2).astype(float)
+        if "ratio" in run.objectives:
+            points_max = np.stack([np.prod(pmax[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
+            steps_max = np.stack([np.prod(cnt[:, -1, ix], axis=1) for ix in self.op_dims], 1).astype(float)
+        else:
+            points_max = steps_max = points
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
         for i, o in enumerate(run.objectives):
             best_variant(OBJ_CODE[o], points, steps, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
                          *self.db_subs, self.moved_idx, self.problem.levels,
-                         self.problem.compute, sub[:, i], nfit)
+                         self.problem.compute, sub[:, i], nfit, points_max, steps_max)
         return sub, nfit
 
     # ----- roots and leaves -----
@@ -394,10 +430,9 @@ class Engine:
                     dict(zip(names, (int(x) for x in bufs[i, k]))), int(other[i, k]),
                     int(self.cap[k]))
 
-    def leaf_pool(self, nd: Nodes, run: RunConfig, stats: SearchStats, kth: float = np.inf,
-                  top: int | None = None) -> Pool:
-        """Every double-buffer choice of the full mappings ``nd``, costed and filtered by
-        capacity; with ``top``, only the choices that can enter the top-k (and their ties)."""
+    def leaf_pool(self, nd: Nodes, run: RunConfig, stats: SearchStats) -> Pool:
+        """Every double-buffer choice of the full mappings ``nd`` that fits, costed (the
+        objective ``run.rank``, latency, traffic, energy, space, 𝔽)."""
         L = self.L
         s = nd.split
         tiles, _, counts, _ = self.assemble(nd.group, len(self.stages))
@@ -407,33 +442,32 @@ class Engine:
         batch = MappingBatch(tiles, nd.orders, z, z, spb[:, 0], spb[:, 1], spb[:, 2], spb[:, 3])
         cb = evaluate_batch(self.workload, self.arch, batch, problem=self.problem)
         V = len(self.db)
+        stats.leaves += B
+        stats.ranked += B * V
         rbw, wbw = self.rbw[s], self.wbw[s]
         iterations = np.prod(counts, axis=2).astype(float)
         r, w = cb.reads.astype(float), cb.writes.astype(float)
-        fits = self._leaf_fits(tiles, s, cb.legal)
-        lat = variant_latencies(cb.compute_s, r, w, rbw, wbw, iterations, self.db)
-        traffic = np.broadcast_to(cb.offchip_bytes[:, None].astype(float), (B, V))
-        energy = np.broadcast_to(cb.energy_j[:, None], (B, V))
-        ratio = cb.ratio[:, 1:]
-        F = np.where(np.isfinite(ratio), ratio, np.inf).min(1) if L > 1 else np.full(B, np.inf)
-        obj = {"latency": lat, "traffic": traffic, "energy": energy, "edp": energy * lat}[run.rank]
-        obj = np.where(fits, obj, np.inf)
-        if top is not None and obj.size > top:  # keep the top-k and its ties only
-            cut = min(np.partition(obj.ravel(), top - 1)[top - 1], kth)
-            fits = fits & (obj <= cut)
+        fits, space = self._leaf_fits(tiles, s, cb.legal)
         bi, vi = np.nonzero(fits)
         if len(bi) == 0:
             return Pool()
-        stats.leaves += B
-        vol = np.prod(tiles[:, L - 1, :], axis=1).astype(float)
-        return Pool(objective=obj[bi, vi], volume=vol[bi], min_ratio=F[bi],
-                    latency_s=lat[bi, vi], traffic=traffic[bi, vi], energy=energy[bi, vi],
-                    tiles=tiles[bi], orders=nd.orders[bi], double_buffer=self.db[vi], split=spb[bi])
+        lat = variant_latencies(cb.compute_s, r, w, rbw, wbw, iterations, self.db)
+        ratio = cb.ratio[:, 1:]
+        F = np.where(np.isfinite(ratio), ratio, np.inf).min(1) if L > 1 else np.full(B, np.inf)
+        traffic = cb.offchip_bytes.astype(float)
+        energy = cb.energy_j
+        pool = Pool(objective=np.zeros(len(bi)), volume=np.prod(tiles[bi, L - 1, :], axis=1).astype(float),
+                    min_ratio=F[bi], latency_s=lat[bi, vi], traffic=traffic[bi],
+                    energy=energy[bi], space=space[bi, vi], tiles=tiles[bi], orders=nd.orders[bi],
+                    double_buffer=self.db[vi], split=spb[bi])
+        return replace(pool, objective=np.asarray(pool.metric(run.rank), float))
 
-    def _leaf_fits(self, tiles: np.ndarray, s: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    def _leaf_fits(self, tiles: np.ndarray, s: np.ndarray, legal: np.ndarray):
         """``[B, V]``: the legal mappings (tiles ``[B, L, D]``, splits ``s``) whose buffers
         (partial sums at the accumulator width where the model says so) under each
-        double-buffer choice fit every level."""
+        double-buffer choice fit every level, and their on-chip bytes (the footprints of
+        levels 1 .. L-1 summed, float)."""
         bufs, fixed = self.buf.bytes(tiles, self.ways[s])
         total = np.einsum("blt,vlt->bvl", bufs, self.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
-        return ~(total > self.cap[None, None, :]).any(2) & legal[:, None]
+        fits = ~(total > self.cap[None, None, :]).any(2) & legal[:, None]
+        return fits, total[:, :, 1:].sum(2).astype(float)

@@ -28,12 +28,15 @@ from .stats import SearchStats
 
 
 class Pruning(Protocol):
-    """What the walk keeps: ``keep(bounds) -> mask`` for nodes, ``keep_partial(bounds) -> mask``
-    for partial loop orders; with a threshold ``theta`` (None: no threshold passes, nothing
-    deferred), ``defer(stage, nodes)`` takes the nodes ``keep`` refused and returns the weight it
-    kept for a later pass."""
+    """What the walk keeps: ``split(bounds) -> (keep, later)`` masks for nodes (``later``:
+    over the threshold, for a later pass; the rest dropped), ``keep(bounds)`` its first mask,
+    ``keep_partial(bounds) -> mask`` for partial loop orders (no threshold); with a threshold
+    ``theta`` (None: no threshold passes, nothing deferred), ``defer(stage, nodes)`` takes the
+    nodes ``split`` put off and returns their weight."""
 
     theta: float | None
+
+    def split(self, lb: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
     def keep(self, lb: np.ndarray) -> np.ndarray: ...
 
@@ -69,17 +72,17 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
         si = eng.stand_ins(ch, stage + 1)
         lb = eng.bound(ch, stage + 1, run, stats, (rw[0][parent], rw[1][parent]), si)
-        m = prune.keep(lb)
-        if prune.theta is not None and not m.all():
-            done -= prune.defer(stage + 1, ch.take(~m).with_bound(lb[~m]))
+        m, later = prune.split(lb)
+        if later.any():
+            done -= prune.defer(stage + 1, ch.take(later).with_bound(lb[later]))
         done += float(ch.weight[~m].sum())
         ch = ch.take(m)
         if not len(ch):
             continue
         ch = ch.with_bound(eng.bound(ch, stage + 1, run, stats, si=si.take(m)))
-        m = prune.keep(ch.bound)
-        if prune.theta is not None and not m.all():
-            done -= prune.defer(stage + 1, ch.take(~m))
+        m, later = prune.split(ch.bound)
+        if later.any():
+            done -= prune.defer(stage + 1, ch.take(later))
         done += float(ch.weight[~m].sum())
         kids.append(ch.take(m))
     return kids, done
@@ -185,12 +188,12 @@ def _emit_complete(eng: Engine, ex: _OrderExpansion, po: PartialOrders, done: np
     for a in range(0, len(ch), step):
         part = ch.take(slice(a, a + step))
         part = part.with_bound(eng.bound(part, stage + 1, run, stats, si=ex.si.take(p[a:a + step])))
-        ok = prune.keep(part.bound)
-        if prune.theta is not None and not ok.all():
-            pruned -= prune.defer(stage + 1, part.take(~ok))
+        ok, later = prune.split(part.bound)
+        if later.any():
+            pruned -= prune.defer(stage + 1, part.take(later))
         pruned += float(part.weight[~ok].sum())
         if stage + 1 == len(eng.stages):
-            stats.pruned_candidates += int((~ok).sum()) * len(eng.db)
+            stats.pruned_candidates += int((~ok & ~later).sum()) * len(eng.db)
         out.append(part.take(ok))
     return pruned
 
@@ -199,8 +202,9 @@ def _bound_partial(eng: Engine, ex: _OrderExpansion, po: PartialOrders, m: int, 
                    prune: Pruning, stats: SearchStats, cut_lb: np.ndarray,
                    pruned: float) -> tuple[PartialOrders, float]:
     """Bound the partial orders ``po`` (``m`` innermost real loops fixed); keep those
-    ``prune`` keeps under the threshold, lower ``cut_lb`` (per parent) to the bounds of those
-    cut at the threshold; return the kept ones and ``pruned`` plus the weight of the dropped."""
+    ``prune`` keeps under the threshold, lower ``cut_lb [parents, objectives]`` (per parent
+    and bound column) to the bounds of those cut at the threshold; return the kept ones and
+    ``pruned`` plus the weight of the dropped."""
     nd, stage, k = ex.nd, ex.stage, ex.k
     r = np.array([t.r for t in ex.tries])[po.trie]
     if eng.chain_rules is not None:
@@ -220,7 +224,8 @@ def _bound_partial(eng: Engine, ex: _OrderExpansion, po: PartialOrders, m: int, 
     lb = lbs[:, 0]
     if prune.theta is not None:  # over the threshold: cut now, the parent deferred
         cut = ok & (lb > prune.theta * (1 + SLACK))
-        np.minimum.at(cut_lb, p[cut], lb[cut])
+        for c in range(lbs.shape[1]):  # per column: a bound of every order cut
+            np.minimum.at(cut_lb[:, c], p[cut], lbs[cut, c])
         ok &= ~cut
         pruned -= float(po.weight[cut].sum())  # not pruned: deferred
     pruned += float(po.weight[~ok].sum())
@@ -244,7 +249,7 @@ def order_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pr
     only the orders below a partial order over its threshold (the others were emitted
     before, or deferred as nodes)."""
     ex, po = _order_expansion(eng, nd, stage)
-    cut_lb = np.full(len(po), np.inf)  # per parent: least bound of a partial order cut
+    cut_lb = np.full((len(po), len(run.objectives)), np.inf)  # per parent: least bounds cut
     out, pruned = [], 0.0
     for m in range(eng.D + 1):
         if m:  # expand every surviving partial order by one loop
@@ -262,11 +267,10 @@ def order_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pr
         po, pruned = _bound_partial(eng, ex, po, m, run, prune, stats, cut_lb, pruned)
         if not len(po):
             break
-    if prune.theta is not None and np.isfinite(cut_lb).any():
-        back = np.nonzero(np.isfinite(cut_lb))[0]
+    if prune.theta is not None and np.isfinite(cut_lb[:, 0]).any():
+        back = np.nonzero(np.isfinite(cut_lb[:, 0]))[0]
         part = Nodes(nd.split[back], nd.group[back], nd.orders[back], nd.weight[back],
-                     bound=np.repeat(cut_lb[back][:, None], nd.bound.shape[1], 1),
-                     threshold=np.full(len(back), prune.theta))
+                     bound=cut_lb[back], threshold=np.full(len(back), prune.theta))
         prune.defer(stage, part)
     if not out:
         return None, pruned

@@ -20,7 +20,8 @@ class TileGroups:
     weight shares), ``[child_lo, child_hi)`` the groups one level deeper inside it (None at the
     deepest), and the stand-ins for its open levels: ``whole`` / ``small [G, L]`` the largest
     and smallest tile per level (elements), ``max_counts [G, L]`` the most tiles visited per
-    level, ``min_padded [G]`` the least padded extent one core computes (elements)."""
+    level, ``min_padded [G]`` / ``max_padded [G]`` the least / most padded extent one core
+    computes (elements)."""
 
     lo: np.ndarray
     hi: np.ndarray
@@ -31,6 +32,7 @@ class TileGroups:
     small: np.ndarray
     max_counts: np.ndarray
     min_padded: np.ndarray
+    max_padded: np.ndarray
 
 
 def _sorted_ladders(ladders: list, L: int):
@@ -82,5 +84,6 @@ def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
                               None if deeper is None else np.searchsorted(deeper, lo),
                               None if deeper is None else np.searchsorted(deeper, hi),
                               red(np.maximum, tiles), red(np.minimum, tiles),
-                              red(np.maximum, counts), red(np.minimum, padded)))
+                              red(np.maximum, counts), red(np.minimum, padded),
+                              red(np.maximum, padded)))
     return out

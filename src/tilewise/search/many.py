@@ -20,6 +20,8 @@ registry :mod:`tilewise.ir.kinds`, optionally with its own ``constraints``)::
 
     arch: aie-4x2          # preset name or YAML path
     objective: latency     # optional
+    then: traffic,energy   # optional: secondary keys (default: see tilewise.search)
+    tolerance: 0.5%        # optional: objectives within it of the optimum tied
     top: 3                 # optional
     constraints: {double_buffer: all}      # optional, for every problem
     problems:
@@ -42,7 +44,7 @@ from .optimize import CONSTRAINTS, search
 from .result import Result
 from .store import Store
 
-_TOP_KEYS = ("arch", "objective", "top", "constraints", "problems")
+_TOP_KEYS = ("arch", "objective", "then", "tolerance", "top", "constraints", "problems")
 
 
 @dataclass(frozen=True)
@@ -72,22 +74,25 @@ def normalize_constraints(constraints: dict, what: str = "constraints") -> dict:
     return out
 
 
-def _solve(workload, arch, objective, top, constraints) -> tuple[str, float]:
+def _solve(workload, arch, objective, top, constraints, then=None, tolerance=0.0) -> tuple[str, float]:
     t0 = time.perf_counter()
-    r = search(workload, arch, objective=objective, top=top, **constraints)
+    r = search(workload, arch, objective=objective, top=top, then=then, tolerance=tolerance,
+               **constraints)
     return r.to_json(), time.perf_counter() - t0
 
 
 def search_many(problems, arch, objective: str = "latency", top: int = 1,
-                workers: int | None = None, store=None, on_done=None,
-                **constraints) -> list[Result]:
+                workers: int | None = None, store=None, on_done=None, *, then=None,
+                tolerance=0.0, **constraints) -> list[Result]:
     """Search every problem (a workload or a :class:`Problem`); returns one Result per
     problem, in input order (``Result.cached``: it came from the store). ``arch``: an Arch, a
-    preset name or a YAML path. ``on_done(index, result)`` is called as each problem finishes
-    (after it is stored)."""
+    preset name or a YAML path. ``then``, ``tolerance``: the rank order (:func:`tilewise.search`).
+    ``on_done(index, result)`` is called as each problem finishes (after it is stored)."""
     from ..arch.loader import load_arch
+    from .optimize import parse_then, parse_tolerance
 
     arch = load_arch(arch)
+    then, tolerance = parse_then(then), parse_tolerance(tolerance)
     items = [p if isinstance(p, Problem) else Problem(p) for p in problems]
     common = normalize_constraints(constraints)
     questions = [{**common, **normalize_constraints(p.constraints, f"problem {i} constraints")}
@@ -99,13 +104,15 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
     def key(cons):
         # the store key's "objective" also carries top and the constraints: a different
         # question never returns a stored answer to another one
-        return f"{objective} top={top} " + json.dumps(cons, sort_keys=True, default=str)
+        rank = "" if then is None and not tolerance else f"then={then} tolerance={tolerance!r} "
+        return f"{objective} top={top} {rank}" + json.dumps(cons, sort_keys=True, default=str)
 
     def result(i, data, cached):
         w, cons = items[i].workload, questions[i]
 
         def front(x, y):
-            return search(w, arch, objective, top, **cons).pareto(x, y)
+            return search(w, arch, objective, top, then=then, tolerance=tolerance,
+                          **cons).pareto(x, y)
 
         return Result.from_json(data, w, arch, front, cached=cached)
 
@@ -128,11 +135,11 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
     n = workers or os.cpu_count() or 1
     if n == 1 or len(todo) <= 1:
         for i in todo:
-            finish(i, *_solve(items[i].workload, arch, objective, top, questions[i]))
+            finish(i, *_solve(items[i].workload, arch, objective, top, questions[i], then, tolerance))
     else:
         with ProcessPoolExecutor(max_workers=min(n, len(todo))) as pool:
-            futures = {pool.submit(_solve, items[i].workload, arch, objective, top, questions[i]): i
-                       for i in todo}
+            futures = {pool.submit(_solve, items[i].workload, arch, objective, top, questions[i],
+                                   then, tolerance): i for i in todo}
             try:
                 for f in as_completed(futures):
                     finish(futures[f], *f.result())
@@ -179,6 +186,7 @@ def load_problems(path: str) -> dict:
         except TilewiseError as e:
             raise _prefixed(e, f"problem list {path}: problem {i}: ") from None
     return {"arch": data["arch"], "objective": data.get("objective", "latency"),
+            "then": data.get("then"), "tolerance": data.get("tolerance", 0.0),
             "top": data.get("top", 1), "constraints": common, "problems": problems}
 
 

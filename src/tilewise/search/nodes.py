@@ -76,7 +76,8 @@ class StandIns:
     least padded extent one core computes; ``buffers [n, L, moved]`` the single-buffer bytes of
     the moved tensors at ``small`` and ``other [n, L]`` the other buffers' bytes; ``capped``
     the traffic stand-ins with open innermost tiles capped by capacity
-    (:meth:`.Engine.capped`), once computed."""
+    (:meth:`.Engine.capped`), once computed; ``padded_max [n, D]`` the most padded extent one
+    core computes (for an upper bound of the compute time)."""
 
     whole: np.ndarray
     small: np.ndarray
@@ -85,16 +86,18 @@ class StandIns:
     buffers: np.ndarray
     other: np.ndarray
     capped: np.ndarray | None = None
+    padded_max: np.ndarray | None = None
 
     def take(self, idx) -> "StandIns":
         """The stand-ins of nodes ``idx`` (indices, a mask or a slice)."""
-        c = self.capped
+        c, pm = self.capped, self.padded_max
         return StandIns(self.whole[idx], self.small[idx], self.counts[idx], self.padded[idx],
-                        self.buffers[idx], self.other[idx], None if c is None else c[idx])
+                        self.buffers[idx], self.other[idx], None if c is None else c[idx],
+                        None if pm is None else pm[idx])
 
     def with_capped(self, capped: np.ndarray) -> "StandIns":
         return StandIns(self.whole, self.small, self.counts, self.padded, self.buffers,
-                        self.other, capped)
+                        self.other, capped, self.padded_max)
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

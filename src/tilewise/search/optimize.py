@@ -9,10 +9,26 @@ it, in pieces:
 - :mod:`.expand` -- children of a node: the next tile of a dim (:mod:`.groups`), or a level's
   loop order one loop at a time from the innermost (:mod:`.order_trie`);
 - :mod:`.walk` -- the depth-first walk, threshold passes for the top-k, the Pareto front;
-- :mod:`.pool` -- the kept candidates and their one ranking (objective, larger innermost tile
-  = more work per subvolume, higher 𝔽 = min over links of compute time / transfer time, then
-  the mapping itself, so the ranking does not depend on the walk);
+- :mod:`.pool` -- the kept candidates and their one ranking (:class:`.Ranking`: the objective,
+  then the secondary keys, objectives within a tolerance of the optimum tied; then larger
+  innermost tile = more work per subvolume, higher 𝔽 = min over links of compute time /
+  transfer time, then the mapping itself, so the ranking does not depend on the walk);
 - this module -- the public :func:`search` and the :class:`.Result` it returns.
+
+Objectives (each minimized, each with a lower bound per node, so each prunes exactly):
+``latency`` (s), ``traffic`` (off-chip bytes), ``energy`` (J), ``edp`` (J·s), ``space`` (bytes:
+the on-chip footprint, i.e. the model's footprint per level summed over levels 1 .. L-1, per
+instance as :attr:`Cost.footprint` gives it, double buffers counted twice) and ``ratio``
+(seed 003's compute/communication ratio 𝔽 = min over links of compute time / link time,
+*maximized*: ranked by ``1/𝔽``).
+
+Ties and tolerances (:class:`.Ranking`): ``then`` the secondary keys (default: latency,
+energy, traffic, without the objective and, where the arch has no energy numbers, without
+energy; so latency ranks by energy then traffic), ``tolerance`` a relative tolerance ``tol``:
+every mapping whose objective is at most ``(1 + tol) x`` the exact optimum counts as tied with
+the optimum and those come first, ranked by the secondary keys (then the objective); the rest
+follow by the objective, then the secondary keys. Then larger innermost tile, higher 𝔽 and the
+mapping itself. The result is the exact top-k of this order.
 
 Constraints (keyword arguments of :func:`search`): ``spatial`` ("any", "none" or a list such
 as ``["rows=n4 cols=m2"]``), ``double_buffer`` ("any", "all", "none" or ``{level: [tensors]}``),
@@ -23,7 +39,9 @@ the innermost tile).
 Statistics (``Result.stats``, :class:`.SearchStats`): ``tile_combos`` the size of the tile
 space, ``nodes`` the nodes expanded, ``examined_combos`` nodes with every tile fixed,
 ``evaluated`` full mappings bounded exactly, ``candidates`` those x double-buffer choices,
-``valid`` the ones that fit, ``pruned_candidates`` those dropped by their bound before ranking,
+``valid`` the ones that fit, ``ranked`` those costed as leaves and ranked,
+``pruned_candidates`` those dropped by their bound before ranking (``candidates = ranked +
+pruned_candidates``),
 ``rejected`` nodes dropped per constraint (capacity per level, chain order), ``passes``
 threshold passes, ``seconds``.
 
@@ -41,12 +59,12 @@ from ..errors import CapacityError, TilewiseError
 from ..model.batch import MappingBatch
 from ..model.cost import evaluate
 from .engine import Engine, RunConfig
-from .pool import Pool
+from .pool import METRICS, Pool
 from .result import Result, Solution
 from .stats import SearchStats
 from .walk import pareto_front, search_top
 
-OBJECTIVES = ("latency", "traffic", "energy", "edp")
+OBJECTIVES = METRICS
 CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles")
 
 
@@ -58,13 +76,16 @@ def _arch(arch):
     return arch
 
 
-def search(workload, arch, objective: str = "latency", top: int = 10, *, progress=None,
-           **constraints) -> Result:
-    """The exact optimum and top-``top`` mappings of ``workload`` on ``arch`` for ``objective``
-    ("latency" s, "traffic" off-chip bytes, "energy" J, "edp" J·s) over the declared space,
-    restricted by ``constraints`` (see the module doc). ``arch`` is an Arch, a preset name or
-    a YAML path. ``progress(done, total)`` is called after each chunk (tile combos).
-    Raises CapacityError explaining with numbers why the space is empty."""
+def search(workload, arch, objective: str = "latency", top: int = 10, *, then=None,
+           tolerance=0.0, progress=None, **constraints) -> Result:
+    """The exact top-``top`` mappings of ``workload`` on ``arch`` for ``objective`` ("latency"
+    s, "traffic" off-chip bytes, "energy" J, "edp" J·s, "space" on-chip bytes, "ratio" 𝔽
+    maximized) over the declared space, restricted by ``constraints``; ties (and objectives
+    within ``tolerance`` of the optimum: a fraction, or a text such as "0.5%") ranked by the
+    secondary keys ``then`` (names, or one text "traffic,energy"; None: the default). See the
+    module doc. ``arch`` is an Arch, a preset name or a YAML path. ``progress(done, total)`` is
+    called after each chunk (tile combos). Raises CapacityError explaining with numbers why
+    the space is empty."""
     arch = _arch(arch)
     bad = sorted(set(constraints) - set(CONSTRAINTS))
     if bad:
@@ -74,20 +95,55 @@ def search(workload, arch, objective: str = "latency", top: int = 10, *, progres
         raise TilewiseError(f"objective {objective!r} unknown; valid: {', '.join(OBJECTIVES)}")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise TilewiseError(f"top={top!r} must be a positive integer")
+    then, tolerance = parse_then(then), parse_tolerance(tolerance)
     t0 = time.perf_counter()
     engine = Engine(workload, arch, constraints)
-    pool, stats, run = search_top(engine, objective, top, progress)
+    pool, stats, run = search_top(engine, objective, top, progress, then, tolerance)
     if not len(pool):
         raise CapacityError(explain_empty(stats))
-    ranked = pool.take(pool.ranked())
-    sols = _solutions(engine, run, ranked)
+    sols = _solutions(engine, run, pool)  # in rank order
     report = stats.report(time.perf_counter() - t0)
 
     def front(x, y):
         f, run_xy = pareto_front(engine, x, y, progress)
         return _solutions(engine, run_xy, f)
 
-    return Result(workload, arch, objective, sols, engine.min_time_s, report, front)
+    return Result(workload, arch, objective, sols, engine.min_time_s, report, front,
+                  then=run.ranking.then, tolerance=run.ranking.tolerance)
+
+
+def parse_then(then) -> tuple[str, ...] | None:
+    """Secondary keys: None (the default), names, or one text "traffic,energy" ("none": no
+    secondary key). TilewiseError naming a bad key and the valid ones."""
+    if then is None:
+        return None
+    if isinstance(then, str):
+        then = [] if then.strip().lower() in ("", "none") else [k.strip() for k in then.split(",")]
+    out = tuple(then)
+    for k in out:
+        if k not in METRICS:
+            raise TilewiseError(f"secondary key {k!r} unknown; valid: {', '.join(METRICS)} "
+                                "(comma-separated, e.g. traffic,energy; or none)")
+    return out
+
+
+def parse_tolerance(tolerance) -> float:
+    """A relative tolerance: a number >= 0 (0.005) or a text "0.005" or "0.5%".
+    TilewiseError naming the value and what is valid."""
+    value = tolerance
+    try:
+        if isinstance(tolerance, str):
+            text = tolerance.strip()
+            value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+        elif isinstance(tolerance, bool):
+            raise ValueError
+        value = float(value)
+    except (TypeError, ValueError):
+        value = None
+    if value is None or not np.isfinite(value) or value < 0:
+        raise TilewiseError(f"tolerance {tolerance!r} is not valid: give a relative tolerance >= 0 "
+                            "as a fraction (0.005) or a percentage (0.5%)")
+    return value
 
 
 def _solutions(engine: Engine, run: RunConfig, pool: Pool) -> list[Solution]:

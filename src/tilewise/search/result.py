@@ -4,7 +4,9 @@ A :class:`Solution` is a mapping with its exact :class:`~tilewise.model.cost.Cos
 by :func:`tilewise.evaluate`) and the objective numbers: ``latency_s`` (seconds),
 ``offchip_bytes`` (bytes), ``energy_j`` (joules, None when the arch gives no energy numbers),
 ``edp`` (joule-seconds) and ``xslowdown`` = latency / the compute-bound minimum time (the time
-of the useful work at peak rate on every core; >= 1).
+of the useful work at peak rate on every core; >= 1); from its cost, ``space_bytes`` (the
+on-chip footprint: the footprints of levels 1 .. L-1 summed) and ``ratio`` (seed 003's 𝔽, min
+over links of compute time / link time; higher is better).
 
     >>> r = tilewise.search(gemm(512, 768, 768), "aie-4x2", top=5)
     >>> r.best.mapping, r.best.latency_s, r.best.xslowdown
@@ -26,7 +28,8 @@ from typing import Callable
 from ..mapping import Mapping
 from ..model.cost import Cost
 
-METRICS = {"latency": "latency_s", "traffic": "offchip_bytes", "energy": "energy_j", "edp": "edp"}
+METRICS = {"latency": "latency_s", "traffic": "offchip_bytes", "energy": "energy_j", "edp": "edp",
+           "space": "space_bytes", "ratio": "ratio"}
 
 
 @dataclass(frozen=True)
@@ -41,7 +44,20 @@ class Solution:
     edp: float | None
     xslowdown: float
 
+    @property
+    def space_bytes(self) -> int:
+        """Bytes of the on-chip footprint: the cost's footprint per level summed over every
+        level but the outermost."""
+        return int(sum(list(self.cost.footprint.values())[1:]))
+
+    @property
+    def ratio(self) -> float:
+        """Seed 003's 𝔽: the least over links of compute time / link time (inf: nothing moves)."""
+        return float(min(self.cost.ratio.values(), default=math.inf))
+
     def metric(self, name: str) -> float:
+        """``name``'s value: "latency" s, "traffic" bytes, "energy" J, "edp" J·s, "space"
+        bytes, "ratio" 𝔽 (the only one maximized)."""
         from ..errors import TilewiseError
 
         if name not in METRICS:
@@ -92,7 +108,9 @@ def _infinite(value):
 
 @dataclass
 class Result:
-    """Solutions ranked by the objective (ties: larger innermost tile, then higher 𝔽)."""
+    """Solutions in rank order (:class:`tilewise.search.pool.Ranking`): by the objective,
+    objectives within ``tolerance`` (relative) of the optimum tied and ranked by the secondary
+    keys ``then``; ties then by larger innermost tile, higher 𝔽."""
 
     workload: object
     arch: object
@@ -104,6 +122,8 @@ class Result:
     _fronts: dict = field(default_factory=dict, repr=False)
     cached: bool = False
     """True when :func:`tilewise.search_many` took this result from its solution store."""
+    then: tuple = ()
+    tolerance: float = 0.0
 
     @property
     def best(self) -> Solution:
@@ -111,7 +131,8 @@ class Result:
 
     def pareto(self, x: str = "traffic", y: str = "latency") -> list[Solution]:
         """The exact Pareto front of the whole space for metrics ``x`` and ``y`` (both
-        minimized), sorted by ``x``. Computed on first use by a full pass over the space."""
+        minimized, but "ratio" 𝔽 maximized), sorted by ``x`` (best first). Computed on first
+        use by a full pass over the space."""
         from ..errors import TilewiseError
 
         for m in (x, y):
@@ -134,7 +155,7 @@ class Result:
     def to_json(self) -> str:
         return json.dumps({
             "workload": str(self.workload), "arch": self.arch.name, "objective": self.objective,
-            "min_time_s": self.min_time_s,
+            "then": list(self.then), "tolerance": self.tolerance, "min_time_s": self.min_time_s,
             "top": [s.to_dict() for s in self.top],
             "stats": {k: v for k, v in self.stats.items() if k != "smallest"},
         }, default=float)
@@ -147,4 +168,5 @@ class Result:
         data = json.loads(text) if isinstance(text, str) else text
         top = [Solution.from_dict(s, workload, arch) for s in data["top"]]
         return cls(workload, arch, data["objective"], top, data["min_time_s"], data["stats"],
-                   front, cached=cached)
+                   front, cached=cached, then=tuple(data.get("then", ())),
+                   tolerance=data.get("tolerance", 0.0))

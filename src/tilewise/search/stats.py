@@ -13,10 +13,13 @@ class SearchStats:
 
     ``tile_combos`` the size of the tile space; ``examined_combos`` nodes with every tile fixed;
     ``evaluated`` full mappings bounded exactly; ``candidates`` those x double-buffer choices;
-    ``valid`` the ones that fit; ``rejected`` nodes (or candidates) dropped per constraint;
+    ``valid`` the ones that fit; ``ranked`` those costed as leaves and ranked (the others,
+    ``pruned_candidates``, were dropped by their bound: ``candidates = ranked +
+    pruned_candidates``); ``rejected`` nodes (or candidates) dropped per constraint;
     ``smallest`` per level the smallest rejected candidate ``(bytes, tiles, buffers, other,
     capacity)`` for the empty-space message; ``pruned_candidates`` candidates dropped by their
-    bound before ranking; ``leaves`` full mappings costed under every double-buffer choice;
+    bound before ranking (once each, when finally dropped: a deferred one is counted only if
+    no later pass ranks it); ``leaves`` full mappings costed under every double-buffer choice;
     ``nodes`` nodes expanded; ``passes`` threshold passes."""
 
     tile_combos: int
@@ -24,6 +27,7 @@ class SearchStats:
     evaluated: int = 0
     candidates: int = 0
     valid: int = 0
+    ranked: int = 0
     rejected: dict = field(default_factory=dict)
     smallest: dict = field(default_factory=dict)
     pruned_candidates: int = 0

@@ -2,17 +2,19 @@
 
 The walk (:func:`walk`) fixes, stage by stage (:attr:`.Engine.stages`), the level-``k`` tile of
 every dim and then the level ``k-1`` loop order (:mod:`.expand`). Children are bounded in numpy
-batches, sorted, and the most promising batch is expanded first; a node whose bound exceeds the
-k-th best objective found (by more than rounding, ``SLACK``) is dropped with its subtree, so
-nothing unseen can beat or tie it.
+batches (a lower bound per rank key: the objective, then the secondary keys), sorted, and the
+most promising batch is expanded first; a node is dropped with its subtree when ``k`` kept
+candidates rank before every mapping below it whatever the optimum turns out to be
+(:meth:`.Ranking.beaten`: on the objective, or, among mappings tied with the optimum or
+within the tolerance, on the secondary keys), so nothing unseen can beat or tie them.
 
 Threshold passes (:class:`TopK`): a node whose bound is over ``theta`` (first 0.01 % over the
 root's least bound, ``_THETA0``) is *deferred*, not dropped, and so is a partial loop order
 over it (its parent node is kept with ``threshold = theta``; re-expanded later, it emits only
 the orders below a partial order over that threshold, so nothing is emitted twice). The next
 pass doubles the threshold's excess over the root bound (``_THETA_GROWTH``, at least to the
-least deferred bound) and resumes from the deferred nodes; no node is expanded twice. The walk
-stops once the k-th best found lies within ``theta`` (every deferred bound is then above it) or
+least deferred bound) and resumes from the deferred nodes that the candidates found so far do
+not beat; no node is expanded twice. The walk stops once every deferred node is beaten or
 nothing was deferred. Every node whose bound is at most the final k-th best is visited, so the
 result is exact; the passes make the walk nearly best-first where bounds are flat (a
 convolution's top mappings lie within 0.02 % of the compute bound) without giving up batched
@@ -71,14 +73,14 @@ def _refuse(eng: Engine, stage: int, nd: Nodes, prune: Pruning, stats: SearchSta
             done: float) -> tuple[Nodes, float]:
     """The nodes ``prune`` still keeps (the k-th best may have improved since they were
     bounded); the others deferred or counted as done."""
-    m = prune.keep(nd.bound)
+    m, later = prune.split(nd.bound)
     if m.all():
         return nd, done
-    if prune.theta is not None:
-        done -= prune.defer(stage, nd.take(~m))
+    if later.any():
+        done -= prune.defer(stage, nd.take(later))
     done += float(nd.weight[~m].sum())
     if stage == len(eng.stages):
-        stats.pruned_candidates += int((~m).sum()) * len(eng.db)
+        stats.pruned_candidates += int((~m & ~later).sum()) * len(eng.db)
     return nd.take(m), done
 
 
@@ -117,53 +119,81 @@ def _by_bound(lb: np.ndarray) -> np.ndarray:
 
 
 class TopK:
-    """Pruning for the top-``top``: keep bounds within the k-th best found and under the
-    pass's threshold ``theta``; defer those only over the threshold (module doc)."""
+    """Pruning for the top-``top`` in the run's :class:`.Ranking`: drop nodes that ``top``
+    kept candidates beat (:meth:`.Ranking.beaten`), keep the others under the pass's
+    threshold ``theta`` and defer those over it (module doc)."""
 
     def __init__(self, eng: Engine, run: RunConfig, top: int, stats: SearchStats, lb0: float):
         self.eng, self.run, self.top, self.stats = eng, run, top, stats
+        self.ranking = run.ranking
         self.lb0 = lb0
         self.theta = lb0 * (1 + _THETA0)
-        self.best, self.kth = Pool(), np.inf
+        self.pool = Pool()       # every candidate found that may still be in the top-k
         self.deferred: list = []
         self.next = np.inf       # the least deferred bound
 
+    def alive(self, lb) -> np.ndarray:
+        """Nodes some mapping below which may enter the top-k."""
+        return np.isfinite(lb[:, 0]) & ~self.ranking.beaten(lb, self.pool, self.top)
+
+    def split(self, lb):
+        ok = self.alive(lb)
+        under = lb[:, 0] <= self.theta * (1 + SLACK)
+        return ok & under, ok & ~under
+
     def keep(self, lb):
-        return (lb[:, 0] <= self.kth * (1 + SLACK)) & (lb[:, 0] <= self.theta * (1 + SLACK))
+        return self.split(lb)[0]
 
     def keep_partial(self, lb):
-        return lb[:, 0] <= self.kth * (1 + SLACK)
+        return self.alive(lb)
 
     def defer(self, stage: int, nd: Nodes) -> float:
-        lb = nd.bound[:, 0]
-        cut = (lb <= self.kth * (1 + SLACK)) & (lb > self.theta * (1 + SLACK))
-        if not cut.any():
+        if not len(nd):
             return 0.0
-        self.deferred.append((stage, nd.take(cut)))
-        self.next = min(self.next, float(lb[cut].min()))
-        return float(nd.weight[cut].sum())  # not done: a later pass visits it
+        self.deferred.append((stage, nd))
+        self.next = min(self.next, float(nd.bound[:, 0].min()))
+        return float(nd.weight.sum())  # not done: a later pass visits it
 
     def leaf(self, nd: Nodes) -> None:
-        pool = self.eng.leaf_pool(nd, self.run, self.stats, self.kth, self.top)
-        self.best = Pool.concat([self.best, pool]).best(self.top)
-        self.kth = self.best.kth(self.top)
+        new = self.eng.leaf_pool(nd, self.run, self.stats)
+        if len(new) and len(self.pool) >= self.top:
+            new = new.take(~self.ranking.beaten(self.ranking.values(new), self.pool, self.top))
+        merged = Pool.concat([self.pool, new])
+        self.pool = merged.take(self.ranking.survivors(merged, self.top))
+
+    def best(self) -> Pool:
+        """The top-k found, in rank order."""
+        if not len(self.pool):
+            return self.pool
+        return self.pool.take(self.ranking.order(self.pool)[:self.top])
 
     def next_pass(self) -> list | None:
         """The entries to resume from (the least bounds popped first) with the threshold
-        raised, or None when the walk is exact: the top-k lie within the threshold or
-        nothing was deferred."""
-        if self.kth <= self.theta * (1 + SLACK) or not self.deferred:
-            return None
-        self.theta = max(self.next, self.lb0 + (self.theta - self.lb0) * _THETA_GROWTH)
-        entries = sorted(self.deferred, key=lambda e: -float(e[1].bound[:, 0].min()))
+        raised, or None when the walk is exact: every deferred node is beaten (those are
+        dropped now) or nothing was deferred."""
+        entries, last = [], len(self.eng.stages)
+        for stage, nd in self.deferred:
+            m = self.alive(nd.bound)
+            if stage == last:
+                self.stats.pruned_candidates += int((~m).sum()) * len(self.eng.db)
+            if m.any():
+                entries.append((stage, nd.take(m)))
         self.deferred, self.next = [], np.inf
-        return entries
+        if not entries:
+            return None
+        least = min(float(nd.bound[:, 0].min()) for _, nd in entries)
+        self.theta = max(least, self.lb0 + (self.theta - self.lb0) * _THETA_GROWTH)
+        return sorted(entries, key=lambda e: -float(e[1].bound[:, 0].min()))
 
 
-def search_top(eng: Engine, objective: str, top: int, progress=None) -> tuple[Pool, SearchStats, RunConfig]:
-    """The ``top`` best mappings for ``objective`` (ranked :class:`.Pool`), the statistics
-    and the run configuration, by threshold passes (module doc)."""
-    run = eng.config((objective,))
+def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
+               tolerance: float = 0.0) -> tuple[Pool, SearchStats, RunConfig]:
+    """The ``top`` best mappings (a :class:`.Pool` in rank order) for ``objective``, then the
+    secondary keys ``then`` (None: :meth:`.Engine.ranking`'s default), objectives within
+    ``tolerance`` of the optimum tied (:class:`.Ranking`), the statistics and the run
+    configuration, by threshold passes (module doc)."""
+    ranking = eng.ranking(objective, then, tolerance)
+    run = eng.config(ranking.keys, objective, ranking)
     stats = eng.new_stats()
     root = eng.root(run, stats)
     lb0 = float(root.bound[:, 0].min()) if len(root) else np.inf
@@ -175,9 +205,10 @@ def search_top(eng: Engine, objective: str, top: int, progress=None) -> tuple[Po
         entries = topk.next_pass()
     if progress:
         progress(stats.tile_combos, stats.tile_combos)
-    if not len(topk.best):
+    best = topk.best()
+    if not len(best):
         eng.find_smallest(stats)
-    return topk.best, stats, run
+    return best, stats, run
 
 
 class ParetoFront:
@@ -200,6 +231,9 @@ class ParetoFront:
         return ~(ymin < lb[:, 1] * (1 - SLACK))
 
     keep_partial = keep
+
+    def split(self, lb):
+        return self.keep(lb) & np.isfinite(lb[:, 0]), np.zeros(len(lb), bool)
 
     def defer(self, stage: int, nd: Nodes) -> float:
         raise AssertionError("the Pareto walk has no threshold: nothing is deferred")
