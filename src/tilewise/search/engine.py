@@ -321,15 +321,15 @@ class Engine:
             return out
         s, ords = nd.split, nd.orders
         cnt, pad, bufs, fixed = si.counts, si.padded, si.buffers, si.other
-        inner = si.whole[:, -1, :]
+        ttc = self.capped(si, nd.split, stage)  # innermost tiles no larger than can fit
+        inner = ttc[:, -1, :]                   # (the fewest kernel calls: _least_objectives)
         pmax = si.padded_max
         if len(idx) < n:
             s, ords = s[idx], ords[idx]
             cnt, pad, bufs, fixed, inner = cnt[idx], pad[idx], bufs[idx], fixed[idx], inner[idx]
-            pmax = pmax[idx]
+            pmax, ttc = pmax[idx], ttc[idx]
             rw = None if rw is None else (rw[0][idx], rw[1][idx])
         if rw is None:
-            ttc = self.capped(si, s, stage, idx if len(idx) < n else None)
             R, W, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
         else:
             R, W, legal = rw[0], rw[1], None
