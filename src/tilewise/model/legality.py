@@ -25,7 +25,7 @@ import numpy as np
 
 from ..errors import MappingError
 from .problem import chain_rules
-from .rules import chain_violation, loop_step, tile_fits
+from .rules import chain_violation, innermost_limit, loop_step, tile_fits
 from .structure import Structure
 
 
@@ -112,7 +112,7 @@ def check_mapping(workload, arch, mapping) -> None:
             if tile % align:
                 raise MappingError(f"level {names[k]}: tile {d}={tile} violates the "
                                    f"alignment of {d} to multiples of {align} ({arch.name})")
-            limit = -(-(-(-parent // w)) // align) * align  # for the message only
+            limit = int(innermost_limit(parent, w, align))
             raise MappingError(
                 f"level {names[k]}: tile {d}={tile} exceeds its parent tile "
                 f"{d}={parent} at {names[k - 1]}" + (f" split {w} ways" if w > 1 else "")

@@ -34,7 +34,7 @@ from typing import NamedTuple
 from ..ir.workload import Tensor
 from .footprint import element_bytes, in_place, partial_sum_bytes
 from .rules import (buffer_bytes, compute_bound_s, energy_per_byte, energy_per_point,
-                    holds_partial_sums, level_capacity, loop_step, rate, rates)
+                    holds_partial_sums, level_capacity, loop_step, ops_per_point, rate, rates)
 from .structure import Structure
 
 
@@ -453,7 +453,7 @@ def _compute(st: Structure) -> Compute:
     op_mask = np.zeros((len(ops), len(dims)), bool)
     for o, op in enumerate(ops):
         op_mask[o, [dims.index(d) for d in op.dims]] = True
-    return Compute(op_mask, _i64([op.ops_per_point if op.kind != "mac" else 1 for op in ops]),
+    return Compute(op_mask, _i64([ops_per_point(op) for op in ops]),
                    rates(arch, workload), float(arch.compute.call_overhead_cycles),
                    float(arch.compute.clock_hz), compute_bound_s(workload, arch),
                    energy_per_point(arch, workload))

@@ -128,12 +128,18 @@ def loop_step(next_tile, ways, at_array):
 @njit(cache=True, inline="always", error_model="numpy")
 def tile_fits(tile, parent, ways, align, innermost):
     """Whether ``tile`` is legal under ``parent`` split ``ways`` ways: at the innermost level
-    a multiple of ``align`` of at most ``ceil(ceil(parent / ways) / align) x align`` (the
-    parent's share padded up to the alignment), elsewhere ``tile x ways <= parent``."""
+    a multiple of ``align`` of at most :func:`innermost_limit`, elsewhere
+    ``tile x ways <= parent``."""
     if innermost:
-        limit = ((parent + ways - 1) // ways + align - 1) // align * align
-        return tile <= limit and tile % align == 0
+        return tile <= innermost_limit(parent, ways, align) and tile % align == 0
     return tile * ways <= parent
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def innermost_limit(parent, ways, align):
+    """Largest innermost tile under ``parent`` split ``ways`` ways: the parent's share padded up
+    to the alignment, ``ceil(ceil(parent / ways) / align) x align`` (elements)."""
+    return ((parent + ways - 1) // ways + align - 1) // align * align
 
 
 @njit(cache=True, inline="always", error_model="numpy")

@@ -102,8 +102,7 @@ def variant_latencies(compute_s, R, W, rbw, wbw, it, db):
     written out of each level ``R, W [n, L, T]``, link bandwidths ``rbw, wbw [n, L]`` (B/s)
     and tiles visited ``it [n, L]``: the model's :func:`~tilewise.model.rules.latency` over
     :func:`~tilewise.model.rules.link_time` of all, exposed and double-buffered bytes."""
-    n, L, T = R.shape
-    out = np.empty((n, db.shape[0]))
+    out = np.empty((R.shape[0], db.shape[0]))
     _variant_latencies(np.ascontiguousarray(compute_s, np.float64), R.astype(np.float64),
                        W.astype(np.float64), rbw, wbw, it, db, out)
     return out

@@ -44,7 +44,6 @@ class BufferTable:
         self.sizes = problem.dims.sizes
         self.desc = problem.buffers
         self.array_level = problem.levels.array
-        self.cap = problem.levels.capacity
         self.slot = np.array([space.moved.index(t) if t in space.moved else -1
                               for t in problem.buffers.tensor], np.int64)
         # per (split, dim, level): the candidate tile values, ascending, flattened
