@@ -22,6 +22,8 @@ def _compare(workload, arch, mapping):
         assert c.reads[level] == trace.reads[level], (level, "reads", str(mapping))
         assert c.writes[level] == trace.writes[level], (level, "writes", str(mapping))
         assert c.reloads[level] == trace.reloads[level], (level, "reloads", str(mapping))
+        assert c.fills[level] == trace.fills[level], (level, "fills", str(mapping))
+        assert c.drains[level] == trace.drains[level], (level, "drains", str(mapping))
     assert c.footprint == trace.peak, str(mapping)
     assert c.steps == trace.steps, str(mapping)
     assert c.padded_points == trace.padded_points, str(mapping)
@@ -50,6 +52,7 @@ def test_evaluate_equals_simulate_for_every_constructor(kind, data):
     trace = simulate(workload, arch, mapping)
     cost = evaluate(workload, arch, mapping, check_capacity=False)
     assert (cost.reads, cost.writes, cost.reloads) == (trace.reads, trace.writes, trace.reloads), str(mapping)
+    assert (cost.fills, cost.drains) == (trace.fills, trace.drains), str(mapping)
     assert cost.footprint == trace.peak, str(mapping)
     assert (cost.steps, cost.padded_points, cost.useful_points) == (
         trace.steps, trace.padded_points, trace.useful_points), str(mapping)

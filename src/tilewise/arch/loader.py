@@ -47,7 +47,7 @@ TOP_KEYS = ("name", "description", "levels", "array", "compute", "alignment")
 LEVEL_KEYS = (
     "name", "capacity", "instances", "banks", "bank_size", "bank_granular", "block",
     "bandwidth", "read_bandwidth", "write_bandwidth", "channels", "double_buffer",
-    "energy_per_byte",
+    "energy_per_byte", "read_energy", "write_energy", "transfer_overhead",
 )
 ARRAY_KEYS = ("level", "rows", "cols", "broadcast", "reduce_cols")
 COMPUTE_KEYS = ("clock", "macs_per_cycle", "vector_ops_per_cycle", "energy_per_mac",
@@ -130,15 +130,34 @@ def _compute(data: Any, where: _Where) -> Compute:
     d = _mapping(data, where, COMPUTE_KEYS, required=("clock",))
     clock = _unit(parse_frequency, d["clock"], where.key("clock"))
     rates = {key: _rates(d.get(key, {}), where.key(key)) for key in COMPUTE_KEYS[1:3]}
-    energy = d.get("energy_per_mac")
-    if energy is not None:
-        energy = _unit(parse_energy, energy, where.key("energy_per_mac"), "MAC")
-    call = d.get("call_overhead", 0)
-    if isinstance(call, bool) or not isinstance(call, (int, float)) or not 0 <= call < 1e9:
-        raise where.key("call_overhead").error(
-            f"call_overhead must be a number of cycles in [0, 1e9) per kernel call; got {call!r}")
+    energy, by_dtype = _mac_energy(d.get("energy_per_mac"), where.key("energy_per_mac"))
+    call = _cycles(d.get("call_overhead", 0), where.key("call_overhead"), "kernel call")
     return Compute(clock, rates["macs_per_cycle"], rates["vector_ops_per_cycle"], energy,
-                   float(call))
+                   call, by_dtype)
+
+
+def _cycles(value: Any, where: _Where, per: str) -> float:
+    """A fixed cost in cycles, a finite number in [0, 1e9)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1e9:
+        raise where.error(f"expected a number of cycles in [0, 1e9) per {per}; got {value!r}")
+    return float(value)
+
+
+def _mac_energy(data: Any, where: _Where) -> tuple[float | None, dict[str, float]]:
+    """``energy_per_mac``: one energy for every dtype (``0.25 pJ``) or a table per input dtype
+    (``{i8: 0.1 pJ, bf16: 0.4 pJ}``, Accelergy-style); returns (default, per dtype)."""
+    if data is None:
+        return None, {}
+    if not isinstance(data, Mapping):
+        return _unit(parse_energy, data, where, "MAC"), {}
+    table: dict[str, float] = {}
+    for key, value in data.items():
+        try:
+            name = lookup_dtype(str(key)).name
+        except DTypeError as e:
+            raise where.error(str(e)) from None
+        table[name] = _unit(parse_energy, value, where.key(str(key)), "MAC")
+    return None, table
 
 
 def _rates(data: Any, where: _Where) -> dict[str, int]:
@@ -191,9 +210,20 @@ def _level(data: Any, where: _Where, index: int, clock_hz: float) -> Level:
             level[key] = _int(d[key], where.key(key))
     if "block" in d:
         level["block_bytes"] = _unit(parse_size, d["block"], where.key("block"))
-    if "energy_per_byte" in d and d["energy_per_byte"] is not None:
-        level["energy_pj_per_byte"] = _unit(parse_energy, d["energy_per_byte"],
-                                            where.key("energy_per_byte"), "B")
+    for key, field_name in (("energy_per_byte", "energy_pj_per_byte"),
+                            ("read_energy", "read_energy_pj"), ("write_energy", "write_energy_pj")):
+        if d.get(key) is not None:
+            level[field_name] = _unit(parse_energy, d[key], where.key(key), "B")
+    if ("read_energy" in d) != ("write_energy" in d):
+        raise where.error(f"level {name!r}: give read_energy and write_energy together "
+                          "(pJ per byte read from / written into this level)")
+    if "transfer_overhead" in d:
+        if index == 0:
+            raise where.key("transfer_overhead").error(
+                f"level {name!r} is the outermost level: it has no parent link, so no transfer "
+                "overhead; it belongs to the inner level a link feeds")
+        level["transfer_overhead_cycles"] = _cycles(d["transfer_overhead"],
+                                                    where.key("transfer_overhead"), "DMA transfer")
     level.update(_bandwidths(d, where, index, name, clock_hz))
     return Level(**level)
 
@@ -554,7 +584,9 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
         compute["macs_per_cycle"] = dict(c.macs_per_cycle)
     if c.vector_ops_per_cycle:
         compute["vector_ops_per_cycle"] = dict(c.vector_ops_per_cycle)
-    if c.energy_pj_per_mac is not None:
+    if c.energy_pj_per_mac_dtype:
+        compute["energy_per_mac"] = {k: format_energy(v) for k, v in c.energy_pj_per_mac_dtype.items()}
+    elif c.energy_pj_per_mac is not None:
         compute["energy_per_mac"] = format_energy(c.energy_pj_per_mac)
     if c.call_overhead_cycles:
         compute["call_overhead"] = c.call_overhead_cycles
@@ -588,8 +620,12 @@ def _level_to_dict(lv: Level, index: int) -> dict[str, Any]:
     if index or lv.channels != 1:
         d["channels"] = lv.channels
     d["double_buffer"] = lv.double_buffer
-    if lv.energy_pj_per_byte is not None:
-        d["energy_per_byte"] = format_energy(lv.energy_pj_per_byte)
+    for key, value in (("energy_per_byte", lv.energy_pj_per_byte),
+                       ("read_energy", lv.read_energy_pj), ("write_energy", lv.write_energy_pj)):
+        if value is not None:
+            d[key] = format_energy(value)
+    if lv.transfer_overhead_cycles:
+        d["transfer_overhead"] = lv.transfer_overhead_cycles
     return d
 
 

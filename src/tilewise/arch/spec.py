@@ -55,7 +55,11 @@ class Level:
     transfer granule in bytes. ``read_bandwidth`` / ``write_bandwidth``: bytes/s per channel of
     the parent -> this level / this level -> parent link (0 for the outermost level).
     ``channels``: parallel links per instance. ``double_buffer``: can hold a ping and a pong
-    copy of a tile. ``energy_pj_per_byte``: picojoules per byte moved over the link, if known.
+    copy of a tile. Energy (Accelergy-style, picojoules, None where unknown):
+    ``energy_pj_per_byte`` per byte moved over the link into or out of this level (the wire and
+    DMA); ``read_energy_pj`` / ``write_energy_pj`` per byte read from / written into this level's
+    memory. ``transfer_overhead_cycles``: fixed cycles of one DMA transfer (buffer descriptor,
+    lock hand-off) on the link into this level, per transfer and direction, on one channel.
     """
 
     name: str
@@ -70,6 +74,9 @@ class Level:
     channels: int = 1
     double_buffer: bool = True
     energy_pj_per_byte: float | None = None
+    read_energy_pj: float | None = None
+    write_energy_pj: float | None = None
+    transfer_overhead_cycles: float = 0.0
 
     @property
     def bounded(self) -> bool:
@@ -97,22 +104,30 @@ class SpatialArray:
 class Compute:
     """Per-core throughput: multiply-accumulates per cycle by input dtype; clock in Hz;
     ``call_overhead_cycles``: the fixed cost of one innermost kernel invocation on a core
-    (call, buffer locks, accumulator init and drain), cycles, 0 when not given."""
+    (call, buffer locks, accumulator init and drain), cycles, 0 when not given.
+    ``energy_pj_per_mac``: picojoules per MAC (or per vector op) for every dtype, None when
+    unknown; ``energy_pj_per_mac_dtype`` overrides it per input dtype (``{"i8": 0.1}``)."""
 
     clock_hz: float
     macs_per_cycle: Mapping[str, int] = field(default_factory=dict)
     vector_ops_per_cycle: Mapping[str, int] = field(default_factory=dict)
     energy_pj_per_mac: float | None = None
     call_overhead_cycles: float = 0.0
+    energy_pj_per_mac_dtype: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self):
         object.__setattr__(self, "macs_per_cycle", _frozen(self.macs_per_cycle))
         object.__setattr__(self, "vector_ops_per_cycle", _frozen(self.vector_ops_per_cycle))
+        object.__setattr__(self, "energy_pj_per_mac_dtype", _frozen(self.energy_pj_per_mac_dtype))
+
+    def mac_energy_pj(self, dtype: str) -> float | None:
+        """Picojoules per MAC for input dtype ``dtype`` (None: unknown)."""
+        return self.energy_pj_per_mac_dtype.get(dtype, self.energy_pj_per_mac)
 
     def __reduce__(self):
         return (type(self), (self.clock_hz, dict(self.macs_per_cycle),
                              dict(self.vector_ops_per_cycle), self.energy_pj_per_mac,
-                             self.call_overhead_cycles))
+                             self.call_overhead_cycles, dict(self.energy_pj_per_mac_dtype)))
 
 
 @dataclass(frozen=True)

@@ -40,12 +40,13 @@ Example::
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..errors import CapacityError, MappingError, SpecError, TilewiseError
 from .batch import MappingBatch
+from .breakdown import energy_breakdown, fixed_seconds
 from .kernel import CostArrays, evaluate_into
 from .problem import Problem
 
@@ -71,6 +72,13 @@ class Cost:
     utilization: float
     ratio: dict
     energy_j: float | None = None  # joules; None when the arch gives no energy numbers
+    # {level: {tensor: transfers into it (loads and reloads)}} / out of it (stores)
+    fills: dict = field(default_factory=dict)
+    drains: dict = field(default_factory=dict)
+    # joules per part: {"compute": J, level: {tensor: J}} (evaluate() only; None: no energy)
+    energy_breakdown: dict | None = None
+    # seconds of fixed costs: {"kernel calls": s, level: s per link} (evaluate() only)
+    fixed_s: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -87,6 +95,8 @@ class CostBatch:
     reads: np.ndarray          # [B, L, T] bytes
     writes: np.ndarray
     reloads: np.ndarray
+    fills: np.ndarray          # [B, L, T] transfers into level l (loads and reloads)
+    drains: np.ndarray         # [B, L, T] transfers out of level l (stores)
     offchip_bytes: np.ndarray  # [B]
     steps: np.ndarray          # [B, ops]
     padded_points: np.ndarray  # [B, ops]
@@ -114,7 +124,8 @@ class CostBatch:
             footprint={L[l]: int(self.footprint[i, l]) for l in range(len(L))},
             capacity={L[l]: float(self.capacity[l]) for l in range(len(L))},
             fits=bool(self.fits[i]), reads=per(self.reads), writes=per(self.writes),
-            reloads=per(self.reloads), offchip_bytes=int(self.offchip_bytes[i]),
+            reloads=per(self.reloads), fills=per(self.fills), drains=per(self.drains),
+            offchip_bytes=int(self.offchip_bytes[i]),
             compute_cycles=float(self.compute_cycles[i]),
             padded_points={o: int(self.padded_points[i, j]) for j, o in enumerate(self.ops)},
             useful_points={o: int(self.useful_points[j]) for j, o in enumerate(self.ops)},
@@ -139,7 +150,10 @@ def evaluate(workload, arch, mapping, check_capacity: bool = True) -> Cost:
 
         arch = load_arch(arch)
     batch = MappingBatch.from_mappings(workload, arch, [mapping])
-    cost = evaluate_batch(workload, arch, batch).item(0)
+    problem = Problem.build(workload, arch)
+    cost = evaluate_batch(workload, arch, batch, problem=problem).item(0)
+    cost = replace(cost, energy_breakdown=energy_breakdown(cost, problem, batch.bypass[0]),
+                   fixed_s=fixed_seconds(cost, problem, batch))
     if check_capacity and not cost.fits:
         for name, fp in cost.footprint.items():
             if fp > cost.capacity[name]:
@@ -195,7 +209,8 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
         levels=tuple(lv.name for lv in arch.levels), tensors=tuple(t.name for t in st.tensors),
         ops=tuple(op.name for op in workload.ops), capacity=p.levels.capacity,
         useful_points=p.useful_points, footprint=out.footprint, fits=out.fits, legal=out.legal,
-        reads=out.reads, writes=out.writes, reloads=out.reloads, offchip_bytes=out.offchip,
+        reads=out.reads, writes=out.writes, reloads=out.reloads, fills=out.fills,
+        drains=out.drains, offchip_bytes=out.offchip,
         steps=out.steps, padded_points=out.padded, compute_cycles=out.cycles,
         compute_s=out.compute_s, transfer_s=out.transfer_s, latency_s=out.latency_s,
         utilization=out.util, ratio=out.ratio, energy_j=out.energy)
@@ -205,7 +220,8 @@ def _empty_outputs(B: int, L: int, T: int, O: int) -> CostArrays:
     return CostArrays(
         footprint=np.empty((B, L), np.int64), fits=np.empty(B, bool), legal=np.empty(B, bool),
         reads=np.empty((B, L, T), np.int64), writes=np.empty((B, L, T), np.int64),
-        reloads=np.empty((B, L, T), np.int64), offchip=np.empty(B, np.int64),
+        reloads=np.empty((B, L, T), np.int64), fills=np.empty((B, L, T), np.int64),
+        drains=np.empty((B, L, T), np.int64), offchip=np.empty(B, np.int64),
         steps=np.empty((B, O), np.int64), padded=np.empty((B, O), np.int64),
         cycles=np.empty(B), compute_s=np.empty(B), transfer_s=np.empty((B, L)),
         latency_s=np.empty(B), util=np.empty(B), ratio=np.empty((B, L)), energy=np.empty(B))

@@ -66,7 +66,8 @@ import numpy as np
 from numba import njit
 
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
-from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, energy,
+from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, compute_energy,
+                    transfer_energy,
                     holds_partial_sums, latency, link_instances, link_time, loop_step,
                     tile_fits)
 
@@ -192,6 +193,8 @@ class CostArrays(NamedTuple):
     reads: np.ndarray          # [B, L, T] bytes into level l
     writes: np.ndarray         # [B, L, T] bytes out of level l
     reloads: np.ndarray        # [B, L, T] partial-sum bytes read back
+    fills: np.ndarray          # [B, L, T] transfers into level l (loads and reloads)
+    drains: np.ndarray         # [B, L, T] transfers out of level l (stores)
     offchip: np.ndarray        # [B] bytes over the outermost link
     steps: np.ndarray          # [B, O] innermost tiles per core
     padded: np.ndarray         # [B, O] padded points, all cores
@@ -262,11 +265,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     op_pad = np.zeros(O, np.int64)                # padded points, all cores
     iters = np.ones(L)                            # tiles visited per level (>= 1)
     src = np.zeros(T, np.int64)                   # nearest level above keeping a tensor
-    rd = np.zeros(L)                              # link bytes: read, written, exposed
-    wr = np.zeros(L)
-    rdx = np.zeros(L)
-    wrx = np.zeros(L)
-    moved_l = np.zeros(L)                         # bytes read + written per level
+    lk = np.zeros((8, L))                         # per link: bytes and transfers (_links)
     # every input bound once (a field read from a tuple costs a reference-count update)
     sizes, align, a = dims.sizes, dims.align, levels.array
     on_chain, spine, forbidden = chain.chain, chain.spine, chain.forbidden
@@ -276,14 +275,15 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     oth, plain, affine = tensors.oth, tensors.plain, tensors.affine
     capacity, f_tensor = levels.capacity, buffers.tensor
     op_pp, op_rate, clock, call = compute.op_pp, compute.op_rate, compute.clock, compute.call
-    e_byte, e_point, ideal = levels.e_byte, compute.e_point, compute.ideal
+    e_read, e_write, e_link = levels.e_read, levels.e_write, levels.e_link
+    e_point, ideal = compute.e_point, compute.ideal
     legal, footprint, fits = out.legal, out.footprint, out.fits
     steps, padded, cycles, compute_s = out.steps, out.padded, out.cycles, out.compute_s
     f_level, f_axes, ax_terms, terms = buffers.level, buffers.axes, buffers.ax_terms, buffers.terms
     f_bytes, block, bank, op_mask = buffers.bytes, buffers.block, buffers.bank, compute.op_mask
     f_psum, f_red = buffers.psum, buffers.red
     inst, link_a, no_read, no_write = levels.instances, levels.link_array, levels.no_read, levels.no_write
-    read_bw, write_bw = levels.read_bw, levels.write_bw
+    read_bw, write_bw, xfer_s = levels.read_bw, levels.write_bw, levels.xfer_s
     reads, writes, transfer_s, ratio = out.reads, out.writes, out.transfer_s, out.ratio
     cyc = 0.0                                     # busiest core, kept while tiles repeat
     latency_s, util, offchip, energy_j = out.latency_s, out.util, out.offchip, out.energy
@@ -313,10 +313,9 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
         _fit(b, dbuf, bypass, capacity, f_tensor, nbraw, footprint, fits)
         _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
         _links(b, dbuf, bypass, rows_ways[b] * cols_ways[b], inst, link_a, no_read, no_write,
-               read_bw, write_bw, ideal, rd, wr, rdx, wrx, src, iters, reads, writes, compute_s,
-               transfer_s, ratio, latency_s, util, flags)
-        _offchip_energy(b, bypass, e_byte, e_point, op_pad, moved_l, reads, writes, offchip,
-                        energy_j)
+               read_bw, write_bw, xfer_s, ideal, lk, src, iters, out, flags)
+        _offchip_energy(b, bypass, e_read, e_write, e_link, e_point, op_pad, reads, writes,
+                        offchip, energy_j)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -365,6 +364,8 @@ def _zero(b, out):
     out.reads[b, :, :] = 0
     out.writes[b, :, :] = 0
     out.reloads[b, :, :] = 0
+    out.fills[b, :, :] = 0
+    out.drains[b, :, :] = 0
     out.steps[b, :] = 0
     out.padded[b, :] = 0
 
@@ -579,17 +580,22 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, p
     (``a``) a tensor not indexed by the rows' split dim ``r`` (-1: none, or broadcast) is
     sent to each of the ``rw`` rows, likewise for the columns (``c``, ``cw``)."""
     reads, writes, reloads = out.reads, out.writes, out.reloads
+    fills, drains = out.fills, out.drains
     L = reads.shape[1]
     T = moved.shape[0]
     for t in range(T):
         reads[b, 0, t] = 0
         writes[b, 0, t] = 0
         reloads[b, 0, t] = 0
+        fills[b, 0, t] = 0
+        drains[b, 0, t] = 0
         if not moved[t] or (one >= 0 and one != t):
             for level in range(1, L):
                 reads[b, level, t] = 0
                 writes[b, level, t] = 0
                 reloads[b, level, t] = 0
+                fills[b, level, t] = 0
+                drains[b, level, t] = 0
             continue
         for level in range(1, L):
             total = 1
@@ -598,9 +604,11 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, p
                 total *= count[oth[t, ii], level]
                 check *= count[oth[t, ii], level]
             distinct = 1
+            n_distinct = 1  # the same sums counting tiles (power 0): transfers, not bytes
             for ii in range(plain[t, 0]):
                 v = P[plain[t, 1 + 2 * ii], level, level, plain[t, 2 + 2 * ii]]
                 distinct *= v
+                n_distinct *= P[plain[t, 1 + 2 * ii], level, level, 0]
                 check *= v
             for gg in range(affine[t, 0]):
                 g = affine[t, 1 + gg]
@@ -613,11 +621,14 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, p
                     stamp[g, key] = epoch
                 v = memo[g, key]
                 distinct *= v
+                n_distinct *= _group_tiles(g, lam, level, gi, P)
                 check *= v
+            n_total = total * n_distinct
             total *= distinct
             if check > _BIG and flags[0] == 0:
                 flags[0] = t + 1
             nc = 0
+            n_nc = 0
             for k in range(level):
                 for qq in range(1, oth[t, 0] + 1):  # transitions of a loop not indexing t
                     q = oth[t, qq]
@@ -631,9 +642,12 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, p
                             term *= count[j, k + 1]
                         else:
                             term *= count[j, k]
+                    n_term = term
                     for ii in range(plain[t, 0]):
                         j = plain[t, 1 + 2 * ii]
-                        term *= P[j, k + 1 if pos[k, j] < p else k, level, plain[t, 2 + 2 * ii]]
+                        kk = k + 1 if pos[k, j] < p else k
+                        term *= P[j, kk, level, plain[t, 2 + 2 * ii]]
+                        n_term *= P[j, kk, level, 0]
                     for gg in range(affine[t, 0]):
                         g = affine[t, 1 + gg]
                         key = level
@@ -645,7 +659,9 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, p
                                                          XN, idx)
                             stamp[g, key] = epoch
                         term *= memo[g, key]
+                        n_term *= _group_tiles(g, lam, level, gi, P)
                     nc += term
+                    n_nc += n_term
             kept = 1 - bypass[b, level, t]
             if psum[t]:  # a final output: the last visit of a tile writes it converted, the
                 again = total - nc - distinct  # others write partial sums, reloaded later
@@ -653,6 +669,8 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, p
                 re = again * psum[t] * kept
                 reloads[b, level, t] = re
                 reads[b, level, t] = re
+                drains[b, level, t] = (n_total - n_nc) * kept  # a store per visit
+                fills[b, level, t] = (n_total - n_nc - n_distinct) * kept  # a reload per revisit
             else:
                 v = (total - nc) * tbytes[t]
                 copies = 1
@@ -664,6 +682,18 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, p
                 reads[b, level, t] = v * copies * kept
                 writes[b, level, t] = 0
                 reloads[b, level, t] = 0
+                fills[b, level, t] = (n_total - n_nc) * copies * kept
+                drains[b, level, t] = 0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _group_tiles(g, lam, level, gi, P):
+    """Tiles of an affine group at ``level`` (member ``i`` from prefix level ``lam[i]``): the
+    product of its members' tile counts (every combination is a distinct window tile)."""
+    n = 1
+    for i in range(gi[g, GI_NMEM]):
+        n *= P[gi[g, GI_MEM + i], lam[i], level, 0]
+    return n
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -735,72 +765,81 @@ def _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _links(b, dbuf, bypass, used, inst, link_a, no_read, no_write, read_bw, write_bw, ideal, rd,
-           wr, rdx, wrx, src, iters, reads, writes, compute_s, transfer_s, ratio, latency_s,
-           util, flags):
-    """Step 4: bytes over each link (a transfer from the nearest level above that keeps the
-    tensor crosses every link between), link times, latency and utilization
-    (:func:`.rules.link_time`, :func:`.rules.latency`)."""
+def _links(b, dbuf, bypass, used, inst, link_a, no_read, no_write, read_bw, write_bw, xfer_s,
+           ideal, lk, src, iters, out, flags):
+    """Step 4: bytes and transfers over each link (a transfer from the nearest level above that
+    keeps the tensor crosses every link between), link times, latency and utilization
+    (:func:`.rules.link_time`, :func:`.rules.latency`). ``lk [8, L]`` work rows: bytes read,
+    written, exposed read, exposed written, then the same four as transfer counts."""
+    reads, writes, fills, drains = out.reads, out.writes, out.fills, out.drains
     L, T = reads.shape[1], reads.shape[2]
     for l in range(L):
-        rd[l] = 0.0
-        wr[l] = 0.0
-        rdx[l] = 0.0
-        wrx[l] = 0.0
+        for i in range(8):
+            lk[i, l] = 0.0
     for t in range(T):
         src[t] = 0
     for c in range(1, L):
         for t in range(T):
-            r = reads[b, c, t]
-            w = writes[b, c, t]
-            rx = r * (1 - dbuf[b, c, t])
-            wx = w * (1 - dbuf[b, c, t])
+            hidden = dbuf[b, c, t]
+            r, w = reads[b, c, t], writes[b, c, t]
+            nr, nw = fills[b, c, t], drains[b, c, t]
             for l in range(src[t] + 1, c + 1):
-                rd[l] += r
-                wr[l] += w
-                rdx[l] += rx
-                wrx[l] += wx
+                lk[0, l] += r
+                lk[1, l] += w
+                lk[4, l] += nr
+                lk[5, l] += nw
+                if not hidden:
+                    lk[2, l] += r
+                    lk[3, l] += w
+                    lk[6, l] += nr
+                    lk[7, l] += nw
         for t in range(T):
             src[t] = c if not bypass[b, c, t] else src[t]
-    cs = compute_s[b]
+    cs = out.compute_s[b]
     tmax = 0.0
     ex_sum = 0.0
     fill = 0.0
-    transfer_s[b, 0] = 0.0
-    ratio[b, 0] = np.inf
+    out.transfer_s[b, 0] = 0.0
+    out.ratio[b, 0] = np.inf
     for l in range(1, L):
         ins = link_instances(inst, l, link_a, used)
-        if ((no_read[l] and rd[l] > 0) or (no_write[l] and wr[l] > 0)) and flags[1] == 0:
+        if ((no_read[l] and lk[0, l] > 0) or (no_write[l] and lk[1, l] > 0)) and flags[1] == 0:
             flags[1] = l + 1
         rbw = read_bw[l] * ins
         wbw = write_bw[l] * ins
-        tt = link_time(rd[l], wr[l], rbw, wbw)
-        transfer_s[b, l] = tt
-        ratio[b, l] = cs / tt if tt > 0 else np.inf
+        xs = xfer_s[l] / ins
+        tt = link_time(lk[0, l], lk[1, l], rbw, wbw, lk[4, l], lk[5, l], xs)
+        out.transfer_s[b, l] = tt
+        out.ratio[b, l] = cs / tt if tt > 0 else np.inf
         tmax = max(tmax, tt)
-        ex_sum += link_time(rdx[l], wrx[l], rbw, wbw)
-        fill += link_time(rd[l] - rdx[l], wr[l] - wrx[l], rbw, wbw) / iters[l]
+        ex_sum += link_time(lk[2, l], lk[3, l], rbw, wbw, lk[6, l], lk[7, l], xs)
+        fill += link_time(lk[0, l] - lk[2, l], lk[1, l] - lk[3, l], rbw, wbw,
+                          lk[4, l] - lk[6, l], lk[5, l] - lk[7, l], xs) / iters[l]
     lat = latency(cs, ex_sum, tmax, fill)
-    latency_s[b] = lat
-    util[b] = ideal / lat if lat > 0 else 0.0
+    out.latency_s[b] = lat
+    out.util[b] = ideal / lat if lat > 0 else 0.0
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _offchip_energy(b, bypass, e_byte, e_point, op_pad, moved_l, reads, writes, offchip, energy_j):
+def _offchip_energy(b, bypass, e_read, e_write, e_link, e_point, op_pad, reads, writes, offchip,
+                    energy_j):
     """Bytes over the outermost link (a tensor's first transfer below level 0) and energy
-    (:func:`.rules.energy`)."""
+    (:func:`.rules.transfer_energy` per level and tensor, from the nearest level above that
+    keeps the tensor, plus :func:`.rules.compute_energy`)."""
     L, T = reads.shape[1], reads.shape[2]
     off = 0
+    e = 0.0
     for t in range(T):
         first = True
+        s = 0
         for c in range(1, L):
+            r = reads[b, c, t]
+            w = writes[b, c, t]
             if first:
-                off += reads[b, c, t] + writes[b, c, t]
+                off += r + w
             first = first and bypass[b, c, t]
+            e += transfer_energy(r, w, e_read[s], e_write[s], e_read[c], e_write[c], e_link[c])
+            if not bypass[b, c, t]:
+                s = c
     offchip[b] = off
-    for l in range(L):
-        m = 0
-        for t in range(T):
-            m += reads[b, l, t] + writes[b, l, t]
-        moved_l[l] = m
-    energy_j[b] = energy(moved_l, e_byte, op_pad, e_point)
+    energy_j[b] = e + compute_energy(op_pad, e_point)

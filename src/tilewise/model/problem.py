@@ -33,7 +33,8 @@ from typing import NamedTuple
 
 from ..ir.workload import Tensor
 from .footprint import element_bytes, in_place, partial_sum_bytes
-from .rules import (buffer_bytes, compute_bound_s, energy_per_byte, energy_per_point,
+from .rules import (buffer_bytes, compute_bound_s, energy_per_point, energy_table,
+                    transfer_seconds,
                     holds_partial_sums, level_capacity, loop_step, ops_per_point, rate, rates)
 from .structure import Structure
 
@@ -151,7 +152,10 @@ class Levels(NamedTuple):
     ``capacity [L]`` bytes per logical memory (:func:`.rules.level_capacity`, ``inf``:
     unbounded); ``read_bw``/``write_bw [L]`` bytes/s per instance (x channels);
     ``instances [L]``; ``no_read``/``no_write [L]`` a level without bandwidth;
-    ``e_byte [L]`` joules per byte over link ``l`` (NaN: unknown)."""
+    ``e_read``/``e_write``/``e_link [L]`` joules per byte read from / written into level ``l``
+    and moved over link ``l`` (:func:`.rules.energy_table`; ``e_link`` NaN: unknown);
+    ``xfer_s [L]`` seconds of fixed cost per DMA transfer on link ``l`` on one instance (its
+    channels share the transfers), ``has_xfer`` whether any link has one."""
 
     array: int
     link_array: int
@@ -164,7 +168,11 @@ class Levels(NamedTuple):
     instances: np.ndarray
     no_read: np.ndarray
     no_write: np.ndarray
-    e_byte: np.ndarray
+    e_read: np.ndarray
+    e_write: np.ndarray
+    e_link: np.ndarray
+    xfer_s: np.ndarray
+    has_xfer: bool
 
 
 class Tensors(NamedTuple):
@@ -328,6 +336,8 @@ class Problem:
 def _levels(st: Structure) -> Levels:
     arch, L = st.arch, st.n_levels
     arr = arch.array
+    energy = energy_table(arch)
+    xfer = transfer_seconds(arch)
     return Levels(
         array=st.array_level if st.array_level is not None else L - 1,
         link_array=st.array_level if st.array_level is not None else L,
@@ -340,7 +350,8 @@ def _levels(st: Structure) -> Levels:
         instances=_i64([lv.instances for lv in arch.levels]),
         no_read=np.array([lv.read_bandwidth <= 0 for lv in arch.levels]),
         no_write=np.array([lv.write_bandwidth <= 0 for lv in arch.levels]),
-        e_byte=energy_per_byte(arch))
+        e_read=energy.read, e_write=energy.write, e_link=energy.link,
+        xfer_s=xfer, has_xfer=bool(np.any(xfer > 0)))
 
 
 def _tensors(st: Structure, moved: np.ndarray, grp: list) -> Tensors:

@@ -18,16 +18,23 @@ The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` co
     output bytes = final writes x its type + (visits - final writes) x accumulator type
                    (partial sums written and reloaded; the conversion happens once, where the
                    reduction completes)
-    link time    = max(read bytes / read bw, write bytes / write bw)
+    link time    = max(read bytes / read bw + read transfers x overhead,
+                       write bytes / write bw + write transfers x overhead)
+                   (overhead: the link's fixed seconds per DMA transfer; a transfer is one
+                   tile moved: a load, a partial-sum reload or a store)
     latency      = max(T_c + sum_l E_l, max_l T_l) + sum_l O_l / iterations_l
     compute      = sum_ops (points x ops per point / rate + kernel calls x call cycles) / clock
-    energy       = sum_l (bytes read + written at l) x J/byte_l + sum_ops points x J/point
+    energy       = sum over (level l, tensor) of fill x (read J/B at its source + write J/B at l
+                   + link J/B of l) + drain x (read at l + write at the source + link of l),
+                   + sum_ops padded points x J/MAC of the op's dtype x ops per point
 
 with ``T_l`` / ``E_l`` / ``O_l`` the link time of all / of the exposed (not double-buffered) /
 of the double-buffered bytes (:mod:`.cost` explains the overlap).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -90,27 +97,64 @@ def compute_bound_s(workload, arch) -> float:
     return cycles / float(arch.compute.clock_hz)
 
 
-def energy_per_byte(arch) -> np.ndarray:
-    """Joules per byte read into or written out of each level ``[L]`` (index 0: 0; NaN where
-    the arch gives no number)."""
-    return np.array([0.0] + [np.nan if lv.energy_pj_per_byte is None else
-                             lv.energy_pj_per_byte * 1e-12 for lv in arch.levels[1:]])
+def transfer_seconds(arch) -> np.ndarray:
+    """Seconds of fixed cost per DMA transfer on each link ``[L]`` and instance: the level's
+    ``transfer_overhead`` cycles / clock / channels (its channels work in parallel)."""
+    clock = float(arch.compute.clock_hz)
+    return np.array([lv.transfer_overhead_cycles / clock / lv.channels for lv in arch.levels])
+
+
+class EnergyTable(NamedTuple):
+    """Joules per byte, per level ``[L]`` (Accelergy-style; 0 where the arch gives nothing for a
+    level that has other numbers, NaN in ``link`` where a level has none at all): ``read`` per
+    byte read from the level's memory, ``write`` per byte written into it, ``link`` per byte
+    moved over the link into or out of it (index 0: 0, the outermost level has no link)."""
+
+    read: np.ndarray
+    write: np.ndarray
+    link: np.ndarray
+
+
+def energy_table(arch) -> EnergyTable:
+    """The arch's per-byte energies in joules (:class:`EnergyTable`)."""
+    def pj(v):
+        return 0.0 if v is None else v * 1e-12
+
+    link = [0.0] + [np.nan if _no_energy(lv) else pj(lv.energy_pj_per_byte)
+                    for lv in arch.levels[1:]]
+    return EnergyTable(np.array([pj(lv.read_energy_pj) for lv in arch.levels]),
+                       np.array([pj(lv.write_energy_pj) for lv in arch.levels]),
+                       np.array(link))
+
+
+def _no_energy(lv) -> bool:
+    return lv.energy_pj_per_byte is None and lv.read_energy_pj is None
 
 
 def energy_per_point(arch, workload) -> np.ndarray:
-    """Joules per padded iteration point of each op ``[O]`` (NaN: no energy per MAC)."""
-    e = arch.compute.energy_pj_per_mac
-    return np.array([np.nan if e is None else e * 1e-12 * ops_per_point(op)
-                     for op in workload.ops], float)
+    """Joules per padded iteration point of each op ``[O]``: the op's input dtype's energy per
+    MAC (or vector op) x ops per point (NaN: no number for that dtype)."""
+    out = []
+    for op in workload.ops:
+        e = arch.compute.mac_energy_pj(op.dtype.name)
+        out.append(np.nan if e is None else e * 1e-12 * ops_per_point(op))
+    return np.array(out, float)
 
 
-def require_energy(arch) -> None:
-    """SpecError naming every missing energy number (objectives energy and edp need them)."""
+def require_energy(arch, workload=None) -> None:
+    """SpecError naming every missing energy number (objectives energy and edp need them): an
+    energy per MAC for each op's dtype (or one for all), and per level below the outermost
+    ``energy_per_byte`` or ``read_energy``/``write_energy``."""
     missing = []
-    if arch.compute.energy_pj_per_mac is None:
-        missing.append("compute.energy_per_mac")
-    missing += [f"levels[{lv.name}].energy_per_byte" for lv in arch.levels[1:]
-                if lv.energy_pj_per_byte is None]
+    c = arch.compute
+    if workload is None:
+        if c.energy_pj_per_mac is None and not c.energy_pj_per_mac_dtype:
+            missing.append("compute.energy_per_mac")
+    else:
+        missing += [f"compute.energy_per_mac[{n}]" for n in sorted({op.dtype.name for op in workload.ops})
+                    if c.mac_energy_pj(n) is None]
+    missing += [f"levels[{lv.name}].energy_per_byte (or read_energy and write_energy)"
+                for lv in arch.levels[1:] if _no_energy(lv)]
     if missing:
         raise SpecError(f"objective energy/edp needs energy numbers; arch {arch.name} lacks "
                         + ", ".join(missing))
@@ -255,11 +299,14 @@ def link_instances(instances, l, link_array, cores_used):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def link_time(read_bytes, write_bytes, read_bw, write_bw):
-    """Seconds a link needs: reads and writes in parallel, each at its bandwidth (bytes/s)."""
+def link_time(read_bytes, write_bytes, read_bw, write_bw, reads=0.0, writes=0.0, per_transfer=0.0):
+    """Seconds a link needs: reads and writes in parallel, each direction its bytes at its
+    bandwidth (bytes/s) plus ``per_transfer`` seconds of fixed cost for each of its
+    ``reads``/``writes`` transfers (descriptor set-up and lock hand-off serialize with the
+    data on a channel)."""
     r = read_bytes / read_bw if read_bytes > 0 else 0.0
     w = write_bytes / write_bw if write_bytes > 0 else 0.0
-    return max(r, w)
+    return max(r + reads * per_transfer, w + writes * per_transfer)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -269,12 +316,18 @@ def latency(compute_s, exposed_s, slowest_link_s, fill_s):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def energy(level_bytes_moved, e_byte, points, e_point):
-    """Joules: bytes read into and written out of each level ``[L]`` x J/byte there, plus
-    padded points per op ``[O]`` x J/point."""
+def transfer_energy(fill, drain, src_read, src_write, read, write, link):
+    """Joules of moving ``fill`` bytes into a level and ``drain`` bytes out of it, to and from
+    its source (the nearest level above that keeps the tensor), Accelergy-style: each byte is
+    read from one memory and written into another (J/byte ``src_read``/``src_write`` at the
+    source, ``read``/``write`` at the level) and crosses the level's link (``link`` J/byte)."""
+    return fill * (src_read + write + link) + drain * (read + src_write + link)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def compute_energy(points, e_point):
+    """Joules of the padded points per op ``[O]`` at ``e_point [O]`` J/point."""
     e = 0.0
-    for l in range(1, level_bytes_moved.shape[0]):
-        e += level_bytes_moved[l] * e_byte[l]
     for o in range(points.shape[0]):
         e += points[o] * e_point[o]
     return e

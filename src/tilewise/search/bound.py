@@ -59,7 +59,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..model.rules import compute_cycles, energy, latency, link_time
+from ..model.rules import compute_cycles, compute_energy, latency, link_time, transfer_energy
 
 OBJ_CODE = {"latency": 0, "traffic": 1, "energy": 2, "edp": 3, "space": 4, "ratio": 5}
 
@@ -218,9 +218,24 @@ def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub
                                     compute.call) / compute.clock
             out[b] = tmax / cs_max
         elif obj == 2 or obj == 3:
-            for l in range(L):
-                rs[l] += ws[l]
-            e = energy(rs, levels.e_byte, points[b], compute.e_point)
+            e = _energy_bound(rs, ws, levels, points[b], compute.e_point)
             out[b] = e if obj == 2 else best * e
         else:
             out[b] = best
+
+
+@njit(cache=True, inline="always")
+def _energy_bound(rs, ws, levels, points, e_point):
+    """Least energy of the bytes ``rs``/``ws [L]`` moved into / out of each level: each charged
+    as moved to or from the cheapest level above (a bypass may skip the parent), with the
+    model's rule (:func:`tilewise.model.rules.transfer_energy`)."""
+    e = 0.0
+    for l in range(1, rs.shape[0]):
+        sr = np.inf
+        sw = np.inf
+        for s in range(l):
+            sr = min(sr, levels.e_read[s])
+            sw = min(sw, levels.e_write[s])
+        e += transfer_energy(rs[l], ws[l], sr, sw, levels.e_read[l], levels.e_write[l],
+                             levels.e_link[l])
+    return e + compute_energy(points, e_point)

@@ -6,6 +6,9 @@ Counting rules:
 
 - ``reads[level][tensor]``: bytes moved into ``level`` (loads and partial-sum reloads);
   ``reloads`` the reload part; ``writes`` bytes stored from ``level`` to its parent.
+- ``fills`` / ``drains``: the number of those transfers (one per tile moved in / stored out;
+  a tile whose dim ranges are empty, on an idle core, moves nothing and is no transfer; a
+  window tile that lies wholly in the padding is one: the DMA fills it with zeros).
 - Broadcast: at the array level, transfers of one step that carry the same tile of the same
   tensor share one transfer along a broadcast axis: ``broadcast_rows`` reaches every core of a
   row (cores with the same row index), ``broadcast_cols`` every core of a column. Partial sums of
@@ -38,6 +41,8 @@ class Trace:
     reads: dict
     reloads: dict
     writes: dict
+    fills: dict
+    drains: dict
     peak: dict
     steps: dict
     padded_points: dict
@@ -56,6 +61,8 @@ def simulate(workload, arch, mapping) -> Trace:
     reads = {nm: defaultdict(int) for nm in names[1:]}
     reloads = {nm: defaultdict(int) for nm in names[1:]}
     writes = {nm: defaultdict(int) for nm in names[1:]}
+    fills = {nm: defaultdict(int) for nm in names[1:]}
+    drains = {nm: defaultdict(int) for nm in names[1:]}
     seen_groups: set = set()
     allocated: dict = defaultdict(dict)  # (level, instance) -> {tensor: bytes}
     steps, padded, useful = defaultdict(int), defaultdict(int), defaultdict(int)
@@ -95,14 +102,18 @@ def simulate(workload, arch, mapping) -> Trace:
                 seen_groups.add(group)
             nm = names[ev.level]
             points = ev.nbytes // t.element_bytes
+            moves = all(lo < hi for lo, hi in ev.tile)
             if ev.kind == "store":  # which store of a tile is its last is known at the end
                 ident = (nm, ev.tensor, ev.tile) + ((ev.core,) if group is None else group[5:])
                 stores.setdefault(ident, []).append(points)
+                drains[nm][ev.tensor] += moves
             elif ev.kind == "reload":  # a reload brings back partial sums
                 reads[nm][ev.tensor] += points * partial[ev.tensor]
                 reloads[nm][ev.tensor] += points * partial[ev.tensor]
+                fills[nm][ev.tensor] += moves
             else:
                 reads[nm][ev.tensor] += ev.nbytes
+                fills[nm][ev.tensor] += moves
         elif isinstance(ev, Compute):
             op = ops[ev.op]
             for t in op.tensors + op.state:
@@ -129,6 +140,7 @@ def simulate(workload, arch, mapping) -> Trace:
         peak[names[level]] = max(peak[names[level]], sum(buf.values()))
     return Trace(
         reads=_nonzero(reads), reloads=_nonzero(reloads), writes=_nonzero(writes),
+        fills=_nonzero(fills), drains=_nonzero(drains),
         peak=peak, steps=dict(steps), padded_points=dict(padded), useful_points=dict(useful),
     )
 

@@ -171,7 +171,7 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
         legal=_legal(st, b, ways, steps), reads=reads, writes=writes, reloads=reloads,
         offchip_bytes=off, steps=n_steps, padded_points=padded, useful_points=useful,
         compute_cycles=cycles, compute_s=compute_s, transfer_s=Tt, latency_s=lat,
-        utilization=util, ratio=ratio, energy_j=energy)
+        utilization=util, ratio=ratio, energy_j=energy, fills=None, drains=None)
 
 
 def _legal(st, b, ways, steps) -> np.ndarray:
