@@ -33,7 +33,7 @@ RATES = {"i8": 16, "i16": 8, "i32": 4, "bf16": 8, "f32": 4}
 
 def level(name, capacity, instances=1, bandwidth=8 * GB, write_bandwidth=None, channels=1,
           double_buffer=True, block=None, banks=None, bank_size=None, bank_granular=None,
-          energy=None) -> dict:
+          energy=None, read_energy=None, write_energy=None, transfer_overhead=None) -> dict:
     """One level in the YAML schema (bytes and bytes/s as plain numbers)."""
     d = {"name": name, "capacity": capacity, "instances": instances, "channels": channels,
          "double_buffer": double_buffer}
@@ -42,7 +42,9 @@ def level(name, capacity, instances=1, bandwidth=8 * GB, write_bandwidth=None, c
     else:
         d["read_bandwidth"], d["write_bandwidth"] = bandwidth, write_bandwidth
     for key, v in (("block", block), ("banks", banks), ("bank_size", bank_size),
-                   ("bank_granular", bank_granular), ("energy_per_byte", energy)):
+                   ("bank_granular", bank_granular), ("energy_per_byte", energy),
+                   ("read_energy", read_energy), ("write_energy", write_energy),
+                   ("transfer_overhead", transfer_overhead)):
         if v is not None:
             d[key] = v
     return d
@@ -81,7 +83,8 @@ def archs(draw, w, depths=(2, 3)):
     array, an array at the innermost level (rows x cols <= 4) or at a level above it;
     instances 1 or 2 (x the parent's) on the levels above the array; double buffering allowed
     or not per level; block / bank sizes; capacities a fraction of ``w``'s bytes (so capacity
-    binds); bandwidths and channels per level; optionally energy numbers and an alignment."""
+    binds); bandwidths, channels and a per-transfer cost (cycles) per level; optionally energy
+    numbers (per byte over the link, read and write per level) and an alignment."""
     n = draw(st.sampled_from(sorted(depths, key=lambda d: d != 3)))  # levels with DDR, 3 first
     where = draw(st.sampled_from(["none", "inner"] + (["upper"] if n > 2 else [])))
     names = ["l3", "l2", "l1"][-(n - 1):]
@@ -119,10 +122,14 @@ def archs(draw, w, depths=(2, 3)):
             kw = dict(banks=banks, bank_size=bank, bank_granular=draw(st.booleans()))
         bw = draw(st.sampled_from([1, 2, 4, 8])) * GB
         wbw = draw(st.sampled_from([None, None, 1 * GB, 16 * GB]))
+        if energy:
+            kw.update(energy=draw(st.sampled_from([0.5, 2, 10])),
+                      read_energy=draw(st.sampled_from([0, 0.25, 3])),
+                      write_energy=draw(st.sampled_from([0, 0.5, 4])))
         levels.append(level(name, cap, instances=inst[k], bandwidth=bw, write_bandwidth=wbw,
                             channels=draw(st.sampled_from([1, 2])),
                             double_buffer=draw(st.booleans()), block=block,
-                            energy=draw(st.sampled_from([0.5, 2, 10])) if energy else None, **kw))
+                            transfer_overhead=draw(st.sampled_from([0, 0, 16, 200])), **kw))
     align = {}
     if draw(st.booleans()):
         d = draw(st.sampled_from(list(w.sizes)))

@@ -31,7 +31,7 @@ from tilewise.arch.loader import parse_arch
 from tilewise.errors import CapacityError
 from tilewise.search.optimize import search
 
-from ..search.helpers import brute_force
+from ..search.helpers import brute_force, energy_by_hand
 from ..search.test_exact import assert_top_matches
 from . import cases
 from .cases import arch, key, level, pin
@@ -153,11 +153,8 @@ def pareto_front(points):
 
 
 def energy(w, arch_, c):
-    """Joules of a Cost from the arch's energy numbers (bytes over each link, MACs / ops)."""
-    per_byte = {lv.name: lv.energy_pj_per_byte * 1e-12 for lv in arch_.levels[1:]}
-    moved = sum((sum(c.reads[l].values()) + sum(c.writes[l].values())) * per_byte[l] for l in c.reads)
-    pts = sum(c.padded_points[op.name] * (op.ops_per_point if op.kind != "mac" else 1) for op in w.ops)
-    return moved + pts * arch_.compute.energy_pj_per_mac * 1e-12
+    """Joules of a Cost from the arch's energy numbers, counted by hand (helpers)."""
+    return energy_by_hand(w, arch_, c)
 
 
 def check_pinned_search_finds(w, arch_, m):

@@ -12,18 +12,23 @@ GiB = 2**30
 
 def small_aie(rows=2, cols=2, core_bytes=4096, bank=512, mem_bytes=16384, alignment=None,
               energy=False, memtile=True) -> Arch:
-    """A scaled-down aie-4x2: DDR -> memtile (x2) -> core (banked), rows x cols array;
+    """A scaled-down aie-4x2: DDR -> memtile (x2) -> core (banked), rows x cols array, with
+    fixed costs per kernel call (12 cycles) and per DMA transfer (20 cycles into the memtile,
+    8 into a core); ``energy``: Accelergy-style numbers (:func:`energy_by_hand`);
     ``memtile=False`` drops the memtile (DDR -> core) to keep brute force small."""
-    e = {"energy_pj_per_byte": 10.0} if energy else {}
+    e = {"energy_pj_per_byte": 10.0, "read_energy_pj": 2.0, "write_energy_pj": 3.0} if energy else {}
     mem = (Level("memtile", mem_bytes, instances=2, read_bandwidth=8 * GiB,
-                 write_bandwidth=8 * GiB, channels=2, **e),) if memtile else ()
+                 write_bandwidth=8 * GiB, channels=2, transfer_overhead_cycles=20, **e),) if memtile else ()
+    e_ddr = {"read_energy_pj": 40.0, "write_energy_pj": 50.0} if energy else {}
+    e_core = {"energy_pj_per_byte": 1.0, "read_energy_pj": 0.25, "write_energy_pj": 0.5} if energy else {}
     return Arch(
         name="small-aie",
-        levels=(Level("ddr", None),
+        levels=(Level("ddr", None, **e_ddr),
                 *mem,
                 Level("core", core_bytes, instances=rows * cols, banks=core_bytes // bank,
                       bank_bytes=bank, bank_granular=True, read_bandwidth=4 * GiB,
-                      write_bandwidth=4 * GiB, channels=2, **({"energy_pj_per_byte": 1.0} if energy else {}))),
+                      write_bandwidth=4 * GiB, channels=2, transfer_overhead_cycles=8,
+                      **e_core)),
         compute=Compute(1e9, {"i8": 16, "i16": 8, "i32": 4, "bf16": 8},
                         {"i8": 32, "i16": 16, "bf16": 16, "i32": 8},
                         **({"energy_pj_per_mac": 0.5} if energy else {}),
@@ -31,6 +36,26 @@ def small_aie(rows=2, cols=2, core_bytes=4096, bank=512, mem_bytes=16384, alignm
         array=SpatialArray("core", rows, cols, True, True, True),
         alignment=alignment or {},
     )
+
+
+def energy_by_hand(workload, arch, cost) -> float:
+    """Joules of a Cost of a mapping without bypass, counted from the arch's numbers apart
+    from the model's rule: each byte moved into level l is read from level l-1 and written
+    into l, each byte stored out of l read from l and written into l-1, and both cross l's
+    link; each op's padded points x ops per point at its dtype's pJ per MAC."""
+    pj = lambda v: 0.0 if v is None else v * 1e-12
+    names = [lv.name for lv in arch.levels]
+    total = 0.0
+    for li in range(1, len(names)):
+        lv, up = arch.levels[li], arch.levels[li - 1]
+        into = sum(cost.reads[names[li]].values())
+        out = sum(cost.writes[names[li]].values())
+        total += into * (pj(up.read_energy_pj) + pj(lv.write_energy_pj) + pj(lv.energy_pj_per_byte))
+        total += out * (pj(lv.read_energy_pj) + pj(up.write_energy_pj) + pj(lv.energy_pj_per_byte))
+    for op in workload.ops:
+        per_point = op.ops_per_point if op.kind != "mac" else 1
+        total += cost.padded_points[op.name] * per_point * pj(arch.compute.mac_energy_pj(op.dtype.name))
+    return total
 
 
 def brute_force(workload, arch, metric, **constraints):
@@ -81,17 +106,26 @@ def _time(nbytes, bw):
         return np.where(nbytes > 0, nbytes / bw, 0.0)
 
 
-def numpy_latency_variants(compute_s, reads, writes, rbw, wbw, iterations, db):
+def numpy_latency_variants(compute_s, reads, writes, rbw, wbw, iterations, db, fills=None,
+                           drains=None, xfs=None):
     """Latency ``[B, V]`` (seconds) of each candidate under each double-buffer choice ``db
     [V, L, T]``, vectorized from the formula in :mod:`tilewise.model.cost`'s doc:
-    ``max(T_c + sum E_l, max T_l) + sum O_l / iterations_l``."""
+    ``max(T_c + sum E_l, max T_l) + sum O_l / iterations_l``, each direction of a link its
+    bytes / bandwidth + its transfers (``fills``/``drains [B, L, T]``) x ``xfs [B, L]``
+    seconds."""
     r, w = reads.astype(float), writes.astype(float)
-    Tt = np.maximum(_time(r.sum(2), rbw), _time(w.sum(2), wbw))            # [B, L]
+    nr = np.zeros_like(r) if fills is None else fills.astype(float)
+    nw = np.zeros_like(w) if drains is None else drains.astype(float)
+    xs = np.zeros_like(rbw) if xfs is None else xfs
     keep = (~db).astype(float)                                             # [V, L, T]
-    rx = np.einsum("blt,vlt->vbl", r, keep)
-    wx = np.einsum("blt,vlt->vbl", w, keep)
-    ex = np.maximum(_time(rx, rbw[None]), _time(wx, wbw[None]))
-    ov = np.maximum(_time(r.sum(2)[None] - rx, rbw[None]), _time(w.sum(2)[None] - wx, wbw[None]))
+
+    def times(rb, wb, nrb, nwb):  # [..., L]
+        return np.maximum(_time(rb, rbw) + nrb * xs, _time(wb, wbw) + nwb * xs)
+
+    Tt = times(r.sum(2), w.sum(2), nr.sum(2), nw.sum(2))                   # [B, L]
+    ex_parts = [np.einsum("blt,vlt->vbl", a, keep) for a in (r, w, nr, nw)]
+    ex = times(*ex_parts)
+    ov = times(*(a.sum(2)[None] - x for a, x in zip((r, w, nr, nw), ex_parts)))
     ex[:, :, 0] = ov[:, :, 0] = Tt[:, 0] = 0.0
     fill = (ov[:, :, 1:] / np.maximum(iterations[None, :, 1:], 1)).sum(2)
     return (np.maximum(compute_s[None, :] + ex.sum(2), Tt.max(1)[None, :]) + fill).T

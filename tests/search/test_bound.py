@@ -23,7 +23,7 @@ from tilewise.search.expand import partial_order_bound
 from tilewise.search.nodes import Nodes
 from tilewise.search.space import iter_mappings
 
-from .helpers import small_aie
+from .helpers import energy_by_hand, small_aie
 
 ARCH = small_aie(rows=2, cols=2, core_bytes=8192, mem_bytes=32768, energy=True)
 WORKLOADS = [
@@ -100,11 +100,7 @@ def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
     lat, cost = _exact(eng, w, m)
     if cost is None:
         return  # nothing fits: every bound may be inf
-    e_mac, e_byte = 0.5e-12, {"memtile": 10e-12, "core": 1e-12}
-    energy = (sum((sum(cost.reads[l].values()) + sum(cost.writes[l].values())) * e_byte[l]
-                  for l in cost.reads)
-              + sum(cost.padded_points[op.name] * (1 if op.kind == "mac" else op.ops_per_point)
-                    for op in w.ops) * e_mac)
+    energy = energy_by_hand(w, ARCH, cost)
     stats = eng.new_stats()
     for stage in range(len(eng.stages) + 1):
         nd = _node(eng, m, stage)

@@ -10,7 +10,7 @@ import tilewise as tw
 from tilewise.search.optimize import search
 from tilewise.search.space import Space, canonical_orders, iter_mappings, signatures, tile_values
 
-from .helpers import brute_force, small_aie
+from .helpers import brute_force, energy_by_hand, small_aie
 
 CASES = [
     # brute force evaluates every mapping one by one (~0.25 ms each): spaces of <= ~20k mappings
@@ -95,11 +95,9 @@ def test_energy_and_edp_equal_brute_force():
     w = tw.gemm(32, 16, 16)
     arch = small_aie(energy=True, memtile=False)
     cons = {"double_buffer": "none", "spatial": ["none", "rows=m2", "cols=n2"]}
-    e_mac, e_byte = 0.5e-12, {"memtile": 10e-12, "core": 1e-12}
 
     def energy(c):
-        moved = sum((sum(c.reads[l].values()) + sum(c.writes[l].values())) * e_byte[l] for l in c.reads)
-        return moved + sum(c.padded_points.values()) * e_mac
+        return energy_by_hand(w, arch, c)
 
     brute = brute_force(w, arch, lambda c: (energy(c), energy(c) * c.latency_s), **cons)
     r = search(w, arch, objective="energy", top=1, **cons)

@@ -11,7 +11,8 @@ import tilewise as tw
 from tilewise.arch.loader import load_arch
 from tilewise.model.batch import MappingBatch
 from tilewise.model.cost import evaluate, evaluate_batch
-from tilewise.search.bound import OBJ_CODE, best_variant, level_subsets, variant_latencies
+from tilewise.search.bound import (OBJ_CODE, Traffic, best_variant, level_subsets,
+                                   variant_latencies)
 from tilewise.search.engine import Engine
 from tilewise.search.nodes import Nodes
 
@@ -156,14 +157,18 @@ def test_best_variant_equals_every_choice_costed(seed):
     points = rng.integers(0, 1 << 20, size=(n, len(comp.op_pp))).astype(float)
     steps = rng.integers(1, 1 << 10, size=(n, len(comp.op_pp))).astype(float)
     cs = (points * comp.op_pp / comp.op_rate + steps * comp.call).sum(1) / comp.clock  # by hand
+    NR = rng.integers(0, 300, size=(n, L, T)).astype(float)
+    NW = rng.integers(0, 300, size=(n, L, T)).astype(float) * (W > 0)
     s = rng.integers(0, len(eng.space.splits), n)
     rbw, wbw = eng.rbw[s], eng.wbw[s]
+    xfs = rng.random((n, L)) * 1e-6 * (seed % 2)  # half the cases: no per-transfer cost
+    tr = Traffic(R, W, NR, NW)
     out, nfit = np.empty(n), np.zeros(n, np.int64)
-    args = (points, steps, R, W, rbw, wbw, it, bufs, fixed, *level_subsets(eng.dbm),
+    args = (points, steps, tr, rbw, wbw, xfs, it, bufs, fixed, *level_subsets(eng.dbm),
             eng.moved_idx, eng.problem.levels, comp)
     best_variant(OBJ_CODE["latency"], *args, out, nfit, points, steps)
-    lat = numpy_latency_variants(cs, R, W, rbw, wbw, it, eng.db)          # [n, V]
-    assert np.allclose(variant_latencies(cs, R, W, rbw, wbw, it, eng.db), lat, rtol=1e-12)
+    lat = numpy_latency_variants(cs, R, W, rbw, wbw, it, eng.db, NR, NW, xfs)  # [n, V]
+    assert np.allclose(variant_latencies(cs, tr, rbw, wbw, xfs, it, eng.db), lat, rtol=1e-12)
     total = np.einsum("blt,vlt->bvl", bufs, eng.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
     fits = ~(total > eng.cap[None, None, :]).any(2)
     want = np.where(fits, lat, np.inf).min(1)
@@ -177,7 +182,8 @@ def test_best_variant_equals_every_choice_costed(seed):
     pm, sm = points * 2, steps + 3
     best_variant(OBJ_CODE["ratio"], *args, out, nfit, pm, sm)
     cs_max = (pm * comp.op_pp / comp.op_rate + sm * comp.call).sum(1) / comp.clock
-    tl = np.maximum(R[:, 1:].sum(2) / rbw[:, 1:], W[:, 1:].sum(2) / wbw[:, 1:]).max(1)
+    tl = np.maximum(R[:, 1:].sum(2) / rbw[:, 1:] + NR[:, 1:].sum(2) * xfs[:, 1:],
+                    W[:, 1:].sum(2) / wbw[:, 1:] + NW[:, 1:].sum(2) * xfs[:, 1:]).max(1)
     want = np.where(fits.any(1), tl / cs_max, np.inf)
     assert np.allclose(out, want, rtol=1e-12) and (np.isinf(out) == np.isinf(want)).all()
 

@@ -56,6 +56,8 @@ search against brute force.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -96,53 +98,85 @@ def level_subsets(dbm: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return subs, nsub, var_sub
 
 
-def variant_latencies(compute_s, R, W, rbw, wbw, it, db):
+class Traffic(NamedTuple):
+    """Per node and level and tensor ``[n, L, T]`` (float): bytes read into (``R``) and
+    written out of (``W``) each level, and the transfers that move them (``NR`` fills, ``NW``
+    stores); bounds or, at a leaf, exact counts (the model's ``reads``/``writes``/``fills``/
+    ``drains``). Counts, like bytes, only grow when a dim is cut finer and are least with
+    the favourable orders (the same sums with every tile weighing 1), so they bound alike."""
+
+    R: np.ndarray
+    W: np.ndarray
+    NR: np.ndarray
+    NW: np.ndarray
+
+    @classmethod
+    def of(cls, cb) -> "Traffic":
+        """The exact traffic of a :class:`~tilewise.model.cost.CostBatch`."""
+        return cls(cb.reads.astype(float), cb.writes.astype(float), cb.fills.astype(float),
+                   cb.drains.astype(float))
+
+    def take(self, idx) -> "Traffic":
+        return Traffic(self.R[idx], self.W[idx], self.NR[idx], self.NW[idx])
+
+
+def variant_latencies(compute_s, tr: Traffic, rbw, wbw, xfs, it, db):
     """Latency ``[n, V]`` (seconds) of each mapping under each double-buffer choice ``db
-    [V, L, T]`` (nothing bypassed), from compute seconds ``compute_s [n]``, bytes read into /
-    written out of each level ``R, W [n, L, T]``, link bandwidths ``rbw, wbw [n, L]`` (B/s)
+    [V, L, T]`` (nothing bypassed), from compute seconds ``compute_s [n]``, its traffic
+    ``tr``, link bandwidths ``rbw, wbw [n, L]`` (B/s), seconds per transfer ``xfs [n, L]``
     and tiles visited ``it [n, L]``: the model's :func:`~tilewise.model.rules.latency` over
-    :func:`~tilewise.model.rules.link_time` of all, exposed and double-buffered bytes."""
-    out = np.empty((R.shape[0], db.shape[0]))
-    _variant_latencies(np.ascontiguousarray(compute_s, np.float64), R.astype(np.float64),
-                       W.astype(np.float64), rbw, wbw, it, db, out)
+    :func:`~tilewise.model.rules.link_time` of all, exposed and double-buffered transfers."""
+    out = np.empty((tr.R.shape[0], db.shape[0]))
+    _variant_latencies(np.ascontiguousarray(compute_s, np.float64), tr, rbw, wbw, xfs, it, db,
+                       out)
     return out
 
 
+@njit(cache=True, inline="always")
+def _link_sums(tr, b, l, sel):
+    """Bytes and transfers over link ``l`` of node ``b``: all of them, then those of the
+    tensors ``t`` with ``sel[t]`` False (the exposed ones), as eight numbers."""
+    r = w = nr = nw = rx = wx = nrx = nwx = 0.0
+    for t in range(tr.R.shape[2]):
+        r += tr.R[b, l, t]
+        w += tr.W[b, l, t]
+        nr += tr.NR[b, l, t]
+        nw += tr.NW[b, l, t]
+        if not sel[t]:
+            rx += tr.R[b, l, t]
+            wx += tr.W[b, l, t]
+            nrx += tr.NR[b, l, t]
+            nwx += tr.NW[b, l, t]
+    return r, w, nr, nw, rx, wx, nrx, nwx
+
+
 @njit(cache=True)
-def _variant_latencies(cs, R, W, rbw, wbw, it, db, out):
-    n, L, T = R.shape
+def _variant_latencies(cs, tr, rbw, wbw, xfs, it, db, out):
+    n, L, T = tr.R.shape
     for b in range(n):
         for v in range(db.shape[0]):
             tmax = 0.0
             ex_sum = 0.0
             fill = 0.0
             for l in range(1, L):
-                r = 0.0
-                w = 0.0
-                rx = 0.0
-                wx = 0.0
-                for t in range(T):
-                    r += R[b, l, t]
-                    w += W[b, l, t]
-                    if not db[v, l, t]:
-                        rx += R[b, l, t]
-                        wx += W[b, l, t]
-                tmax = max(tmax, link_time(r, w, rbw[b, l], wbw[b, l]))
-                ex_sum += link_time(rx, wx, rbw[b, l], wbw[b, l])
-                fill += link_time(r - rx, w - wx, rbw[b, l], wbw[b, l]) / max(it[b, l], 1.0)
+                r, w, nr, nw, rx, wx, nrx, nwx = _link_sums(tr, b, l, db[v, l])
+                rb, wb, xs = rbw[b, l], wbw[b, l], xfs[b, l]
+                tmax = max(tmax, link_time(r, w, rb, wb, nr, nw, xs))
+                ex_sum += link_time(rx, wx, rb, wb, nrx, nwx, xs)
+                fill += link_time(r - rx, w - wx, rb, wb, nr - nrx, nw - nwx, xs) / max(it[b, l], 1.0)
             out[b, v] = latency(cs[b], ex_sum, tmax, fill)
 
 
 @njit(cache=True)
-def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub, var_sub, moved,
-                 levels, compute, out, nfit, points_max, steps_max):
+def best_variant(obj, points, steps, tr, rbw, wbw, xfs, it, bufs, fixed, subs, nsub, var_sub,
+                 moved, levels, compute, out, nfit, points_max, steps_max):
     """Per node ``b``: the least objective over the double-buffer choices (per level the set
     ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
     single-buffer bytes of the moved tensors, ``fixed [n, L]`` the other buffers, against
     ``levels.capacity``), with padded points and kernel calls per op of the busiest core
-    ``points, steps [n, O]``,
-    bytes read into / written out of each level ``R, W [n, L, T]``, link bandwidths
-    ``rbw, wbw [n, L]`` (B/s) and iterations ``it [n, L]``; every formula is the model's
+    ``points, steps [n, O]``, bytes and transfers into / out of each level ``tr``
+    (:class:`Traffic`), link bandwidths ``rbw, wbw [n, L]`` (B/s), seconds per transfer
+    ``xfs [n, L]`` and iterations ``it [n, L]``; every formula is the model's
     (:mod:`tilewise.model.rules`). ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J), 3
     energy x latency, 4 space: bytes of the on-chip buffers summed over levels 1 .. L-1
     (each buffer doubled where double-buffered; the least over the choices that fit), 5 the
@@ -150,6 +184,7 @@ def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub
     compute of the most padded points and kernel calls ``points_max, steps_max [n, O]`` (the
     link times only grow with the bytes). ``inf`` when nothing fits. ``nfit [n]``: how many
     choices fit."""
+    R, W, NR, NW = tr.R, tr.W, tr.NR, tr.NW
     n, L, T = R.shape
     V = var_sub.shape[0]
     U = subs.shape[1]
@@ -163,27 +198,30 @@ def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub
     for b in range(n):
         tmax = 0.0
         for l in range(1, L):
-            r = 0.0
-            w = 0.0
+            r = w = nr = nw = 0.0
             for t in range(T):
                 r += R[b, l, t]
                 w += W[b, l, t]
+                nr += NR[b, l, t]
+                nw += NW[b, l, t]
             rs[l] = r
             ws[l] = w
-            tmax = max(tmax, link_time(r, w, rbw[b, l], wbw[b, l]))
+            rb, wb, xs = rbw[b, l], wbw[b, l], xfs[b, l]
+            tmax = max(tmax, link_time(r, w, rb, wb, nr, nw, xs))
             for u in range(nsub[l]):
                 tot = fixed[b, l]
-                rx = 0.0
-                wx = 0.0
+                rx = wx = nrx = nwx = 0.0
                 for i in range(Tm):
                     tot += bufs[b, l, i] * (1 + subs[l, u, i])
                     if not subs[l, u, i]:
                         rx += R[b, l, moved[i]]
                         wx += W[b, l, moved[i]]
+                        nrx += NR[b, l, moved[i]]
+                        nwx += NW[b, l, moved[i]]
                 fit[l, u] = tot <= levels.capacity[l]
                 fp[l, u] = tot
-                ex[l, u] = link_time(rx, wx, rbw[b, l], wbw[b, l])
-                fl[l, u] = link_time(r - rx, w - wx, rbw[b, l], wbw[b, l]) / max(it[b, l], 1.0)
+                ex[l, u] = link_time(rx, wx, rb, wb, nrx, nwx, xs)
+                fl[l, u] = link_time(r - rx, w - wx, rb, wb, nr - nrx, nw - nwx, xs) / max(it[b, l], 1.0)
         cs = compute_cycles(points[b], steps[b], compute.op_pp, compute.op_rate,
                             compute.call) / compute.clock
         best = np.inf

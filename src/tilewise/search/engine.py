@@ -26,7 +26,8 @@ from ..model.batch import MappingBatch
 from ..model.cost import evaluate_batch
 from ..model.problem import Problem
 from ..model.rules import link_instances, require_energy
-from .bound import OBJ_CODE, best_variant, favorable_orders, level_subsets, variant_latencies
+from .bound import (OBJ_CODE, Traffic, best_variant, favorable_orders, level_subsets,
+                    variant_latencies)
 from .buffers import BufferTable
 from .chain_rules import ChainRules
 from .groups import prefix_groups
@@ -113,6 +114,7 @@ class Engine:
         ins = np.array([[link_instances(lv.instances, l, lv.link_array, u) for l in range(L)]
                         for u in used], float).reshape(S, L)
         self.rbw, self.wbw = lv.read_bw[None, :] * ins, lv.write_bw[None, :] * ins  # [S, L]
+        self.xfs = lv.xfer_s[None, :] / ins  # seconds per transfer on each link [S, L]
         self.n_ladders = np.array([[len(self.ladders[s][j].padded) for j in range(D)]
                                    for s in range(S)], np.int64).reshape(S, D)
         self.groups = [prefix_groups([self.ladders[s][j] for s in range(S)], L) for j in range(D)]
@@ -254,19 +256,18 @@ class Engine:
 
     # ----- traffic -----
 
-    def traffic(self, s, tiles, ords, nfix: int):
-        """Bytes read into / written out of each level ``[n, L, T]`` (float): exact for the
-        given orders when every level's order is fixed (``nfix == L-1``; also returns the
-        legality mask), else each tensor's least traffic over the open levels' orders."""
+    def traffic(self, s, tiles, ords, nfix: int) -> tuple[Traffic, np.ndarray | None]:
+        """Bytes and transfers into / out of each level (:class:`.bound.Traffic`): exact for
+        the given orders when every level's order is fixed (``nfix == L-1``; also returns the
+        legality mask), else each tensor's least over the open levels' orders."""
         n, L, T = len(s), self.L, self.T
         sp = self.split_arr[s]
         if nfix == L - 1:
             z = np.zeros((n, L, T), bool)
             cb = evaluate_batch(self.workload, self.arch, MappingBatch(
                 tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]), problem=self.problem)
-            return cb.reads.astype(float), cb.writes.astype(float), cb.legal
-        R, W = self.tensor_traffic(s, tiles, self.tensor_orders(ords, nfix))
-        return R, W, None
+            return Traffic.of(cb), cb.legal
+        return self.tensor_traffic(s, tiles, self.tensor_orders(ords, nfix)), None
 
     def tensor_orders(self, ords: np.ndarray, nfix: int) -> np.ndarray:
         """``[n, Tm, L-1, D]``: per moved tensor, the nodes' orders ``ords`` of the first
@@ -276,8 +277,8 @@ class Engine:
         o[:, :, :nfix] = ords[:, None, :nfix]
         return o
 
-    def tensor_traffic(self, s, tiles, o):
-        """Bytes read into / written out of each level ``[n, L, T]`` (float) where moved
+    def tensor_traffic(self, s, tiles, o) -> Traffic:
+        """Bytes and transfers into / out of each level (:class:`.bound.Traffic`) where moved
         tensor ``i`` takes its own orders ``o[:, i] [n, Tm, L-1, D]`` (one model row per
         tensor)."""
         n, Tm, L, T = len(s), len(self.fav), self.L, self.T
@@ -288,14 +289,14 @@ class Engine:
             np.repeat(tiles, Tm, 0), o.reshape(rows, L - 1, self.D), z, z,
             spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]), only=np.tile(self.moved_idx, n),
             problem=self.problem)
-        rd = cb.reads.reshape(n, Tm, L, T)
-        wr = cb.writes.reshape(n, Tm, L, T)
-        R = np.zeros((n, L, T))
-        W = np.zeros((n, L, T))
-        for i, ti in enumerate(self.moved_idx):
-            R[:, :, ti] = rd[:, i, :, ti]
-            W[:, :, ti] = wr[:, i, :, ti]
-        return R, W
+        parts = []
+        for arr in (cb.reads, cb.writes, cb.fills, cb.drains):
+            a = arr.reshape(n, Tm, L, T)
+            x = np.zeros((n, L, T))
+            for i, ti in enumerate(self.moved_idx):
+                x[:, :, ti] = a[:, i, :, ti]
+            parts.append(x)
+        return Traffic(*parts)
 
     def node_traffic(self, nd: Nodes, stage: int):
         """Per-tensor traffic bounds (or exact traffic at a leaf) of nodes at ``stage``."""
@@ -309,7 +310,7 @@ class Engine:
         """Bounds ``[n, len(run.objectives)]`` of nodes at ``stage`` (see the class doc);
         ``inf`` for nodes that cannot fit (their smallest buffers, single-buffered, overflow a
         level) or, in a chain, cannot be legal (:meth:`.ChainRules.legal_tiles`): those are
-        found first, without a model call. ``rw``: traffic bounds to use instead of the
+        found first, without a model call. ``rw``: traffic bounds (:class:`.bound.Traffic`) to use instead of the
         model's (a parent's bounds hold for its children: a cheap first filter); ``si``: the
         nodes' :meth:`stand_ins` when already known."""
         n = len(nd)
@@ -328,12 +329,12 @@ class Engine:
             s, ords = s[idx], ords[idx]
             cnt, pad, bufs, fixed, inner = cnt[idx], pad[idx], bufs[idx], fixed[idx], inner[idx]
             pmax, ttc = pmax[idx], ttc[idx]
-            rw = None if rw is None else (rw[0][idx], rw[1][idx])
+            rw = None if rw is None else rw.take(idx)
         if rw is None:
-            R, W, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
+            tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
         else:
-            R, W, legal = rw[0], rw[1], None
-        sub, nfit = self._least_objectives(run, s, R, W, cnt, pad, inner, bufs, fixed, pmax)
+            tr, legal = rw, None
+        sub, nfit = self._least_objectives(run, s, tr, cnt, pad, inner, bufs, fixed, pmax)
         if leaf:
             stats.valid += int(nfit[legal].sum())
             sub[~legal] = np.inf
@@ -361,7 +362,8 @@ class Engine:
             alive &= legal
         return alive
 
-    def _least_objectives(self, run: RunConfig, s, R, W, cnt, pad, inner, bufs, fixed, pmax):
+    def _least_objectives(self, run: RunConfig, s, tr: Traffic, cnt, pad, inner, bufs, fixed,
+                          pmax):
         """Per node and objective of ``run`` the least over the double-buffer choices that fit
         (:func:`.bound.best_variant`) ``[m, objectives]``, and the number of choices that fit.
         Compute from the least padded extents ``pad`` and, for the per-call overhead, the
@@ -382,7 +384,8 @@ class Engine:
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
         for i, o in enumerate(run.objectives):
-            best_variant(OBJ_CODE[o], points, steps, R, W, self.rbw[s], self.wbw[s], it, bufs, fixed,
+            best_variant(OBJ_CODE[o], points, steps, tr, self.rbw[s], self.wbw[s], self.xfs[s], it,
+                         bufs, fixed,
                          *self.db_subs, self.moved_idx, self.problem.levels,
                          self.problem.compute, sub[:, i], nfit, points_max, steps_max)
         return sub, nfit
@@ -446,12 +449,12 @@ class Engine:
         stats.ranked += B * V
         rbw, wbw = self.rbw[s], self.wbw[s]
         iterations = np.prod(counts, axis=2).astype(float)
-        r, w = cb.reads.astype(float), cb.writes.astype(float)
+        tr = Traffic.of(cb)
         fits, space = self._leaf_fits(tiles, s, cb.legal)
         bi, vi = np.nonzero(fits)
         if len(bi) == 0:
             return Pool()
-        lat = variant_latencies(cb.compute_s, r, w, rbw, wbw, iterations, self.db)
+        lat = variant_latencies(cb.compute_s, tr, rbw, wbw, self.xfs[s], iterations, self.db)
         ratio = cb.ratio[:, 1:]
         F = np.where(np.isfinite(ratio), ratio, np.inf).min(1) if L > 1 else np.full(B, np.inf)
         traffic = cb.offchip_bytes.astype(float)

@@ -68,10 +68,10 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     """The children of ``nd`` (a tile stage) that ``prune`` keeps, with their bounds, and
     ``done`` plus the weight of the others (those deferred excepted)."""
     kids = []
-    rw = eng.node_traffic(nd, stage)[:2]  # the parent's traffic bounds hold
+    rw = eng.node_traffic(nd, stage)[0]  # the parent's traffic bounds hold
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
         si = eng.stand_ins(ch, stage + 1)
-        lb = eng.bound(ch, stage + 1, run, stats, (rw[0][parent], rw[1][parent]), si)
+        lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
         m, later = prune.split(lb)
         if later.any():
             done -= prune.defer(stage + 1, ch.take(later).with_bound(lb[later]))
