@@ -1,8 +1,9 @@
 """``search_many``: solve a list of problems in worker processes, with a solution store.
 
-Each problem is searched by :func:`tilewise.search` in a worker of a
-``concurrent.futures.ProcessPoolExecutor`` (``workers=None``: ``os.cpu_count()``; ``workers=1``
-runs in this process) and answered by the same :class:`~tilewise.search.result.Result` type;
+Each problem is searched by :func:`tilewise.search` on an engine (:mod:`.engines`: local
+worker processes, ``workers=None``: ``os.cpu_count()``, ``workers=1`` runs in this process;
+or ``engine="ray"`` on a Ray cluster at ``address``) and answered by the same
+:class:`~tilewise.search.result.Result` type;
 ``search_many`` returns one per problem, in input order. With ``store`` (a path or a
 :class:`~.store.Store`) problems already in the store are not recomputed (their Result has
 ``cached=True``), and each finished problem is written (by this process only) as soon as it
@@ -35,11 +36,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from ..errors import ParseError, TilewiseError, WorkloadError
 from ..ir.kinds import KINDS, from_entry
+from . import engines
 from .optimize import CONSTRAINTS, search
 from .result import Result
 from .store import Store
@@ -83,11 +84,13 @@ def _solve(workload, arch, objective, top, constraints, then=None, tolerance=0.0
 
 def search_many(problems, arch, objective: str = "latency", top: int = 1,
                 workers: int | None = None, store=None, on_done=None, *, then=None,
-                tolerance=0.0, **constraints) -> list[Result]:
+                tolerance=0.0, engine: str = "processes", address: str | None = None,
+                **constraints) -> list[Result]:
     """Search every problem (a workload or a :class:`Problem`); returns one Result per
     problem, in input order (``Result.cached``: it came from the store). ``arch``: an Arch, a
     preset name or a YAML path. ``then``, ``tolerance``: the rank order (:func:`tilewise.search`).
-    ``on_done(index, result)`` is called as each problem finishes (after it is stored)."""
+    ``on_done(index, result)`` is called as each problem finishes (after it is stored).
+    ``engine``, ``address``, ``workers``: where the searches run (:mod:`.engines`)."""
     from ..arch.loader import load_arch
     from .optimize import parse_then, parse_tolerance
 
@@ -97,8 +100,6 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
     common = normalize_constraints(constraints)
     questions = [{**common, **normalize_constraints(p.constraints, f"problem {i} constraints")}
                  for i, p in enumerate(items)]
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise TilewiseError(f"workers={workers!r} must be a positive integer or None (all cores)")
     st = Store(store) if isinstance(store, (str, os.PathLike)) else store
 
     def key(cons):
@@ -132,21 +133,10 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
         if on_done:
             on_done(i, out[i])
 
-    n = workers or os.cpu_count() or 1
-    if n == 1 or len(todo) <= 1:
-        for i in todo:
-            finish(i, *_solve(items[i].workload, arch, objective, top, questions[i], then, tolerance))
-    else:
-        with ProcessPoolExecutor(max_workers=min(n, len(todo))) as pool:
-            futures = {pool.submit(_solve, items[i].workload, arch, objective, top, questions[i],
-                                   then, tolerance): i for i in todo}
-            try:
-                for f in as_completed(futures):
-                    finish(futures[f], *f.result())
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+    tasks = [(items[i].workload, arch, objective, top, questions[i], then, tolerance)
+             for i in todo]
+    engines.run(_solve, tasks, lambda j, answer: finish(todo[j], *answer), engine, workers,
+                address)
     return out
 
 
