@@ -1,14 +1,16 @@
-"""``tilewise import MODEL.onnx``: the tileable layers of a network model.
+"""``tilewise import MODEL.onnx`` (the tileable layers of a network model) and ``tilewise
+search-model MODEL.onnx`` (the best mapping of every layer, each distinct layer once).
 
-    tilewise import resnet18.onnx --dtype bf16
-    tilewise import bert.onnx --dim batch=1 --dim seq=128 --json
+    tilewise import examples/models/resnet18.onnx --dtype bf16
+    tilewise import examples/models/bert-encoder.onnx --dim batch=1 --json
+    tilewise search-model examples/models/resnet18.onnx --arch npu1 --dtype bf16
 """
 
 from __future__ import annotations
 
 import click
 
-from ._util import console
+from ._util import console, progress
 
 IMPORT_OPTIONS = [
     click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
@@ -77,6 +79,9 @@ def print_skipped(model, out) -> None:
 
 
 def register(app: click.Group) -> None:
+    """Add ``tilewise import``, ``tilewise search-model`` and ``tilewise sweep``."""
+    register_search(app)
+
     @app.command(name="import")
     @click.argument("model", type=click.Path(dir_okay=False))
     @options(IMPORT_OPTIONS)
@@ -109,3 +114,79 @@ def register(app: click.Group) -> None:
             out.width = 200
         out.print(table)
         print_skipped(m, out)
+
+
+def register_search(app: click.Group) -> None:
+    from .search import engine_options
+
+    @app.command(name="search-model")
+    @click.argument("model", type=click.Path(dir_okay=False))
+    @click.option("--arch", default="npu1", show_default=True, help="preset name or YAML file")
+    @options(IMPORT_OPTIONS)
+    @click.option("--objective", default="latency", show_default=True,
+                  type=click.Choice(["latency", "traffic", "energy", "edp", "space", "ratio"]),
+                  help="what to minimize per layer")
+    @click.option("--spatial", multiple=True, help="allowed spatial split (repeatable)")
+    @click.option("--double-buffer", "double_buffer", default="any", show_default=True,
+                  type=click.Choice(["any", "all", "none"]), help="double-buffering choices")
+    @click.option("--store", default="solutions.sqlite", show_default=True,
+                  help="SQLite solution store (layers already solved are not searched again)")
+    @engine_options
+    @click.option("--json", "as_json", is_flag=True, help="print the network result as JSON")
+    def search_model_command(model, arch, dims, dtype, objective, spatial, double_buffer, store,
+                             workers, engine, address, as_json):
+        """Search every tileable layer of an ONNX model (each distinct layer once)."""
+        import json
+
+        from ..network.model_search import search_model
+
+        constraints = {"double_buffer": double_buffer}
+        if spatial:
+            constraints["spatial"] = list(spatial)
+        bar, cb = progress("searching distinct layers")
+        try:
+            net = search_model(model, arch, objective, dims=parse_dims(dims), dtype=dtype,
+                               store=store, workers=workers, engine=engine, address=address,
+                               on_done=cb, **constraints)
+        finally:
+            if bar is not None:
+                bar.stop()
+        if as_json:
+            click.echo(json.dumps(net.to_dict()))
+        else:
+            print_network(net)
+
+
+def print_network(net) -> None:
+    """The per-layer table and the totals."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ..arch.units import format_size
+
+    table = Table(title=f"{net.model.path} on {net.arch.name}: {len(net.layers)} layers, "
+                        f"best by {net.objective}")
+    for col in ("#", "layer", "op", "workload", "time µs", "share", "off-chip", "energy µJ",
+                "× min", "stored"):
+        table.add_column(col, justify="left" if col in ("layer", "op", "workload") else "right")
+    for i, lc in enumerate(net.layers, 1):
+        op = lc.layer.op if lc.fused else f"{lc.layer.op} (split)"
+        table.add_row(str(i), escape(lc.layer.name), op, escape(short(lc.layer.workload)),
+                      f"{lc.latency_s * 1e6:,.2f}", f"{net.share(lc):.1%}",
+                      format_size(lc.offchip_bytes, 3), _energy(lc.energy_j),
+                      f"{lc.latency_s / lc.min_time_s:.3f}", "yes" if lc.cached else "no")
+    out = console()
+    if not out.is_terminal:
+        out.width = 200
+    out.print(table)
+    energy = (f"energy {net.energy_j * 1e6:,.2f} µJ" if net.energy_j is not None
+              else "energy — (the arch gives no energy numbers)")
+    out.print(f"total: latency {net.latency_s * 1e6:,.2f} µs · off-chip traffic "
+              f"{format_size(net.offchip_bytes, 3)} · {energy}")
+    out.print(f"{len(net.layers)} layers, {net.distinct} distinct workloads: {net.searched} "
+              f"searched, {net.distinct - net.searched} from the store · {net.seconds:.1f} s")
+    print_skipped(net.model, out)
+
+
+def _energy(e) -> str:
+    return "—" if e is None else f"{e * 1e6:,.3f}"

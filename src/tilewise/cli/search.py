@@ -19,7 +19,7 @@ import sys
 import click
 
 from ..arch.units import format_size
-from ._util import console
+from ._util import console, progress
 from ._workload import workload_group
 
 _OPTIONS = [
@@ -48,18 +48,6 @@ _OPTIONS = [
 ]
 
 
-def _progress():
-    """A rich progress callback when stderr is a terminal, else None (never in tests/CI logs)."""
-    if not sys.stderr.isatty():
-        return None, None
-    from rich.progress import Progress
-
-    bar = Progress(console=console(stderr=True), transient=True)
-    task = bar.add_task("searching (tile combos)", total=None)
-    bar.start()
-    return bar, lambda done, total: bar.update(task, completed=done, total=total)
-
-
 def _run(workload, arch, objective, then, tolerance, top, spatial, double_buffer, as_json, plot,
          verify=False):
     from ..arch.loader import load_arch
@@ -70,7 +58,7 @@ def _run(workload, arch, objective, then, tolerance, top, spatial, double_buffer
     constraints = {"double_buffer": double_buffer}
     if spatial:
         constraints["spatial"] = list(spatial)
-    bar, cb = _progress()
+    bar, cb = progress("searching (tile combos)")
     try:
         result = search(workload, arch, objective=objective, top=top, then=then,
                         tolerance=tolerance, progress=cb, **constraints)
