@@ -1,9 +1,13 @@
-"""``tilewise import MODEL.onnx`` (the tileable layers of a network model) and ``tilewise
-search-model MODEL.onnx`` (the best mapping of every layer, each distinct layer once).
+"""``tilewise import MODEL.onnx`` (the tileable layers of a network model), ``tilewise
+search-model MODEL.onnx`` (the best mapping of every layer, each distinct layer once) and
+``tilewise sweep`` (arch parameters varied over a model or a problem list).
 
     tilewise import examples/models/resnet18.onnx --dtype bf16
     tilewise import examples/models/bert-encoder.onnx --dim batch=1 --json
     tilewise search-model examples/models/resnet18.onnx --arch npu1 --dtype bf16
+    tilewise sweep examples/models/bert-encoder.onnx --arch npu1 --dim batch=1 --dtype bf16 \
+        --vary levels.memtile.capacity=256KiB,512KiB,1MiB --vary array=4x2,4x4,4x5,4x8 \
+        --vary compute.clock=1GHz,1.25GHz --plot sweep.png
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ def print_skipped(model, out) -> None:
 def register(app: click.Group) -> None:
     """Add ``tilewise import``, ``tilewise search-model`` and ``tilewise sweep``."""
     register_search(app)
+    register_sweep(app)
 
     @app.command(name="import")
     @click.argument("model", type=click.Path(dir_okay=False))
@@ -190,3 +195,111 @@ def print_network(net) -> None:
 
 def _energy(e) -> str:
     return "—" if e is None else f"{e * 1e6:,.3f}"
+
+
+def register_sweep(app: click.Group) -> None:
+    from .search import engine_options
+
+    @app.command(name="sweep")
+    @click.argument("target", type=click.Path(dir_okay=False))
+    @click.option("--arch", default=None, help="base preset or YAML (default: a problem list's "
+                                                "own arch)")
+    @click.option("--vary", "vary", multiple=True, required=True, metavar="KEY=V1,V2,...",
+                  help="arch parameter and its values, e.g. levels.memtile.capacity=256KiB,1MiB, "
+                       "array=4x4,4x8, compute.clock=1GHz,1.5GHz (repeatable: the product)")
+    @options(IMPORT_OPTIONS)
+    @click.option("--objective", default="latency", show_default=True,
+                  type=click.Choice(["latency", "traffic", "energy", "edp", "space", "ratio"]),
+                  help="what each search minimizes")
+    @click.option("--store", default="solutions.sqlite", show_default=True,
+                  help="SQLite solution store (points already solved are not searched again)")
+    @engine_options
+    @click.option("--plot", type=click.Path(dir_okay=False),
+                  help="write latency against on-chip bytes and cores (fronts marked) to this PNG")
+    @click.option("--json", "as_json", is_flag=True, help="print every point as JSON")
+    def sweep_command(target, arch, vary, dims, dtype, objective, store, workers, engine,
+                      address, plot, as_json):
+        """Vary arch parameters over a model (.onnx) or a problem list (.yaml): per point the
+        exact optimum of every workload, the totals and the Pareto fronts."""
+        import json
+
+        from ..network.sweep import sweep
+
+        bar, cb = progress("searching (point x workload)")
+        try:
+            result = sweep(target, arch, vary, objective, dims=parse_dims(dims), dtype=dtype,
+                           store=store, workers=workers, engine=engine, address=address,
+                           on_done=cb)
+        finally:
+            if bar is not None:
+                bar.stop()
+        if as_json:
+            click.echo(json.dumps(result.to_dict()))
+        else:
+            print_sweep(result)
+        if plot:
+            plot_sweep(result, plot)
+            click.echo(f"sweep plot written to {plot}")
+
+
+def print_sweep(result) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ..arch.units import format_size
+
+    fronts = {x: {id(p) for p in result.front(x)} for x in ("on_chip_bytes", "cores")}
+    table = Table(title=f"sweep of {result.base.name}: {len(result.points)} points x "
+                        f"{len(result.workloads)} workloads, best by {result.objective}")
+    keys = [v.key for v in result.varies]
+    for col in ("#", *keys, "latency µs", "off-chip", "energy µJ", "on-chip", "cores", "front"):
+        table.add_column(col, justify="right")
+    for i, p in enumerate(result.points, 1):
+        mark = "".join(c for x, c in (("on_chip_bytes", "B"), ("cores", "C"))
+                       if id(p) in fronts[x]) or "—"
+        values = [v for _, v in p.settings]
+        if not p.feasible:
+            table.add_row(str(i), *values, "infeasible", "", "", format_size(p.on_chip_bytes, 3),
+                          str(p.cores), escape(p.error[:60]))
+            continue
+        table.add_row(str(i), *values, f"{p.latency_s * 1e6:,.2f}",
+                      format_size(p.offchip_bytes, 3), _energy(p.energy_j),
+                      format_size(p.on_chip_bytes, 3), str(p.cores), mark)
+    out = console()
+    if not out.is_terminal:
+        out.width = 200
+    out.print(table)
+    for x, what in (("on_chip_bytes", "on-chip bytes (B)"), ("cores", "cores (C)")):
+        pts = ", ".join(f"#{result.points.index(p) + 1}" for p in result.front(x))
+        out.print(f"Pareto front, latency vs {what}: {pts}")
+    if any(p.energy_j is not None for p in result.points):
+        pts = ", ".join(f"#{result.points.index(p) + 1}" for p in result.front("energy_j"))
+        out.print(f"Pareto front, latency vs energy: {pts}")
+    bad = sum(not p.feasible for p in result.points)
+    out.print(f"{len(result.points)} points ({bad} infeasible) · {result.searched} searches run, "
+              f"the rest from the store · {result.seconds:.1f} s")
+
+
+def plot_sweep(result, path: str) -> None:
+    """Two panels: latency against on-chip bytes and against cores; fronts as steps."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4), sharey=True)
+    pts = [p for p in result.points if p.feasible]
+    for ax, x, label, scale in ((axes[0], "on_chip_bytes", "on-chip memory (MiB)", 2**-20),
+                                (axes[1], "cores", "cores", 1)):
+        ax.scatter([getattr(p, x) * scale for p in pts], [p.latency_s * 1e6 for p in pts],
+                   color="lightgray", label="sweep points")
+        front = result.front(x)
+        ax.step([getattr(p, x) * scale for p in front], [p.latency_s * 1e6 for p in front],
+                where="post", marker="o", color="C0", label="Pareto front")
+        ax.set_xlabel(label)
+        ax.legend()
+    axes[0].set_ylabel("latency (µs), sum over workloads")
+    fig.suptitle(f"sweep of {result.base.name}: " + ", ".join(v.key for v in result.varies))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

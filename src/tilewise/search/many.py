@@ -50,10 +50,12 @@ _TOP_KEYS = ("arch", "objective", "then", "tolerance", "top", "constraints", "pr
 
 @dataclass(frozen=True)
 class Problem:
-    """A workload and its own search constraints (they override the common ones)."""
+    """A workload, its own search constraints (they override the common ones) and its own
+    arch (None: the one given to :func:`search_many`; an arch sweep gives each point's)."""
 
     workload: object
     constraints: dict = field(default_factory=dict)
+    arch: object = None
 
 
 def normalize_constraints(constraints: dict, what: str = "constraints") -> dict:
@@ -82,21 +84,41 @@ def _solve(workload, arch, objective, top, constraints, then=None, tolerance=0.0
     return r.to_json(), time.perf_counter() - t0
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A problem whose search raised (an empty space: nothing fits); ``message`` is the
+    error's one line. Given in place of a Result by ``search_many(..., failures=True)``."""
+
+    workload: object
+    message: str
+
+
+def _solve_or_fail(*args) -> tuple[str | None, float | str]:
+    """:func:`_solve`, or ``(None, message)`` when the search raises a TilewiseError."""
+    try:
+        return _solve(*args)
+    except TilewiseError as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
 def search_many(problems, arch, objective: str = "latency", top: int = 1,
                 workers: int | None = None, store=None, on_done=None, *, then=None,
                 tolerance=0.0, engine: str = "processes", address: str | None = None,
-                **constraints) -> list[Result]:
+                failures: bool = False, **constraints) -> list[Result]:
     """Search every problem (a workload or a :class:`Problem`); returns one Result per
     problem, in input order (``Result.cached``: it came from the store). ``arch``: an Arch, a
     preset name or a YAML path. ``then``, ``tolerance``: the rank order (:func:`tilewise.search`).
     ``on_done(index, result)`` is called as each problem finishes (after it is stored).
-    ``engine``, ``address``, ``workers``: where the searches run (:mod:`.engines`)."""
+    ``engine``, ``address``, ``workers``: where the searches run (:mod:`.engines`).
+    ``failures``: a problem whose search raises gets a :class:`Failure` (not stored) instead
+    of stopping the run."""
     from ..arch.loader import load_arch
     from .optimize import parse_then, parse_tolerance
 
     arch = load_arch(arch)
     then, tolerance = parse_then(then), parse_tolerance(tolerance)
     items = [p if isinstance(p, Problem) else Problem(p) for p in problems]
+    archs = [arch if p.arch is None else load_arch(p.arch) for p in items]
     common = normalize_constraints(constraints)
     questions = [{**common, **normalize_constraints(p.constraints, f"problem {i} constraints")}
                  for i, p in enumerate(items)]
@@ -109,33 +131,38 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
         return f"{objective} top={top} {rank}" + json.dumps(cons, sort_keys=True, default=str)
 
     def result(i, data, cached):
-        w, cons = items[i].workload, questions[i]
+        w, cons, a = items[i].workload, questions[i], archs[i]
 
         def front(x, y):
-            return search(w, arch, objective, top, then=then, tolerance=tolerance,
+            return search(w, a, objective, top, then=then, tolerance=tolerance,
                           **cons).pareto(x, y)
 
-        return Result.from_json(data, w, arch, front, cached=cached)
+        return Result.from_json(data, w, a, front, cached=cached)
 
     out: list = [None] * len(items)
     todo = []
     for i, p in enumerate(items):
-        hit = st.get(p.workload, arch, key(questions[i])) if st is not None else None
+        hit = st.get(p.workload, archs[i], key(questions[i])) if st is not None else None
         if hit is not None:
             out[i] = result(i, hit, True)
         else:
             todo.append(i)
 
     def finish(i, text, seconds):
+        if text is None:
+            out[i] = Failure(items[i].workload, seconds)
+            if on_done:
+                on_done(i, out[i])
+            return
         if st is not None:
-            st.put(items[i].workload, arch, key(questions[i]), text, seconds)
+            st.put(items[i].workload, archs[i], key(questions[i]), text, seconds)
         out[i] = result(i, text, False)
         if on_done:
             on_done(i, out[i])
 
-    tasks = [(items[i].workload, arch, objective, top, questions[i], then, tolerance)
+    tasks = [(items[i].workload, archs[i], objective, top, questions[i], then, tolerance)
              for i in todo]
-    engines.run(_solve, tasks, lambda j, answer: finish(todo[j], *answer), engine, workers,
+    engines.run(_solve_or_fail if failures else _solve, tasks, lambda j, answer: finish(todo[j], *answer), engine, workers,
                 address)
     return out
 
