@@ -276,3 +276,14 @@ def test_import_cli_table_and_json(capsys):
     assert main(["import", path, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["distinct"] == 12 and data["layers"][0]["workload"]["kind"]["conv2d"]["k"] == 64
+
+
+def test_docstring_examples():
+    import doctest
+
+    from tilewise.importers import equation
+    from tilewise.network import vary
+
+    for module in (equation, vary):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0

@@ -25,6 +25,18 @@ IMPORT_OPTIONS = [
 ]
 
 
+OBJECTIVE = click.option(
+    "--objective", default="latency", show_default=True,
+    type=click.Choice(["latency", "traffic", "energy", "edp", "space", "ratio"]),
+    help="what each layer's search minimizes")
+
+
+def store_option(what: str):
+    return click.option("--store", default="solutions.sqlite", show_default=True,
+                        help=f"SQLite solution store ({what} already solved are not searched "
+                             "again)")
+
+
 def options(opts):
     def deco(f):
         for o in reversed(opts):
@@ -128,14 +140,11 @@ def register_search(app: click.Group) -> None:
     @click.argument("model", type=click.Path(dir_okay=False))
     @click.option("--arch", default="npu1", show_default=True, help="preset name or YAML file")
     @options(IMPORT_OPTIONS)
-    @click.option("--objective", default="latency", show_default=True,
-                  type=click.Choice(["latency", "traffic", "energy", "edp", "space", "ratio"]),
-                  help="what to minimize per layer")
+    @OBJECTIVE
     @click.option("--spatial", multiple=True, help="allowed spatial split (repeatable)")
     @click.option("--double-buffer", "double_buffer", default="any", show_default=True,
                   type=click.Choice(["any", "all", "none"]), help="double-buffering choices")
-    @click.option("--store", default="solutions.sqlite", show_default=True,
-                  help="SQLite solution store (layers already solved are not searched again)")
+    @store_option("layers")
     @engine_options
     @click.option("--json", "as_json", is_flag=True, help="print the network result as JSON")
     def search_model_command(model, arch, dims, dtype, objective, spatial, double_buffer, store,
@@ -208,11 +217,8 @@ def register_sweep(app: click.Group) -> None:
                   help="arch parameter and its values, e.g. levels.memtile.capacity=256KiB,1MiB, "
                        "array=4x4,4x8, compute.clock=1GHz,1.5GHz (repeatable: the product)")
     @options(IMPORT_OPTIONS)
-    @click.option("--objective", default="latency", show_default=True,
-                  type=click.Choice(["latency", "traffic", "energy", "edp", "space", "ratio"]),
-                  help="what each search minimizes")
-    @click.option("--store", default="solutions.sqlite", show_default=True,
-                  help="SQLite solution store (points already solved are not searched again)")
+    @OBJECTIVE
+    @store_option("points")
     @engine_options
     @click.option("--plot", type=click.Path(dir_okay=False),
                   help="write latency against on-chip bytes and cores (fronts marked) to this PNG")

@@ -152,7 +152,8 @@ def _set_dims(model, dims: dict, path: str) -> None:
     if missing:
         names = sorted({k for ks in missing.values() for k in ks})
         where = ", ".join(f"{n!r} ({', '.join(ks)})" for n, ks in missing.items())
-        raise ModelError(f"{path}: input {where} has dynamic dims without values; give each "
+        verb = "input" if len(missing) == 1 else "inputs"
+        raise ModelError(f"{path}: {verb} {where} with dynamic dims without values; give each "
                          f"one, e.g. " + " ".join(f"--dim {k}=1" for k in names)
                          + " (Python: dims={" + ", ".join(f"{k!r}: 1" for k in names) + "})")
 

@@ -194,34 +194,26 @@ def attention_op(g: Graph, node, types: Types) -> Converted:
     return Converted(wl, "; ".join(notes))
 
 
+# op type -> (positions of the two data inputs, output dtype of a quantized op or None)
+_MATMULS = {"MatMul": (0, 1, None), "MatMulInteger": (0, 1, "i32"), "QLinearMatMul": (0, 3, "i8")}
+_CONVS = {"Conv": (0, 1, None), "ConvInteger": (0, 1, "i32"), "QLinearConv": (0, 3, "i8")}
+_SINGLE = {"Gemm": gemm, "LayerNormalization": layernorm, "Einsum": einsum,
+           "Attention": attention_op}
+
+
 def convert(g: Graph, node, dtype: str | None) -> Converted:
     """The workload of one tileable node; :class:`Skip` when it has none."""
     op, ins = node.op_type, node.input
-    if op == "MatMul":
-        return matmul(g, node, ins[0], ins[1], layer_types(g, node, ins[0], dtype))
-    if op == "MatMulInteger":
-        return matmul(g, node, ins[0], ins[1], layer_types(g, node, ins[0], dtype, "i32"))
-    if op == "QLinearMatMul":
-        return matmul(g, node, ins[0], ins[3], layer_types(g, node, ins[0], dtype, "i8"))
-    if op == "Gemm":
-        return gemm(g, node, layer_types(g, node, ins[0], dtype))
-    if op == "Conv":
-        return conv(g, node, ins[0], ins[1], layer_types(g, node, ins[0], dtype))
-    if op == "ConvInteger":
-        return conv(g, node, ins[0], ins[1], layer_types(g, node, ins[0], dtype, "i32"))
-    if op == "QLinearConv":
-        return conv(g, node, ins[0], ins[3], layer_types(g, node, ins[0], dtype, "i8"))
-    if op == "LayerNormalization":
-        return layernorm(g, node, layer_types(g, node, ins[0], dtype))
-    if op == "Einsum":
-        return einsum(g, node, layer_types(g, node, ins[0], dtype))
-    if op == "Attention" and node.domain in ("", "ai.onnx"):
-        return attention_op(g, node, layer_types(g, node, ins[0], dtype))
+    if op in _MATMULS or op in _CONVS:
+        a, b, quantized = (_MATMULS.get(op) or _CONVS[op])
+        types = layer_types(g, node, ins[a], dtype, quantized)
+        return (matmul if op in _MATMULS else conv)(g, node, ins[a], ins[b], types)
+    if op in _SINGLE and node.domain in ("", "ai.onnx"):
+        return _SINGLE[op](g, node, layer_types(g, node, ins[0], dtype))
     raise Skip(no_tiling(op))
 
 
-TILEABLE = ("MatMul", "MatMulInteger", "QLinearMatMul", "Gemm", "Conv", "ConvInteger",
-            "QLinearConv", "LayerNormalization", "Einsum", "Attention")
+TILEABLE = (*_MATMULS, *_CONVS, *_SINGLE)
 
 _ELEMENTWISE = {"Relu", "Add", "Sub", "Mul", "Div", "Sigmoid", "Tanh", "Gelu", "Erf", "Clip",
                 "BatchNormalization", "LeakyRelu", "PRelu", "Elu", "Selu", "HardSigmoid",

@@ -160,10 +160,13 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
         if on_done:
             on_done(i, out[i])
 
+    # the largest problems (most MACs, a rough proxy of search time) first, so a long search
+    # is less likely to start last while the other workers sit idle
+    todo.sort(key=lambda i: -items[i].workload.macs)
     tasks = [(items[i].workload, archs[i], objective, top, questions[i], then, tolerance)
              for i in todo]
-    engines.run(_solve_or_fail if failures else _solve, tasks, lambda j, answer: finish(todo[j], *answer), engine, workers,
-                address)
+    engines.run(_solve_or_fail if failures else _solve, tasks,
+                lambda j, answer: finish(todo[j], *answer), engine, workers, address)
     return out
 
 
