@@ -1,7 +1,8 @@
 """No module imports a layer above its own (DESIGN.md, "Layout of the code"), and no two
 modules import each other.
 
-    cli -> network / emit / search / executor -> simulation -> model -> mapping -> ir / arch
+    cli -> network -> emit / search / executor -> simulation -> model -> mapping / importers
+        -> ir / arch
         -> errors, dtypes
 
 ``layout``, ``isa`` and ``tiles`` (the tile kernels) stand alone: they import nothing of tilewise but the base (errors,
@@ -22,10 +23,11 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS = {
     "tilewise.errors": 0, "tilewise.dtypes": 0, "tilewise._version": 0,
     "tilewise.ir": 1, "tilewise.arch": 1,
-    "tilewise.mapping": 2,
+    "tilewise.mapping": 2, "tilewise.importers": 2,
     "tilewise.model": 3,
     "tilewise.simulation": 4,
-    "tilewise.search": 5, "tilewise.executor": 5, "tilewise.network": 5, "tilewise.emit": 5,
+    "tilewise.search": 5, "tilewise.executor": 5, "tilewise.emit": 5,
+    "tilewise.network": 5.5,  # whole networks and sweeps call search_many
     "tilewise.cli": 6,
     "tilewise": 7, "tilewise.__main__": 7,
 }

@@ -2,7 +2,7 @@
 
 ``import tilewise`` gives the user's vocabulary: workload constructors, ``load_arch``,
 ``Mapping``, the entry points ``search``, ``search_many``, ``evaluate``, ``simulate``,
-``execute`` and ``verify``, their results (``Result``, ``Solution``, ``Cost``, ``Trace``,
+``execute`` and ``verify``, the network ones ``import_onnx``, ``search_model`` and ``sweep``, their results (``Result``, ``Solution``, ``Cost``, ``Trace``,
 ``VerifyReport``), the errors and the layout helpers. Internals (``MappingBatch``,
 ``CostBatch``, ``evaluate_batch``, the search engine) are imported from their submodules.
 
@@ -99,6 +99,14 @@ _EXPORTS: dict[str, str] = {
     "Result": "tilewise.search.result",
     "Solution": "tilewise.search.result",
     "search_many": "tilewise.search.many",
+    # --- networks: ONNX import, network search, arch sweeps (issue 16) ---
+    "ImportedModel": "tilewise.importers.onnx",
+    "ModelError": "tilewise.errors",
+    "NetworkResult": "tilewise.network.model_search",
+    "SweepResult": "tilewise.network.sweep",
+    "import_onnx": "tilewise.importers.onnx",
+    "search_model": "tilewise.network.model_search",
+    "sweep": "tilewise.network.sweep",
     # --- blocked execution kernels (issue 5) ---
     "IncrementalAttention": "tilewise.tiles.attention",
     "blocked_attention": "tilewise.tiles.attention",

@@ -60,3 +60,8 @@ class CapacityError(MappingError):
 
 class ISAError(TilewiseError):
     """A vector instruction with a field out of range or an illegal combination."""
+
+
+class ModelError(TilewiseError):
+    """A network model file that cannot be imported (not ONNX, dynamic shapes without values,
+    nothing to tile); names the file and what would be valid."""

@@ -31,3 +31,18 @@ def console(stderr: bool = False):
     from rich.console import Console
 
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def progress(what: str):
+    """``(bar, callback(done, total))``: a rich progress bar on stderr when it is a terminal,
+    else ``(None, None)`` (never in tests or CI logs). Stop the bar with ``bar.stop()``."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return None, None
+    from rich.progress import Progress
+
+    bar = Progress(console=console(stderr=True), transient=True)
+    task = bar.add_task(what, total=None)
+    bar.start()
+    return bar, lambda done, total: bar.update(task, completed=done, total=total)

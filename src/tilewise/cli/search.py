@@ -19,7 +19,7 @@ import sys
 import click
 
 from ..arch.units import format_size
-from ._util import console
+from ._util import console, progress
 from ._workload import workload_group
 
 _OPTIONS = [
@@ -48,18 +48,6 @@ _OPTIONS = [
 ]
 
 
-def _progress():
-    """A rich progress callback when stderr is a terminal, else None (never in tests/CI logs)."""
-    if not sys.stderr.isatty():
-        return None, None
-    from rich.progress import Progress
-
-    bar = Progress(console=console(stderr=True), transient=True)
-    task = bar.add_task("searching (tile combos)", total=None)
-    bar.start()
-    return bar, lambda done, total: bar.update(task, completed=done, total=total)
-
-
 def _run(workload, arch, objective, then, tolerance, top, spatial, double_buffer, as_json, plot,
          verify=False):
     from ..arch.loader import load_arch
@@ -70,7 +58,7 @@ def _run(workload, arch, objective, then, tolerance, top, spatial, double_buffer
     constraints = {"double_buffer": double_buffer}
     if spatial:
         constraints["spatial"] = list(spatial)
-    bar, cb = _progress()
+    bar, cb = progress("searching (tile combos)")
     try:
         result = search(workload, arch, objective=objective, top=top, then=then,
                         tolerance=tolerance, progress=cb, **constraints)
@@ -173,6 +161,18 @@ def _plot(result, front, path) -> None:
     plt.close(fig)
 
 
+def engine_options(f):
+    """``--workers``, ``--engine``, ``--address`` (tilewise.search.engines)."""
+    f = click.option("--address", default=None, metavar="HOST:PORT",
+                     help="Ray cluster to join with --engine ray (default: start a local one)")(f)
+    f = click.option("--engine", default="processes", show_default=True,
+                     type=click.Choice(["processes", "ray"]),
+                     help="local worker processes, or a Ray cluster (pip install tilewise[ray])")(f)
+    return click.option("--workers", type=int, default=None,
+                        help="worker processes, or CPUs of a local Ray cluster (default: all "
+                             "cores)")(f)
+
+
 def register(app: click.Group) -> None:
     """Add ``tilewise search`` (a group of workload subcommands) and ``tilewise search-many``."""
     app.add_command(workload_group(
@@ -182,9 +182,9 @@ def register(app: click.Group) -> None:
     @click.argument("problems", type=click.Path(dir_okay=False))
     @click.option("--store", default="solutions.sqlite", show_default=True,
                   help="SQLite solution store (finished problems are not recomputed)")
-    @click.option("--workers", type=int, default=None, help="worker processes (default: all cores)")
+    @engine_options
     @click.option("--json", "as_json", is_flag=True, help="print all results as JSON")
-    def search_many_command(problems, store, workers, as_json):
+    def search_many_command(problems, store, workers, engine, address, as_json):
         """Solve every problem of a YAML problem list in worker processes."""
         import json
 
@@ -194,7 +194,8 @@ def register(app: click.Group) -> None:
         spec = load_problems(problems)
         arch = load_arch(spec["arch"])
         out = search_many(spec["problems"], arch, objective=spec["objective"], top=spec["top"],
-                          workers=workers, store=store, then=spec["then"],
+                          workers=workers, store=store, then=spec["then"], engine=engine,
+                          address=address,
                           tolerance=spec["tolerance"], **spec["constraints"])
         if as_json:
             click.echo(json.dumps([dict(r.to_dict(), cached=r.cached) for r in out]))

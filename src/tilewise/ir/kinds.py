@@ -194,6 +194,8 @@ _ALL = (
         Param("stride", "stride", "ints", "stride (rows and columns)", 1),
         Param("padding", "padding", "ints", "zero padding on each side", 0),
         Param("dilation", "dilation", "ints", "dilation", 1),
+        _int("groups", "groups", "channel groups (C and K multiples of it; C = K = groups: "
+             "depthwise)", 1),
         *_dtypes("i8")),
         "O[n,k,p,q] = sum_{c,r,s} I[n,c,p*stride+r-pad,q*stride+s-pad]·W[k,c,r,s]"),
     Kind("mha", library.mha, (
@@ -275,16 +277,17 @@ def params_of(workload) -> tuple[str, dict] | None:
 
 def _conv(w):
     I = next(t for t in w.ops[0].inputs if t.name == "I")
-    (p, sh), (r, dh) = I.axes[2].terms
-    (q, sw), (s, dw) = I.axes[3].terms
+    (p, sh), (r, dh) = I.axes[-2].terms
+    (q, sw), (s, dw) = I.axes[-1].terms
     if (p, r, q, s) != ("p", "r", "q", "s"):
         raise ValueError
     pair = (lambda a, b: a if a == b else [a, b])
     z = w.sizes
-    return "conv2d", {"n": z["n"], "c": z["c"], "h": I.shape[2], "w": I.shape[3], "k": z["k"],
-                      "r": z["r"], "s": z["s"], "stride": pair(sh, sw),
-                      "padding": pair(-I.axes[2].const, -I.axes[3].const),
-                      "dilation": pair(dh, dw)}
+    g = z.get("g", 1)
+    out = {"n": z["n"], "c": z["c"] * g, "h": I.shape[-2], "w": I.shape[-1], "k": z["k"] * g,
+           "r": z["r"], "s": z["s"], "stride": pair(sh, sw),
+           "padding": pair(-I.axes[-2].const, -I.axes[-1].const), "dilation": pair(dh, dw)}
+    return "conv2d", {**out, **({"groups": g} if g > 1 else {})}
 
 
 def _einsum(w):

@@ -81,35 +81,59 @@ def _pair(v, what: str) -> tuple[int, int]:
     return pair
 
 
+def _pads(v) -> tuple[int, int, int, int]:
+    """(top, left, bottom, right) from an int, a (rows, cols) pair or ONNX's 4 begin/end pads."""
+    if isinstance(v, (tuple, list)) and len(v) == 4:
+        pads = tuple(as_int(x) for x in v)
+        if any(isinstance(x, bool) or not isinstance(x, int) for x in pads):
+            raise WorkloadError(f"conv2d padding {v!r} must be ints")
+        return pads
+    ph, pw = _pair(v, "padding")
+    return ph, pw, ph, pw
+
+
 def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, padding=0,
-           dilation=1, dtype: str = "i8", out_dtype: str | None = None) -> Chain:
+           dilation=1, groups: int = 1, dtype: str = "i8", out_dtype: str | None = None) -> Chain:
     """``O[n,k,p,q] = sum_{c,r,s} I[n, c, p*sh + r*dh - ph, q*sw + s*dw - pw] * W[k,c,r,s]``.
 
-    ``stride``, ``padding`` (zeros on both sides) and ``dilation`` are ints or (rows, cols)
-    pairs; P = (H + 2*ph - dh*(R-1) - 1) // sh + 1 output rows (likewise Q).
+    ``stride`` and ``dilation`` are ints or (rows, cols) pairs; ``padding`` (zeros) an int, a
+    (rows, cols) pair padding both sides, or ONNX's (top, left, bottom, right);
+    P = (H + top + bottom - dh*(R-1) - 1) // sh + 1 output rows (likewise Q).
+
+    ``groups`` G > 1 (C and K multiples of G) splits the channels into G independent
+    convolutions: a dim ``g`` of size G indexes all three tensors, ``I[n, g, c, ...]`` with
+    ``c`` < C/G, ``W[g, k, c, r, s]`` and ``O[n, g, k, p, q]`` with ``k`` < K/G (the same
+    memory as NCHW, viewed with the channel axis split); G = C = K is a depthwise convolution.
     """
-    (sh, sw), (ph, pw), (dh, dw) = _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation")
-    if min(sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
+    (sh, sw), (dh, dw) = _pair(stride, "stride"), _pair(dilation, "dilation")
+    top, left, bottom, right = _pads(padding)
+    if min(sh, sw, dh, dw) < 1 or min(top, left, bottom, right) < 0:
         raise WorkloadError(f"conv2d: stride {stride!r} and dilation {dilation!r} must be >= 1, "
                             f"padding {padding!r} >= 0")
-    N, C, H, W, K, R, S = (as_int(v) for v in (N, C, H, W, K, R, S))
-    for name, v in dict(N=N, C=C, H=H, W=W, K=K, R=R, S=S).items():
+    N, C, H, W, K, R, S, G = (as_int(v) for v in (N, C, H, W, K, R, S, groups))
+    for name, v in dict(N=N, C=C, H=H, W=W, K=K, R=R, S=S, groups=G).items():
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise WorkloadError(f"conv2d: {name}={v!r} must be a positive integer")
-    P = (H + 2 * ph - dh * (R - 1) - 1) // sh + 1
-    Q = (W + 2 * pw - dw * (S - 1) - 1) // sw + 1
+    if C % G or K % G:
+        raise WorkloadError(f"conv2d: groups={G} must divide the input channels C={C} and the "
+                            f"output channels K={K}")
+    P = (H + top + bottom - dh * (R - 1) - 1) // sh + 1
+    Q = (W + left + right - dw * (S - 1) - 1) // sw + 1
     if P < 1 or Q < 1:
         raise WorkloadError(f"conv2d: a {R}x{S} filter (dilation {dh},{dw}) does not fit the "
-                            f"{H}x{W} input padded by {ph},{pw}: output would be {P}x{Q}")
-    dims = _dims(n=N, k=K, c=C, p=P, q=Q, r=R, s=S)
+                            f"{H}x{W} input padded by {padding!r}: output would be {P}x{Q}")
+    g = {"g": G} if G > 1 else {}
+    dims = _dims(n=N, **g, k=K // G, c=C // G, p=P, q=Q, r=R, s=S)
     sz, dt = {d.name: d.size for d in dims}, _dt(dtype)
     ot = _dt(out_dtype, "out_dtype") if out_dtype else _dtype(dt.accumulator)
-    row = Affine((("p", sh), ("r", dh)), -ph)
-    col = Affine((("q", sw), ("s", dw)), -pw)
-    I = Tensor("I", dt, (Affine.parse("n"), Affine.parse("c"), row, col), (N, C, H, W))
-    Wt = _t("W", dt, "k,c,r,s", sz)
-    O = _t("O", ot, "n,k,p,q", sz)
-    return Chain("conv2d", dims, (_mac("O", O, (I, Wt), dt),), roles=(("n", ""), ("k", "n"), ("c", "k")))
+    row = Affine((("p", sh), ("r", dh)), -top)
+    col = Affine((("q", sw), ("s", dw)), -left)
+    gx = ("g",) if g else ()
+    I = Tensor("I", dt, (*map(Affine.parse, ("n", *gx, "c")), row, col), (N, *g.values(), C // G, H, W))
+    Wt = _t("W", dt, ",".join((*gx, "k", "c", "r", "s")), sz)
+    O = _t("O", ot, ",".join(("n", *gx, "k", "p", "q")), sz)
+    roles = (("n", ""), *((("g", ""),) if g else ()), ("k", "n"), ("c", "k"))
+    return Chain("conv2d", dims, (_mac("O", O, (I, Wt), dt),), roles=roles)
 
 
 def gemm_chain(M: int, K: int, L: int, N: int, dtype: str = "i8",

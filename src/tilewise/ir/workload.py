@@ -289,6 +289,13 @@ class Chain:
                             + ", ".join(t.name for t in self.tensors))
 
     @property
+    def key(self) -> str:
+        """Canonical text: dims, ops and every tensor with its dtype (equal for equal
+        workloads; the solution store's and the network search's key)."""
+        tensors = ", ".join(str(t) for t in self.tensors + self.state)
+        return f"{self} | {tensors}"
+
+    @property
     def macs(self) -> int:
         """Useful multiply-accumulates (mac ops) = product of each mac op's dim sizes."""
         return sum(_prod(self.sizes[d] for d in op.dims) for op in self.ops if op.kind == "mac")

@@ -1,8 +1,9 @@
 """``search_many``: solve a list of problems in worker processes, with a solution store.
 
-Each problem is searched by :func:`tilewise.search` in a worker of a
-``concurrent.futures.ProcessPoolExecutor`` (``workers=None``: ``os.cpu_count()``; ``workers=1``
-runs in this process) and answered by the same :class:`~tilewise.search.result.Result` type;
+Each problem is searched by :func:`tilewise.search` on an engine (:mod:`.engines`: local
+worker processes, ``workers=None``: ``os.cpu_count()``, ``workers=1`` runs in this process;
+or ``engine="ray"`` on a Ray cluster at ``address``) and answered by the same
+:class:`~tilewise.search.result.Result` type;
 ``search_many`` returns one per problem, in input order. With ``store`` (a path or a
 :class:`~.store.Store`) problems already in the store are not recomputed (their Result has
 ``cached=True``), and each finished problem is written (by this process only) as soon as it
@@ -35,11 +36,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from ..errors import ParseError, TilewiseError, WorkloadError
 from ..ir.kinds import KINDS, from_entry
+from . import engines
 from .optimize import CONSTRAINTS, search
 from .result import Result
 from .store import Store
@@ -49,10 +50,12 @@ _TOP_KEYS = ("arch", "objective", "then", "tolerance", "top", "constraints", "pr
 
 @dataclass(frozen=True)
 class Problem:
-    """A workload and its own search constraints (they override the common ones)."""
+    """A workload, its own search constraints (they override the common ones) and its own
+    arch (None: the one given to :func:`search_many`; an arch sweep gives each point's)."""
 
     workload: object
     constraints: dict = field(default_factory=dict)
+    arch: object = None
 
 
 def normalize_constraints(constraints: dict, what: str = "constraints") -> dict:
@@ -81,24 +84,44 @@ def _solve(workload, arch, objective, top, constraints, then=None, tolerance=0.0
     return r.to_json(), time.perf_counter() - t0
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A problem whose search raised (an empty space: nothing fits); ``message`` is the
+    error's one line. Given in place of a Result by ``search_many(..., failures=True)``."""
+
+    workload: object
+    message: str
+
+
+def _solve_or_fail(*args) -> tuple[str | None, float | str]:
+    """:func:`_solve`, or ``(None, message)`` when the search raises a TilewiseError."""
+    try:
+        return _solve(*args)
+    except TilewiseError as e:
+        return None, f"{type(e).__name__}: {e}"
+
+
 def search_many(problems, arch, objective: str = "latency", top: int = 1,
                 workers: int | None = None, store=None, on_done=None, *, then=None,
-                tolerance=0.0, **constraints) -> list[Result]:
+                tolerance=0.0, engine: str = "processes", address: str | None = None,
+                failures: bool = False, **constraints) -> list[Result]:
     """Search every problem (a workload or a :class:`Problem`); returns one Result per
     problem, in input order (``Result.cached``: it came from the store). ``arch``: an Arch, a
     preset name or a YAML path. ``then``, ``tolerance``: the rank order (:func:`tilewise.search`).
-    ``on_done(index, result)`` is called as each problem finishes (after it is stored)."""
+    ``on_done(index, result)`` is called as each problem finishes (after it is stored).
+    ``engine``, ``address``, ``workers``: where the searches run (:mod:`.engines`).
+    ``failures``: a problem whose search raises gets a :class:`Failure` (not stored) instead
+    of stopping the run."""
     from ..arch.loader import load_arch
     from .optimize import parse_then, parse_tolerance
 
     arch = load_arch(arch)
     then, tolerance = parse_then(then), parse_tolerance(tolerance)
     items = [p if isinstance(p, Problem) else Problem(p) for p in problems]
+    archs = [arch if p.arch is None else load_arch(p.arch) for p in items]
     common = normalize_constraints(constraints)
     questions = [{**common, **normalize_constraints(p.constraints, f"problem {i} constraints")}
                  for i, p in enumerate(items)]
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
-        raise TilewiseError(f"workers={workers!r} must be a positive integer or None (all cores)")
     st = Store(store) if isinstance(store, (str, os.PathLike)) else store
 
     def key(cons):
@@ -108,45 +131,42 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
         return f"{objective} top={top} {rank}" + json.dumps(cons, sort_keys=True, default=str)
 
     def result(i, data, cached):
-        w, cons = items[i].workload, questions[i]
+        w, cons, a = items[i].workload, questions[i], archs[i]
 
         def front(x, y):
-            return search(w, arch, objective, top, then=then, tolerance=tolerance,
+            return search(w, a, objective, top, then=then, tolerance=tolerance,
                           **cons).pareto(x, y)
 
-        return Result.from_json(data, w, arch, front, cached=cached)
+        return Result.from_json(data, w, a, front, cached=cached)
 
     out: list = [None] * len(items)
     todo = []
     for i, p in enumerate(items):
-        hit = st.get(p.workload, arch, key(questions[i])) if st is not None else None
+        hit = st.get(p.workload, archs[i], key(questions[i])) if st is not None else None
         if hit is not None:
             out[i] = result(i, hit, True)
         else:
             todo.append(i)
 
     def finish(i, text, seconds):
+        if text is None:
+            out[i] = Failure(items[i].workload, seconds)
+            if on_done:
+                on_done(i, out[i])
+            return
         if st is not None:
-            st.put(items[i].workload, arch, key(questions[i]), text, seconds)
+            st.put(items[i].workload, archs[i], key(questions[i]), text, seconds)
         out[i] = result(i, text, False)
         if on_done:
             on_done(i, out[i])
 
-    n = workers or os.cpu_count() or 1
-    if n == 1 or len(todo) <= 1:
-        for i in todo:
-            finish(i, *_solve(items[i].workload, arch, objective, top, questions[i], then, tolerance))
-    else:
-        with ProcessPoolExecutor(max_workers=min(n, len(todo))) as pool:
-            futures = {pool.submit(_solve, items[i].workload, arch, objective, top, questions[i],
-                                   then, tolerance): i for i in todo}
-            try:
-                for f in as_completed(futures):
-                    finish(futures[f], *f.result())
-            except BaseException:
-                for f in futures:
-                    f.cancel()
-                raise
+    # the largest problems (most MACs, a rough proxy of search time) first, so a long search
+    # is less likely to start last while the other workers sit idle
+    todo.sort(key=lambda i: -items[i].workload.macs)
+    tasks = [(items[i].workload, archs[i], objective, top, questions[i], then, tolerance)
+             for i in todo]
+    engines.run(_solve_or_fail if failures else _solve, tasks,
+                lambda j, answer: finish(todo[j], *answer), engine, workers, address)
     return out
 
 

@@ -22,8 +22,7 @@ from .._version import __version__
 
 def workload_key(workload) -> str:
     """Canonical text of a workload: its dims and ops plus every tensor with its dtype."""
-    tensors = ", ".join(str(t) for t in workload.tensors + workload.state)
-    return f"{workload} | {tensors}"
+    return workload.key
 
 
 def arch_hash(arch) -> str:

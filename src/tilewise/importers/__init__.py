@@ -1,0 +1,1 @@
+"""Model importers: network files -> tilewise workloads (ONNX: :func:`.onnx.import_onnx`)."""
