@@ -137,7 +137,7 @@ def __dir__():
 
 
 def search(workload, arch, objective: str = "latency", top: int = 10, *, then=None,
-           tolerance=0.0, progress=None, **constraints):
+           tolerance=0.0, progress=None, monotone=None, **constraints):
     """The exact optimum and top-``top`` mappings of ``workload`` on ``arch`` for
     ``objective`` ("latency" s, "traffic" off-chip bytes, "energy" J, "edp" J·s, "space"
     on-chip bytes, "ratio" 𝔽 maximized), as a :class:`Result`; ties, and objectives within
@@ -146,13 +146,15 @@ def search(workload, arch, objective: str = "latency", top: int = 10, *, then=No
     ``spatial`` (one text such as ``"rows=n4 cols=m2"`` or a list of them; ``"any"``,
     ``"none"``) and ``tiles`` (:mod:`tilewise.search.optimize`). ``progress(done, total)`` is
     called after each chunk of tile combos. :func:`search_many` answers a list of problems with
-    the same Result type."""
+    the same Result type. A custom ``objective`` (a function of the metrics, or an expression
+    such as ``"latency * energy ** 0.5"``) is searched exactly when ``monotone=True``
+    (:mod:`tilewise.search.custom`)."""
     from .arch.loader import load_arch
     from .search.many import normalize_constraints
     from .search.optimize import search as run
 
     return run(workload, load_arch(arch), objective, top, then=then, tolerance=tolerance,
-               progress=progress, **normalize_constraints(constraints))
+               progress=progress, monotone=monotone, **normalize_constraints(constraints))
 
 
 def evaluate(workload, arch, mapping, check_capacity: bool = True):

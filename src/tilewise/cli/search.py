@@ -27,6 +27,12 @@ _OPTIONS = [
     click.option("--objective", default="latency", show_default=True,
                  type=click.Choice(["latency", "traffic", "energy", "edp", "space", "ratio"]),
                  help="what to minimize (space: on-chip bytes; ratio: seed 003's 𝔽, maximized)"),
+    click.option("--custom", default=None, metavar="EXPR",
+                 help="minimize an expression of latency, traffic, energy, space, ratio (1/𝔽) "
+                      "instead, e.g. 'latency * energy ** 0.5'; exact with --monotone"),
+    click.option("--monotone", is_flag=True,
+                 help="state that --custom never decreases when a metric grows: the answer is "
+                      "then the exact optimum (otherwise the best of latency's top 200)"),
     click.option("--then", "then", default=None,
                  help="secondary keys for ties, comma-separated, e.g. traffic,energy or none "
                       "(default: latency, energy, traffic without the objective; energy only "
@@ -48,9 +54,10 @@ _OPTIONS = [
 ]
 
 
-def _run(workload, arch, objective, then, tolerance, top, spatial, double_buffer, as_json, plot,
-         verify=False):
+def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spatial,
+         double_buffer, as_json, plot, verify=False):
     from ..arch.loader import load_arch
+    from ..search.custom import as_custom
     from ..search.optimize import parse_then, parse_tolerance, search
 
     then, tolerance = parse_then(then), parse_tolerance(tolerance)  # one clear error line
@@ -58,6 +65,10 @@ def _run(workload, arch, objective, then, tolerance, top, spatial, double_buffer
     constraints = {"double_buffer": double_buffer}
     if spatial:
         constraints["spatial"] = list(spatial)
+    if monotone and not custom:
+        raise click.UsageError("--monotone applies to a --custom objective")
+    if custom:
+        objective = as_custom(custom, monotone)
     bar, cb = progress("searching (tile combos)")
     try:
         result = search(workload, arch, objective=objective, top=top, then=then,
@@ -139,6 +150,9 @@ def print_result(result) -> None:
               f"fixed {s['examined_combos']:,}) · candidates bounded exactly {s['candidates']:,} "
               f"(ranked {s['ranked']:,}, valid {s['valid']:,}) · "
               f"rejected nodes: {rej} · passes {s['passes']} · {s['seconds']:.2f} s")
+    if not s.get("proven_optimal", True):
+        out.print(f"[bold]not proven optimal[/]: {result.objective} was not stated monotone, so "
+                  "these are the best of the latency optimum's top 200 ranked by it")
 
 
 def _plot(result, front, path) -> None:

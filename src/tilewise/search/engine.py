@@ -30,6 +30,7 @@ from .bound import (OBJ_CODE, Traffic, best_variant, favorable_orders, level_sub
                     variant_latencies)
 from .buffers import BufferTable
 from .chain_rules import ChainRules
+from .custom import BASE, Custom
 from .groups import prefix_groups
 from .nodes import Nodes, Stage, StandIns
 from .order_trie import OrderTrie
@@ -376,18 +377,26 @@ class Engine:
         calls = -(-pad // np.maximum(inner, 1))
         steps = np.stack([np.prod(calls[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
         it = np.prod(cnt, axis=2).astype(float)
-        if "ratio" in run.objectives:
+        if any(o == "ratio" or isinstance(o, Custom) for o in run.objectives):
             points_max = np.stack([np.prod(pmax[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
             steps_max = np.stack([np.prod(cnt[:, -1, ix], axis=1) for ix in self.op_dims], 1).astype(float)
         else:
             points_max = steps_max = points
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
-        for i, o in enumerate(run.objectives):
+        def least(o, col):
             best_variant(OBJ_CODE[o], points, steps, tr, self.rbw[s], self.wbw[s], self.xfs[s], it,
-                         bufs, fixed,
-                         *self.db_subs, self.moved_idx, self.problem.levels,
-                         self.problem.compute, sub[:, i], nfit, points_max, steps_max)
+                         bufs, fixed, *self.db_subs, self.moved_idx, self.problem.levels,
+                         self.problem.compute, col, nfit, points_max, steps_max)
+            return col
+
+        for i, o in enumerate(run.objectives):
+            if isinstance(o, Custom):  # monotone: its function of the metrics' own bounds
+                base = {k: least(k, np.empty(m)) if k != "energy" or has_energy(self.arch)
+                        else np.full(m, np.nan) for k in BASE}
+                sub[:, i] = np.where(np.isfinite(base["latency"]), o(**base), np.inf)
+            else:
+                least(o, sub[:, i])
         return sub, nfit
 
     # ----- roots and leaves -----

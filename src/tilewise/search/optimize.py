@@ -58,6 +58,7 @@ import numpy as np
 from ..errors import CapacityError, TilewiseError
 from ..model.batch import MappingBatch
 from ..model.cost import evaluate
+from .custom import BASE, Custom, as_custom
 from .engine import Engine, RunConfig
 from .pool import METRICS, Pool
 from .result import Result, Solution
@@ -76,8 +77,8 @@ def _arch(arch):
     return arch
 
 
-def search(workload, arch, objective: str = "latency", top: int = 10, *, then=None,
-           tolerance=0.0, progress=None, **constraints) -> Result:
+def search(workload, arch, objective="latency", top: int = 10, *, then=None,
+           tolerance=0.0, progress=None, monotone: bool | None = None, **constraints) -> Result:
     """The exact top-``top`` mappings of ``workload`` on ``arch`` for ``objective`` ("latency"
     s, "traffic" off-chip bytes, "energy" J, "edp" J·s, "space" on-chip bytes, "ratio" 𝔽
     maximized) over the declared space, restricted by ``constraints``; ties (and objectives
@@ -85,31 +86,80 @@ def search(workload, arch, objective: str = "latency", top: int = 10, *, then=No
     secondary keys ``then`` (names, or one text "traffic,energy"; None: the default). See the
     module doc. ``arch`` is an Arch, a preset name or a YAML path. ``progress(done, total)`` is
     called after each chunk (tile combos). Raises CapacityError explaining with numbers why
-    the space is empty."""
+    the space is empty.
+
+    ``objective`` may also be a custom one (:mod:`.custom`): a :class:`.custom.Custom`, a
+    function of :class:`.custom.Metrics` or an expression text such as
+    ``"latency * energy ** 0.5"``; ``monotone=True`` states that it never decreases when a
+    metric grows, and the answer is then the exact optimum; otherwise it is the best of the
+    closest built-in objective's top ``Custom.pool`` and ``stats["proven_optimal"]`` is
+    False."""
     arch = _arch(arch)
     bad = sorted(set(constraints) - set(CONSTRAINTS))
     if bad:
         raise TilewiseError(f"unknown search constraint {', '.join(map(repr, bad))}; valid: "
                             + ", ".join(CONSTRAINTS))
-    if objective not in OBJECTIVES:
-        raise TilewiseError(f"objective {objective!r} unknown; valid: {', '.join(OBJECTIVES)}")
+    objective = _objective(objective, monotone)
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise TilewiseError(f"top={top!r} must be a positive integer")
     then, tolerance = parse_then(then), parse_tolerance(tolerance)
     t0 = time.perf_counter()
     engine = Engine(workload, arch, constraints)
-    pool, stats, run = search_top(engine, objective, top, progress, then, tolerance)
+    if isinstance(objective, Custom):
+        _check_custom(objective, arch)
+    proven = not isinstance(objective, Custom) or objective.monotone
+    if proven:
+        pool, stats, run = search_top(engine, objective, top, progress, then, tolerance)
+    else:  # no bound: the closest built-in objective's exact top, ranked by the function
+        pool, stats, run = search_top(engine, objective.closest, max(top, objective.pool),
+                                      progress, then, tolerance)
+        pool = pool.take(np.argsort(pool.metric(objective), kind="stable")[:top])
     if not len(pool):
         raise CapacityError(explain_empty(stats))
     sols = _solutions(engine, run, pool)  # in rank order
     report = stats.report(time.perf_counter() - t0)
+    report["proven_optimal"] = proven
 
     def front(x, y):
         f, run_xy = pareto_front(engine, x, y, progress)
         return _solutions(engine, run_xy, f)
 
-    return Result(workload, arch, objective, sols, engine.min_time_s, report, front,
+    return Result(workload, arch, str(objective), sols, engine.min_time_s, report, front,
                   then=run.ranking.then, tolerance=run.ranking.tolerance)
+
+
+def _objective(objective, monotone):
+    """A built-in objective name, or a :class:`.custom.Custom` (TilewiseError naming a bad
+    one and what is valid)."""
+    if isinstance(objective, str) and objective in OBJECTIVES:
+        if monotone is not None:
+            raise TilewiseError("monotone= applies to a custom objective only; "
+                                f"{objective!r} is built in")
+        return objective
+    if isinstance(objective, str) and objective.isidentifier():
+        raise TilewiseError(f"objective {objective!r} unknown; valid: {', '.join(OBJECTIVES)}, "
+                            "or an expression of " + ", ".join(BASE))
+    return as_custom(objective, monotone)
+
+
+def _check_custom(objective: Custom, arch) -> None:
+    """The function gives a number for plain metrics; it may use energy only where the arch
+    gives energy numbers."""
+    from .engine import has_energy
+
+    energy = 1.0 if has_energy(arch) else float("nan")
+    try:
+        value = objective(1.0, 1.0, energy, 1.0, 1.0)
+    except Exception as e:  # the user's function: say what it raised
+        raise TilewiseError(f"custom objective {objective.name!r} failed on sample metrics: "
+                            f"{type(e).__name__}: {e}") from None
+    if not np.isfinite(value).all():
+        extra = "" if has_energy(arch) else f" (arch {arch.name} gives no energy numbers)"
+        raise TilewiseError(f"custom objective {objective.name!r} is not a finite number for "
+                            f"sample metrics{extra}")
+    if objective.closest not in OBJECTIVES:
+        raise TilewiseError(f"closest objective {objective.closest!r} unknown; valid: "
+                            + ", ".join(OBJECTIVES))
 
 
 def parse_then(then) -> tuple[str, ...] | None:

@@ -40,6 +40,8 @@ from dataclasses import dataclass, fields
 import numpy as np
 from numba import njit
 
+from .custom import Custom
+
 SLACK = 1e-9        # relative: a float bound within rounding of a kept value is not trusted
 EXACT = ("traffic", "space")  # integer bytes: compared exactly
 
@@ -131,7 +133,11 @@ _FIELDS = tuple(f.name for f in fields(Pool))
 
 def metric_of(name: str, latency, traffic, energy, space, min_ratio):
     """The minimized form of metric ``name`` from the candidates' numbers (arrays of any
-    shape): ``ratio`` is ``1/𝔽`` (``𝔽 = inf``, nothing moved: 0)."""
+    shape): ``ratio`` is ``1/𝔽`` (``𝔽 = inf``, nothing moved: 0); a :class:`.custom.Custom`
+    its function of those."""
+    if isinstance(name, Custom):
+        return name(latency, traffic, energy, space,
+                    metric_of("ratio", latency, traffic, energy, space, min_ratio))
     if name == "latency":
         return latency
     if name == "traffic":
