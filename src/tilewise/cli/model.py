@@ -68,7 +68,8 @@ def _run(workload, arch_spec: str, mapping_text: str, as_json: bool, simulate: b
 def _compare(cost, trace) -> list[str]:
     """Fields where the model and the simulation differ (empty: they agree)."""
     pairs = [("reads", cost.reads, trace.reads), ("writes", cost.writes, trace.writes),
-             ("reloads", cost.reloads, trace.reloads), ("footprint", cost.footprint, trace.peak),
+             ("reloads", cost.reloads, trace.reloads), ("fills", cost.fills, trace.fills),
+             ("drains", cost.drains, trace.drains), ("footprint", cost.footprint, trace.peak),
              ("steps", cost.steps, trace.steps),
              ("padded_points", cost.padded_points, trace.padded_points),
              ("useful_points", cost.useful_points, trace.useful_points)]
@@ -97,6 +98,28 @@ def _seconds(s: float) -> str:
     return f"{s:.3e} s"
 
 
+def _traffic_table(cost, levels):
+    """Bytes and transfers per level and tensor, and energy where the arch gives numbers."""
+    from rich.table import Table
+
+    parts = cost.energy_breakdown
+    traffic = Table(title="traffic (bytes and transfers into / out of each level)")
+    cols = ["level", "tensor", "reads", "writes", "of which reloads", "transfers in/out"]
+    for col in cols + (["energy µJ"] if parts else []):
+        traffic.add_column(col, justify="left" if col in ("level", "tensor") else "right")
+    for name in levels[1:]:
+        for t in dict.fromkeys([*cost.reads[name], *cost.writes[name]]):
+            row = [name, t, _bytes(cost.reads[name].get(t, 0)), _bytes(cost.writes[name].get(t, 0)),
+                   _bytes(cost.reloads[name].get(t, 0)),
+                   f"{cost.fills[name].get(t, 0):,} / {cost.drains[name].get(t, 0):,}"]
+            if parts:
+                row.append(f"{parts.get(name, {}).get(t, 0.0) * 1e6:,.3f}")
+            traffic.add_row(*row)
+    if parts:
+        traffic.add_row("compute", "", "", "", "", "", f"{parts['compute'] * 1e6:,.3f}")
+    return traffic
+
+
 def _print(workload, arch, mapping, cost, mismatches) -> None:
     from rich.markup import escape
     from rich.table import Table
@@ -116,16 +139,7 @@ def _print(workload, arch, mapping, cost, mismatches) -> None:
                        _seconds(cost.transfer_s[name]) if i else "-",
                        ("inf" if math.isinf(ratio) else f"{ratio:.3f}") if i else "-")
     out.print(memory)
-    traffic = Table(title="traffic (bytes into / out of each level)")
-    for col in ("level", "tensor", "reads", "writes", "of which reloads"):
-        traffic.add_column(col, justify="left" if col in ("level", "tensor") else "right")
-    for name in levels[1:]:
-        tensors = dict.fromkeys([*cost.reads[name], *cost.writes[name]])
-        for t in tensors:
-            traffic.add_row(name, t, _bytes(cost.reads[name].get(t, 0)),
-                            _bytes(cost.writes[name].get(t, 0)),
-                            _bytes(cost.reloads[name].get(t, 0)))
-    out.print(traffic)
+    out.print(_traffic_table(cost, levels))
     summary = Table(title="compute and time", show_header=False)
     summary.add_column("what")
     summary.add_column("value", justify="right")
@@ -138,6 +152,12 @@ def _print(workload, arch, mapping, cost, mismatches) -> None:
     summary.add_row("off-chip bytes", _bytes(cost.offchip_bytes))
     summary.add_row("latency", _seconds(cost.latency_s))
     summary.add_row("utilization", f"{cost.utilization:.1%}")
+    for what, seconds in cost.fixed_s.items():
+        label = "kernel calls" if what == "kernel calls" else f"transfers into {what}"
+        summary.add_row(f"fixed cost: {label}",
+                        f"{_seconds(seconds)} ({seconds / cost.latency_s:.1%} of latency)")
+    if cost.energy_j is not None:
+        summary.add_row("energy", f"{cost.energy_j * 1e6:,.3f} µJ")
     out.print(summary)
     if mismatches is not None:
         if mismatches:
@@ -145,5 +165,5 @@ def _print(workload, arch, mapping, cost, mismatches) -> None:
             for m in mismatches:
                 out.print(f"  {escape(m)}")
         else:
-            out.print("simulation agrees: reads, writes, reloads, footprint, steps and points "
-                      "are equal")
+            out.print("simulation agrees: reads, writes, reloads, transfers, footprint, steps "
+                      "and points are equal")
