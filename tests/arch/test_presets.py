@@ -162,6 +162,7 @@ def test_to_dict_is_plain_data():
     d = arch_to_dict(load_arch("aie-4x2"))
     assert d["levels"][2] == {
         "name": "core", "capacity": "48 KiB", "instances": 8, "banks": 6, "bank_size": "8 KiB",
-        "bank_granular": True, "bandwidth": "8 GiB/s", "channels": 2, "double_buffer": True}
+        "bank_granular": True, "bandwidth": "8 GiB/s", "channels": 2, "double_buffer": True,
+        "read_energy": "2.5 pJ", "write_energy": "2.5 pJ", "transfer_overhead": 32.0}
     assert d["compute"]["clock"] == "1 GHz"
     assert yaml.safe_load(yaml.safe_dump(d)) == d

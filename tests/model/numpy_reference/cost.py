@@ -155,14 +155,25 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
                 first &= ~kept[:, j, ti]
             off += np.where(first, reads[:, c, ti] + writes[:, c, ti], 0)
 
-    # energy: pJ per byte moved into / out of each on-chip level, pJ per MAC x ops per point
-    e_mac = arch.compute.energy_pj_per_mac
+    # energy (Accelergy-style): each byte moved into level c is read at its source (the nearest
+    # kept level above) and written at c; each byte stored out of c is read at c and written at
+    # the source; both cross c's link; plus padded points x pJ per MAC of the op's dtype
+    pj = lambda v: 0.0 if v is None else v * 1e-12
+    rd_e = np.array([pj(lv.read_energy_pj) for lv in arch.levels])
+    wr_e = np.array([pj(lv.write_energy_pj) for lv in arch.levels])
+    no_energy = [lv.energy_pj_per_byte is None and lv.read_energy_pj is None for lv in arch.levels]
+    link_e = np.array([np.nan if no_energy[l] else pj(arch.levels[l].energy_pj_per_byte)
+                       for l in range(L)])
     energy = np.zeros(B)
-    for l in range(1, L):
-        e = arch.levels[l].energy_pj_per_byte
-        energy += (reads[:, l].sum(1) + writes[:, l].sum(1)) * (np.nan if e is None else e * 1e-12)
+    for ti in range(len(st.tensors)):
+        src = np.zeros(B, np.int64)
+        for c in range(1, L):
+            energy += reads[:, c, ti] * (rd_e[src] + wr_e[c] + link_e[c])
+            energy += writes[:, c, ti] * (rd_e[c] + wr_e[src] + link_e[c])
+            src = np.where(kept[:, c, ti], c, src)
     for j, op in enumerate(ops):
         per_point = op.ops_per_point if op.kind != "mac" else 1
+        e_mac = arch.compute.mac_energy_pj(op.dtype.name)
         energy += padded[:, j] * per_point * (np.nan if e_mac is None else e_mac * 1e-12)
 
     return CostBatch(
