@@ -121,6 +121,19 @@ def test_layernorm_reads_x_once_per_row_tile():
     assert report.passed and report.outputs[0].max_rel < 1e-6
 
 
+def test_layernorm_split_columns_off_chip_reads_x_twice_and_matches_the_reference():
+    """c cut at the outermost level: each row tile streams X twice from GM (statistics
+    merged over the column tiles, then the normalize pass), as the model counts."""
+    w = tw.layernorm(11, 13, dtype="bf16")
+    m = Mapping.parse("gm[r11 c13] rc | ub[r3 c4]")
+    arch = two_level()
+    x_loads = sum(e.nbytes for e in walk(w, arch, m)
+                  if isinstance(e, Transfer) and e.tensor == "X" and e.kind == "load")
+    assert x_loads == 2 * 11 * 13 * 2 == tw.evaluate(w, arch, m).reads["ub"]["X"]
+    report = verify(w, m, seed=3, arch=arch)
+    assert report.passed, report
+
+
 def test_layernorm_keeps_precision_at_a_large_offset():
     w = tw.layernorm(4, 64, dtype="f32")
     rng = np.random.default_rng(0)

@@ -64,8 +64,9 @@ def mappings(draw, workload, arch, legal_only=True):
     chain = len(workload.ops) > 1
     spine = [d for d in dims if d in s.spine]
     private = [d for d in dims if d not in s.spine]
+    # private dims of a tensor that several ops read differently stay whole (legality rule 3)
     shared_private = {d for t in s.moved for d in t.dims if d not in s.spine
-                      and sum(1 for op in workload.ops if t in op.inputs) > 1}
+                      and s.passes(t.name) == 0}
     # spatial split (array at the innermost level only)
     ways = {}
     rows = cols = None

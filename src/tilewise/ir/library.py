@@ -180,9 +180,12 @@ def layernorm(rows: int, cols: int, dtype: str = "bf16", eps: float = 1e-5,
               out_dtype: str | None = None) -> Chain:
     """``Y[r,c] = (X[r,c] - mean_r) / sqrt(var_r + eps) * gamma[c] + beta[c]``.
 
-    Two fused ops: ``stats[r]`` (Welford mean and M2, 2 lanes, accumulator type; mergeable, so
-    the c loop may be split across tiles) then the elementwise normalization. X is read by both
-    ops, so it is read once only when the whole row ``c`` stays in one tile.
+    Two fused ops: ``stats[r]`` (Welford mean and M2, 2 lanes, accumulator type, per row; the
+    count is one number per tile, shared by its rows) then the elementwise normalization. The
+    statistics are mergeable (Chan), so ``c`` may be tiled at any level: below the first level
+    whose ``c`` loop iterates, the statistics pass walks X's column tiles and the normalize pass
+    walks them again (X moves twice into those levels, once into the levels above), and with
+    the whole row ``c`` in one tile X is read once.
     """
     dims = _dims(r=rows, c=cols)
     s, dt = {x.name: x.size for x in dims}, _dt(dtype)
