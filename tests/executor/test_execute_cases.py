@@ -188,6 +188,19 @@ def test_attention_whose_f16_softmax_overflows_is_right():
     assert report.passed and report.outputs[0].max_rel < 1e-2
 
 
+def test_attention_with_a_value_width_other_than_the_key_width():
+    """Seed 003's P = (d, L0, L1, r) with r != d: V and O are 24 wide, Q and K 8; the value
+    width tiled (e6) and the keys streamed (n4) execute to the reference, costed as walked."""
+    w = tw.mha(12, 16, 8, dtype="f32", dv=24)
+    assert (w.tensor("V").shape, w.tensor("O").shape) == ((1, 16, 24), (1, 12, 24))
+    m = "gm[h1 m12 n16 k8 e24] hmnke | ub[h1 m4 n4 k8 e6]"
+    report = verify(w, m, seed=4, arch=two_level())
+    assert report.passed and report.outputs[0].max_rel < 1e-5, report
+    v_loads = sum(e.nbytes for e in walk(w, two_level(), Mapping.parse(m))
+                  if isinstance(e, Transfer) and e.tensor == "V" and e.kind == "load")
+    assert v_loads == 3 * 16 * 24 * 4 == tw.evaluate(w, two_level(), m).reads["ub"]["V"]
+
+
 def test_convolution_with_halo_stride_padding_dilation_is_exact():
     w = tw.conv2d(2, 5, 11, 9, 3, 3, 2, stride=(2, 1), padding=(1, 2), dilation=(2, 3), dtype="i8")
     sizes = w.sizes

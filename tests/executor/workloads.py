@@ -46,7 +46,9 @@ def constructor(draw, kind):
     if kind == "gemm_chain":
         return lib.gemm_chain(draw(n()), draw(n()), draw(n()), draw(n()), dtype=draw(ANY))
     if kind == "mha":
-        return lib.mha(draw(n()), draw(n()), draw(n(1, 6)), heads=draw(n(1, 2)), dtype=draw(FLOATS))
+        d = draw(n(1, 6))  # a value head dim dv other than d half of the time (seed 003's r)
+        return lib.mha(draw(n()), draw(n()), d, heads=draw(n(1, 2)), dtype=draw(FLOATS),
+                       dv=draw(st.sampled_from([d, draw(n(1, 6))])))
     if kind == "mha_masked":
         return attention(draw(n()), draw(n()), draw(n(1, 5)), heads=draw(n(1, 2)),
                          dtype=draw(FLOATS), causal=draw(st.booleans()), mask=draw(st.booleans()),

@@ -181,16 +181,14 @@ def attention_op(g: Graph, node, types: Types) -> Converted:
         hkv, Skv, Dv = k[1], k[2], v[3]
     if len(node.input) > 4 and node.input[4]:
         Skv += g.info(node.input[4], node).shape[-2]
-    if Dv != D:
-        raise Skip(f"Attention with value head dim {Dv} != query head dim {D} (tilewise mha "
-                   "has one head dim)")
     notes = []
     if hkv != hq:
         notes.append(f"grouped-query ({hq} query / {hkv} key-value heads): K and V counted per "
                      "query head")
     if g.attr(node, "is_causal", 0):
         notes.append("causal mask not modeled (every score computed)")
-    wl = library.mha(Sq, Skv, D, heads=B * hq, dtype=types.input, out_dtype=types.output)
+    wl = library.mha(Sq, Skv, D, heads=B * hq, dtype=types.input, out_dtype=types.output,
+                     dv=Dv)
     return Converted(wl, "; ".join(notes))
 
 

@@ -201,9 +201,11 @@ _ALL = (
     Kind("mha", library.mha, (
         _int("lq", "Lq", "query rows L (elements)"),
         _int("lkv", "Lkv", "key/value rows (elements)", same_as="lq"),
-        _int("d", "d", "head dim (elements)"),
+        _int("d", "d", "query/key head dim (elements)"),
+        _int("dv", "dv", "value head dim r (elements)", same_as="d"),
         _int("heads", "heads", "heads", 1),
-        *_dtypes("bf16")), "attention per head: O = softmax(Q·Kᵀ)·V, fused, online softmax"),
+        *_dtypes("bf16")),
+        "attention per head: O = softmax(Q·Kᵀ)·V, fused, online softmax"),
     Kind("layernorm", library.layernorm, (
         _int("rows", "rows", "rows (elements)"),
         _int("cols", "cols", "normalized columns (elements)"),
@@ -310,7 +312,8 @@ _GUESS = {
     "batched_gemm": lambda w: ("batched-gemm", {d: w.sizes[d] for d in "bmnk"}),
     "gemm_chain": lambda w: ("chain", {d: w.sizes[d] for d in "mkln"}),
     "mha": lambda w: ("mha", {"lq": w.sizes["m"], "lkv": w.sizes["n"], "d": w.sizes["k"],
-                              "heads": w.sizes["h"]}),
+                              "heads": w.sizes["h"],
+                              **({"dv": w.sizes["e"]} if w.sizes["e"] != w.sizes["k"] else {})}),
     "layernorm": _layernorm,
     "conv2d": _conv,
     "einsum": _einsum,

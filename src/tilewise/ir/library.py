@@ -152,15 +152,16 @@ def gemm_chain(M: int, K: int, L: int, N: int, dtype: str = "i8",
 
 
 def mha(Lq: int, Lkv: int, d: int, heads: int = 1, dtype: str = "bf16",
-        out_dtype: str | None = None) -> Chain:
+        out_dtype: str | None = None, dv: int | None = None) -> Chain:
     """Attention per head, fused: ``S = Q·Kᵀ``, ``P = softmax_n(S)`` (online), ``O = P·V``.
 
-    Q[h,m,k], K[h,n,k], V[h,n,e], O[h,m,e]; S (accumulator type) and P (input type) are fused
-    intermediates; the softmax keeps its running max and denominator per row as state
-    ``stats[h,m]`` (2 lanes, accumulator type), and ``O`` is rescaled online
-    (FlashAttention), so the n loop may be tiled.
+    Q[h,m,k], K[h,n,k], V[h,n,e], O[h,m,e] with ``k`` < d (the query/key head dim) and ``e`` <
+    ``dv`` (the value head dim, default d; seed 003's P = (d, L0, L1, r) with r = dv); S
+    (accumulator type) and P (input type) are fused intermediates; the softmax keeps its
+    running max and denominator per row as state ``stats[h,m]`` (2 lanes, accumulator type),
+    and ``O`` is rescaled online (FlashAttention), so the n loop may be tiled.
     """
-    dims = _dims(h=heads, m=Lq, n=Lkv, k=d, e=d)
+    dims = _dims(h=heads, m=Lq, n=Lkv, k=d, e=d if dv is None else dv)
     s, dt = {x.name: x.size for x in dims}, _dt(dtype)
     acc = _dtype(dt.accumulator)
     ot = _dt(out_dtype, "out_dtype") if out_dtype else acc
