@@ -12,6 +12,7 @@ import tilewise as tw
 from tilewise import Chain, Dim, Mapping, Op, Tensor
 from tilewise.executor.interpreter import _Executor, execute, verify
 from tilewise.executor.reference import random_inputs, reference
+from tilewise.simulation.trace import simulate
 from tilewise.simulation.walker import Transfer, walk
 from tilewise.errors import CapacityError, DTypeError, MappingError, WorkloadError
 
@@ -199,6 +200,21 @@ def test_attention_with_a_value_width_other_than_the_key_width():
     v_loads = sum(e.nbytes for e in walk(w, two_level(), Mapping.parse(m))
                   if isinstance(e, Transfer) and e.tensor == "V" and e.kind == "load")
     assert v_loads == 3 * 16 * 24 * 4 == tw.evaluate(w, two_level(), m).reads["ub"]["V"]
+
+
+def test_convolution_bias_added_once_where_a_split_reduction_completes():
+    """c split over two rows of cores (partial sums summed down the column) and over the DDR
+    loop: the bias is added once per output element, and moves as the model counts."""
+    w = tw.conv2d(1, 5, 9, 9, 6, 3, 3, padding=1, bias=True)
+    arch = aie_like(alignment={})
+    m = ("ddr[n1 k6 c5 p9 q9 r3 s3] cnkpqrs | memtile[n1 k6 c2 p9 q9 r3 s3] nkcpqrs | "
+         "core[n1 k3 c1 p3 q9 r3 s3] ; rows=c2 cols=k2")
+    report = verify(w, m, seed=5, arch=arch)
+    assert report.passed and report.outputs[0].max_abs == 0, report
+    reads = {lv: row["bias"] for lv, row in tw.evaluate(w, arch, m).reads.items()}
+    assert reads == {lv: row["bias"] for lv, row in simulate(w, arch, Mapping.parse(m)).reads.items()}
+    # the DDR c loop does not index the bias: its memtile tile stays; each core gets its k half
+    assert reads == {"memtile": 6 * 4, "core": 6 * 4}
 
 
 def test_convolution_with_halo_stride_padding_dilation_is_exact():

@@ -42,7 +42,8 @@ def constructor(draw, kind):
         H = draw(st.integers(max(1, dh * (R - 1) + 1 - 2 * ph), 9))
         W = draw(st.integers(max(1, dw * (S - 1) + 1 - 2 * pw), 9))
         return lib.conv2d(draw(n(1, 2)), draw(n(1, 3)), H, W, draw(n(1, 3)), R, S,
-                          stride=(sh, sw), padding=(ph, pw), dilation=(dh, dw), dtype=draw(ANY))
+                          stride=(sh, sw), padding=(ph, pw), dilation=(dh, dw), dtype=draw(ANY),
+                          bias=draw(st.booleans()))
     if kind == "gemm_chain":
         return lib.gemm_chain(draw(n()), draw(n()), draw(n()), draw(n()), dtype=draw(ANY))
     if kind == "mha":

@@ -44,6 +44,22 @@ def test_chains():
     assert ln.spine == ("r",) and ln.ops[0].reduction_dims == ("c",)
 
 
+def _biased(name, b_axes=("n",)):
+    from tilewise import Op, Tensor
+
+    A, W = Tensor("A", "i8", ("m", "k"), (2, 3)), Tensor("W", "i8", ("k", "n"), (3, 4))
+    B = Tensor("B", "i32", b_axes, (2,) if b_axes == ("m",) else (4,))
+    C = Tensor("C", "i32", ("n",), (4,))
+    return Op("C", "mac", C, (A, W, B), "i8", attrs={"bias": name})
+
+
+def test_conv_bias_is_an_added_input():
+    w = conv2d(1, 4, 6, 6, 8, 3, 3, groups=2, bias=True)
+    op = w.ops[0]
+    assert [t.name for t in op.factors] == ["I", "W"] and str(op.bias) == "bias[g, k]:i32"
+    assert str(w).endswith("mac(I, W) + bias") and op.reduction_dims == ("c", "r", "s")
+
+
 @pytest.mark.parametrize("call,message", [
     (lambda: gemm(0, 4, 4), "dim m: size 0 must be a positive integer"),
     (lambda: gemm(4, -1, 4), "dim n: size -1"),
@@ -64,6 +80,10 @@ def test_chains():
     (lambda: einsum("mk,kn->mn", m=2, k=3), "no size for n"),
     (lambda: einsum("mk,kn->mn", m=2, k=3, n=4, z=1), "letters not in the spec: z"),
     (lambda: mha(4, 4, 0), "size 0"),
+    (lambda: mha(4, 4, 4, dv=0), "dim e: size 0"),
+    (lambda: conv2d(1, 1, 8, 8, 1, 3, 3, bias="yes"), "bias='yes' must be True or False"),
+    (lambda: _biased("Z"), "attrs\\['bias'\\] = 'Z' must name an input of a mac op"),
+    (lambda: _biased("B", b_axes=("m",)), "bias B is indexed by m, which do not index the output"),
 ])
 def test_bad_workloads(call, message):
     with pytest.raises(WorkloadError, match=message):

@@ -36,7 +36,8 @@ def workloads(draw, kinds=CONSTRUCTORS):
         H = draw(st.integers(max(1, dil * (R - 1) + 1 - 2 * pad), 8))
         W = draw(st.integers(max(1, dil * (S - 1) + 1 - 2 * pad), 8))
         return lib.conv2d(draw(small(1, 2)), draw(small(1, 3)), H, W, draw(small(1, 3)), R, S,
-                          stride=stride, padding=pad, dilation=dil, dtype=dt)
+                          stride=stride, padding=pad, dilation=dil, dtype=dt,
+                          bias=draw(st.booleans()))
     if kind == "gemm_chain":
         return lib.gemm_chain(draw(small()), draw(small()), draw(small()), draw(small()), dtype=dt)
     if kind == "mha":

@@ -93,8 +93,10 @@ def _pads(v) -> tuple[int, int, int, int]:
 
 
 def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, padding=0,
-           dilation=1, groups: int = 1, dtype: str = "i8", out_dtype: str | None = None) -> Chain:
-    """``O[n,k,p,q] = sum_{c,r,s} I[n, c, p*sh + r*dh - ph, q*sw + s*dw - pw] * W[k,c,r,s]``.
+           dilation=1, groups: int = 1, dtype: str = "i8", out_dtype: str | None = None,
+           bias: bool = False) -> Chain:
+    """``O[n,k,p,q] = sum_{c,r,s} I[n, c, p*sh + r*dh - ph, q*sw + s*dw - pw] * W[k,c,r,s]``
+    (``+ bias[k]`` with ``bias=True``).
 
     ``stride`` and ``dilation`` are ints or (rows, cols) pairs; ``padding`` (zeros) an int, a
     (rows, cols) pair padding both sides, or ONNX's (top, left, bottom, right);
@@ -104,6 +106,12 @@ def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, pad
     convolutions: a dim ``g`` of size G indexes all three tensors, ``I[n, g, c, ...]`` with
     ``c`` < C/G, ``W[g, k, c, r, s]`` and ``O[n, g, k, p, q]`` with ``k`` < K/G (the same
     memory as NCHW, viewed with the channel axis split); G = C = K is a depthwise convolution.
+
+    ``bias=True`` adds an input ``bias[k]`` (``bias[g, k]`` when grouped) in the accumulator
+    type (ONNX's int32 bias of a quantized conv), added once to each output element where its
+    reduction completes (seed 003 counts it with the weights: "(c, k_h, k_w, C_in) + (1, 1, 1,
+    c_o)"). It moves like any input (loaded when its tile changes, so at most once per visit of
+    an output tile); the C_out adds are not counted as compute (1 per C·R·S MACs).
     """
     (sh, sw), (dh, dw) = _pair(stride, "stride"), _pair(dilation, "dilation")
     top, left, bottom, right = _pads(padding)
@@ -133,7 +141,14 @@ def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, pad
     Wt = _t("W", dt, ",".join((*gx, "k", "c", "r", "s")), sz)
     O = _t("O", ot, ",".join(("n", *gx, "k", "p", "q")), sz)
     roles = (("n", ""), *((("g", ""),) if g else ()), ("k", "n"), ("c", "k"))
-    return Chain("conv2d", dims, (_mac("O", O, (I, Wt), dt),), roles=roles)
+    if not isinstance(bias, bool):
+        raise WorkloadError(f"conv2d: bias={bias!r} must be True or False")
+    if bias:
+        Bt = _t("bias", _dtype(dt.accumulator), ",".join((*gx, "k")), sz)
+        op = Op("O", "mac", O, (I, Wt, Bt), dt, attrs={"bias": "bias"})
+    else:
+        op = _mac("O", O, (I, Wt), dt)
+    return Chain("conv2d", dims, (op,), roles=roles)
 
 
 def gemm_chain(M: int, K: int, L: int, N: int, dtype: str = "i8",

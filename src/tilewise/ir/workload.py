@@ -10,7 +10,9 @@ axis is an :class:`~tilewise.ir.affine.Affine` expression of dims, so a GEMM ope
     ({'m': 512, 'n': 768, 'k': 768}, ['A[m, k]:i8', 'B[k, n]:i8', 'C[m, n]:i32'])
 
 Op kinds: ``mac`` (multiply-accumulate over the reduction dims: dims of the op not indexing the
-output), ``norm`` (mergeable statistics such as Welford mean/M2 over the reduction dims),
+output; ``attrs["bias"]`` may name one input that is added, not multiplied: indexed by output
+dims only, added once where an output element's reduction completes), ``norm`` (mergeable
+statistics such as Welford mean/M2 over the reduction dims),
 ``softmax`` (row-softmax along ``attrs["along"]`` with online rescaling: its running max and
 denominator are per-row ``state`` tensors), ``elementwise`` (no reduction).
 
@@ -141,11 +143,38 @@ class Op:
         if self.kind == "softmax" and self.attrs.get("along") not in self.output.dims:
             raise WorkloadError(f"op {self.name}: softmax needs attrs['along'] naming a dim of "
                                 f"{self.output.name} ({', '.join(self.output.dims)})")
+        if "bias" in self.attrs:
+            self._check_bias()
+
+    def _check_bias(self) -> None:
+        name = self.attrs["bias"]
+        b = next((t for t in self.inputs if t.name == name), None)
+        if self.kind != "mac" or b is None or len(self.inputs) < 2:
+            raise WorkloadError(f"op {self.name}: attrs['bias'] = {name!r} must name an input of "
+                                f"a mac op with at least one other input; inputs: "
+                                + ", ".join(t.name for t in self.inputs))
+        extra = [d for d in b.dims if d not in self.output.dims]
+        if extra:
+            raise WorkloadError(f"op {self.name}: bias {name} is indexed by {', '.join(extra)}, "
+                                f"which do not index the output {self.output.name}; a bias is "
+                                "added once per output element")
 
     def __reduce__(self):
         # pickled with a plain dict of attrs (a MappingProxyType is not picklable)
         return (type(self), (self.name, self.kind, self.output, self.inputs, self.dtype,
                              self.state, self.ops_per_point, dict(self.attrs)))
+
+    @property
+    def bias(self) -> Tensor | None:
+        """The input added to a mac op's result (``attrs["bias"]``), or None."""
+        name = self.attrs.get("bias")
+        return next((t for t in self.inputs if t.name == name), None) if name else None
+
+    @property
+    def factors(self) -> tuple[Tensor, ...]:
+        """The inputs a mac op multiplies (every input but its bias; all of another op's)."""
+        b = self.attrs.get("bias")
+        return tuple(t for t in self.inputs if t.name != b)
 
     @property
     def tensors(self) -> tuple[Tensor, ...]:
@@ -302,7 +331,8 @@ class Chain:
 
     def __str__(self) -> str:
         dims = " ".join(f"{d.name}={d.size}" for d in self.dims)
-        ops = "; ".join(f"{op.output} = {op.kind}({', '.join(t.name for t in op.inputs)})"
+        ops = "; ".join(f"{op.output} = {op.kind}({', '.join(t.name for t in op.factors)})"
+                        + (f" + {op.bias.name}" if op.bias is not None else "")
                         + (f" acc {op.accumulator.name}" if op.kind == "mac"
                            and op.accumulator.name != op.output.dtype.name else "")
                         for op in self.ops)
