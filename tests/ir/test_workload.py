@@ -181,3 +181,16 @@ def test_every_constructor_takes_every_dtype_and_accumulates_wide(name, dt):
     inputs = {t.name for op in w.ops for t in op.inputs} - {t.name for t in w.intermediates}
     for name_ in inputs - {"stats"}:
         assert w.tensor(name_).dtype.name == dt, name_
+
+
+def test_alignment_per_role_and_dtype():
+    """conv2d's input channels take role c_in (by dtype where the arch says so, else as k);
+    other dims named c (LayerNorm's) are not that role."""
+    table = {"m": 16, "n": 8, "k": 16, "c_in": {"i8": 8, "default": 16}}
+    conv = lambda dt: conv2d(1, 3, 8, 8, 16, 3, 3, padding=1, dtype=dt)  # noqa: E731
+    assert conv("i8").alignment(table) == {"n": 1, "k": 8, "c": 8, "p": 1, "q": 1, "r": 1, "s": 1}
+    assert conv("i16").alignment(table)["c"] == 16
+    assert conv("i8").alignment({"k": 16, "n": 8})["c"] == 16  # no c_in: aligned as k
+    assert conv("i8").alignment({"c_in": {"i16": 4}})["c"] == 1  # no i8 entry, no default
+    assert layernorm(4, 64, dtype="i16").alignment(table) == {"r": 1, "c": 1}
+    assert gemm(8, 8, 8, dtype="i8").alignment(table) == {"m": 16, "n": 8, "k": 16}

@@ -140,7 +140,7 @@ def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, pad
     I = Tensor("I", dt, (*map(Affine.parse, ("n", *gx, "c")), row, col), (N, *g.values(), C // G, H, W))
     Wt = _t("W", dt, ",".join((*gx, "k", "c", "r", "s")), sz)
     O = _t("O", ot, ",".join(("n", *gx, "k", "p", "q")), sz)
-    roles = (("n", ""), *((("g", ""),) if g else ()), ("k", "n"), ("c", "k"))
+    roles = (("n", ""), *((("g", ""),) if g else ()), ("k", "n"), ("c", "c_in"))
     if not isinstance(bias, bool):
         raise WorkloadError(f"conv2d: bias={bias!r} must be True or False")
     if bias:

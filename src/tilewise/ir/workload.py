@@ -38,6 +38,9 @@ from .affine import Affine
 _NAME = re.compile(r"[a-z]+\Z")
 _TENSOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 KINDS = ("mac", "norm", "softmax", "elementwise")
+ROLE_FALLBACK = {"c_in": "k"}
+"""Alignment roles that take another's multiple when the arch does not name them: a
+convolution's input channels (role ``c_in``) align as a GEMM's contraction ``k``."""
 
 
 def as_int(value):
@@ -208,7 +211,9 @@ class Chain:
     """Which arch alignment key (GEMM roles ``m``, ``n``, ``k``) governs a dim, as
     ``(dim, role)`` pairs; a dim not listed uses its own name (so GEMM-named dims align as
     themselves) and ``role = ""`` means unaligned. conv2d maps C_out ``k`` -> ``n`` and C_in
-    ``c`` -> ``k`` (seed 003: "aligned to 8 for the channels"), leaving batch and pixels free."""
+    ``c`` -> ``c_in``, which aligns as ``k`` unless the arch names ``c_in`` (seed 003: "aligned
+    to 8 for the channels"; :data:`ROLE_FALLBACK`), leaving batch and pixels free. (A role
+    with ``_`` never collides with a dim name.)"""
 
     def __post_init__(self):
         object.__setattr__(self, "dims", tuple(self.dims))
@@ -271,9 +276,22 @@ class Chain:
 
     def alignment(self, arch_alignment) -> dict[str, int]:
         """``{dim: multiple}`` the innermost tile of each dim must be a multiple of, from the
-        arch's per-role alignment (see :attr:`roles`); 1 for unaligned dims."""
+        arch's per-role alignment (``Arch.alignment``, see :attr:`roles`): a role's one
+        multiple, or its multiple for the input dtype of the first op using the dim (else its
+        ``"default"``); a role the arch does not name falls back per :data:`ROLE_FALLBACK`;
+        1 for unaligned dims."""
         roles = dict(self.roles)
-        return {d.name: int(arch_alignment.get(roles.get(d.name, d.name), 1)) for d in self.dims}
+        out = {}
+        for d in self.dims:
+            role = roles.get(d.name, d.name)
+            if role not in arch_alignment:
+                role = ROLE_FALLBACK.get(role, role)
+            rule = arch_alignment.get(role, 1)
+            if not isinstance(rule, numbers.Integral):
+                dt = next(op for op in self.ops if d.name in op.dims).dtype.name
+                rule = rule.get(dt, rule.get("default", 1))
+            out[d.name] = int(rule)
+        return out
 
     @property
     def sizes(self) -> dict[str, int]:
