@@ -73,7 +73,8 @@ def test_aie_4x2_matches_the_seed_overlay():
     assert memtile.instances * memtile.channels == 4  # 4 DDR channels
     assert (a.array.rows, a.array.cols, a.array.level, a.cores) == (4, 2, "core", 8)
     assert a.array.broadcast_rows and a.array.broadcast_cols
-    assert dict(a.alignment) == {"m": 16, "n": 8, "k": 16}
+    assert {k: v if isinstance(v, int) else dict(v) for k, v in a.alignment.items()} == {
+        "m": 16, "n": 8, "k": 16, "c_in": {"i8": 8, "default": 16}}
     assert a.compute.clock_hz == 1e9
     # 256/128/64 ops per cycle for 8/16/32-bit outputs = 2 ops per MAC
     assert {d: 2 * n for d, n in a.compute.macs_per_cycle.items()} == {"i8": 256, "i16": 128, "i32": 64}

@@ -218,6 +218,21 @@ def test_alignment_values_and_names(tmp_path):
     assert "alignment: True is not a dim name" in msg and "quote names such as 'on'" in msg
 
 
+def test_alignment_per_dtype(tmp_path):
+    arch = load_arch(spec_file(tmp_path, lambda d: d["alignment"].update(
+        c_in={"int8": 8, "default": 16})))
+    assert dict(arch.alignment["c_in"]) == {"i8": 8, "default": 16}
+    assert arch_from_dict(arch_to_dict(arch)) == arch
+    msg = error_of(tmp_path, lambda d: d["alignment"].update(k={"i7": 8}))
+    assert "alignment.k: unknown dtype 'i7'" in msg and "or 'default' for every other" in msg
+    msg = error_of(tmp_path, lambda d: d["alignment"].update(k={"i8": 0}))
+    assert "alignment.k.i8: 0 is not valid; expected a positive multiple in elements" in msg
+    msg = error_of(tmp_path, lambda d: d["alignment"].update(k={"i8": 8, "int8": 4}))
+    assert "alignment.k: dtype 'i8' given twice (as 'int8' too)" in msg
+    msg = error_of(tmp_path, lambda d: d["alignment"].update(k={}))
+    assert "alignment.k: expected a mapping dtype -> multiple" in msg
+
+
 def test_energy(tmp_path):
     arch = load_arch(spec_file(tmp_path, lambda d: (d["levels"][1].update(energy_per_byte="2 pJ/B"),
                                                     d["compute"].update(energy_per_mac=0.25))))

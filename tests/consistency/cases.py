@@ -157,7 +157,7 @@ def workloads(draw, hi=8):
         R, S = dim(1, 2), dim(1, 2)
         pad = draw(st.integers(0, 1))
         return tw.conv2d(1, dim(1, 2), dim(max(1, R - 2 * pad), 3), dim(max(1, S - 2 * pad), 3),
-                         dim(1, 2), R, S, padding=pad, dtype=dt)
+                         dim(1, 2), R, S, padding=pad, dtype=dt, bias=draw(st.booleans()))
     if kind == "gemm_chain":
         return tw.gemm_chain(dim(1, hi // 2), dim(1, hi // 2), dim(1, hi // 2), dim(1, hi // 2), dtype=dt)
     if kind == "mha":

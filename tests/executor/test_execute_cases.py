@@ -12,6 +12,7 @@ import tilewise as tw
 from tilewise import Chain, Dim, Mapping, Op, Tensor
 from tilewise.executor.interpreter import _Executor, execute, verify
 from tilewise.executor.reference import random_inputs, reference
+from tilewise.simulation.trace import simulate
 from tilewise.simulation.walker import Transfer, walk
 from tilewise.errors import CapacityError, DTypeError, MappingError, WorkloadError
 
@@ -121,6 +122,19 @@ def test_layernorm_reads_x_once_per_row_tile():
     assert report.passed and report.outputs[0].max_rel < 1e-6
 
 
+def test_layernorm_split_columns_off_chip_reads_x_twice_and_matches_the_reference():
+    """c cut at the outermost level: each row tile streams X twice from GM (statistics
+    merged over the column tiles, then the normalize pass), as the model counts."""
+    w = tw.layernorm(11, 13, dtype="bf16")
+    m = Mapping.parse("gm[r11 c13] rc | ub[r3 c4]")
+    arch = two_level()
+    x_loads = sum(e.nbytes for e in walk(w, arch, m)
+                  if isinstance(e, Transfer) and e.tensor == "X" and e.kind == "load")
+    assert x_loads == 2 * 11 * 13 * 2 == tw.evaluate(w, arch, m).reads["ub"]["X"]
+    report = verify(w, m, seed=3, arch=arch)
+    assert report.passed, report
+
+
 def test_layernorm_keeps_precision_at_a_large_offset():
     w = tw.layernorm(4, 64, dtype="f32")
     rng = np.random.default_rng(0)
@@ -173,6 +187,34 @@ def test_attention_whose_f16_softmax_overflows_is_right():
         assert np.isinf(s).any()  # the scores themselves overflow f16
     report = verify(w, "gm[h1 m16 n16 k8 e8] hmnke | ub[h1 m4 n8 k8 e8]", x, arch=two_level())
     assert report.passed and report.outputs[0].max_rel < 1e-2
+
+
+def test_attention_with_a_value_width_other_than_the_key_width():
+    """Seed 003's P = (d, L0, L1, r) with r != d: V and O are 24 wide, Q and K 8; the value
+    width tiled (e6) and the keys streamed (n4) execute to the reference, costed as walked."""
+    w = tw.mha(12, 16, 8, dtype="f32", dv=24)
+    assert (w.tensor("V").shape, w.tensor("O").shape) == ((1, 16, 24), (1, 12, 24))
+    m = "gm[h1 m12 n16 k8 e24] hmnke | ub[h1 m4 n4 k8 e6]"
+    report = verify(w, m, seed=4, arch=two_level())
+    assert report.passed and report.outputs[0].max_rel < 1e-5, report
+    v_loads = sum(e.nbytes for e in walk(w, two_level(), Mapping.parse(m))
+                  if isinstance(e, Transfer) and e.tensor == "V" and e.kind == "load")
+    assert v_loads == 3 * 16 * 24 * 4 == tw.evaluate(w, two_level(), m).reads["ub"]["V"]
+
+
+def test_convolution_bias_added_once_where_a_split_reduction_completes():
+    """c split over two rows of cores (partial sums summed down the column) and over the DDR
+    loop: the bias is added once per output element, and moves as the model counts."""
+    w = tw.conv2d(1, 5, 9, 9, 6, 3, 3, padding=1, bias=True)
+    arch = aie_like(alignment={})
+    m = ("ddr[n1 k6 c5 p9 q9 r3 s3] cnkpqrs | memtile[n1 k6 c2 p9 q9 r3 s3] nkcpqrs | "
+         "core[n1 k3 c1 p3 q9 r3 s3] ; rows=c2 cols=k2")
+    report = verify(w, m, seed=5, arch=arch)
+    assert report.passed and report.outputs[0].max_abs == 0, report
+    reads = {lv: row["bias"] for lv, row in tw.evaluate(w, arch, m).reads.items()}
+    assert reads == {lv: row["bias"] for lv, row in simulate(w, arch, Mapping.parse(m)).reads.items()}
+    # the DDR c loop does not index the bias: its memtile tile stays; each core gets its k half
+    assert reads == {"memtile": 6 * 4, "core": 6 * 4}
 
 
 def test_convolution_with_halo_stride_padding_dilation_is_exact():

@@ -42,11 +42,14 @@ def constructor(draw, kind):
         H = draw(st.integers(max(1, dh * (R - 1) + 1 - 2 * ph), 9))
         W = draw(st.integers(max(1, dw * (S - 1) + 1 - 2 * pw), 9))
         return lib.conv2d(draw(n(1, 2)), draw(n(1, 3)), H, W, draw(n(1, 3)), R, S,
-                          stride=(sh, sw), padding=(ph, pw), dilation=(dh, dw), dtype=draw(ANY))
+                          stride=(sh, sw), padding=(ph, pw), dilation=(dh, dw), dtype=draw(ANY),
+                          bias=draw(st.booleans()))
     if kind == "gemm_chain":
         return lib.gemm_chain(draw(n()), draw(n()), draw(n()), draw(n()), dtype=draw(ANY))
     if kind == "mha":
-        return lib.mha(draw(n()), draw(n()), draw(n(1, 6)), heads=draw(n(1, 2)), dtype=draw(FLOATS))
+        d = draw(n(1, 6))  # a value head dim dv other than d half of the time (seed 003's r)
+        return lib.mha(draw(n()), draw(n()), d, heads=draw(n(1, 2)), dtype=draw(FLOATS),
+                       dv=draw(st.sampled_from([d, draw(n(1, 6))])))
     if kind == "mha_masked":
         return attention(draw(n()), draw(n()), draw(n(1, 5)), heads=draw(n(1, 2)),
                          dtype=draw(FLOATS), causal=draw(st.booleans()), mask=draw(st.booleans()),

@@ -25,8 +25,11 @@ def test_kinds_and_aliases():
     assert build("conv2d", {"c": 3, "h": 9, "w": 9, "k": 4, "padding": [1, 0]}) == \
         tw.conv2d(1, 3, 9, 9, 4, 3, 3, padding=(1, 0))
     schema = KINDS["mha"].to_dict()
-    assert [p["name"] for p in schema["params"]] == ["lq", "lkv", "d", "heads", "dtype", "out_dtype"]
-    assert [p["required"] for p in schema["params"]] == [True, False, True, False, False, False]
+    assert [p["name"] for p in schema["params"]] == ["lq", "lkv", "d", "dv", "heads", "dtype",
+                                                     "out_dtype"]
+    assert [p["required"] for p in schema["params"]] == [True, False, True, False, False, False,
+                                                         False]
+    assert build("mha", {"lq": 8, "d": 4, "dv": 6}) == tw.mha(8, 8, 4, dv=6)
 
 
 @pytest.mark.parametrize("name, params, message", [
@@ -46,7 +49,8 @@ def test_errors_name_the_key_and_the_valid_ones(name, params, message):
 
 def test_params_of_inverts_build_and_gives_up_on_other_workloads():
     for w in (tw.gemm(3, 4, 5, "bf16", out_dtype="bf16"), tw.batched_gemm(2, 3, 4, 5),
-              tw.mha(6, 8, 4, heads=2), tw.layernorm(3, 5), tw.gemm_chain(2, 3, 4, 5),
+              tw.mha(6, 8, 4, heads=2), tw.mha(6, 8, 4, dv=3), tw.layernorm(3, 5),
+              tw.gemm_chain(2, 3, 4, 5),
               tw.conv2d(2, 3, 9, 8, 4, 3, 2, stride=(2, 1), padding=1, dilation=(1, 2)),
               tw.einsum("bmk,bkn->bmn", b=2, m=3, k=4, n=5)):
         name, params = params_of(w)

@@ -44,6 +44,22 @@ def test_chains():
     assert ln.spine == ("r",) and ln.ops[0].reduction_dims == ("c",)
 
 
+def _biased(name, b_axes=("n",)):
+    from tilewise import Op, Tensor
+
+    A, W = Tensor("A", "i8", ("m", "k"), (2, 3)), Tensor("W", "i8", ("k", "n"), (3, 4))
+    B = Tensor("B", "i32", b_axes, (2,) if b_axes == ("m",) else (4,))
+    C = Tensor("C", "i32", ("n",), (4,))
+    return Op("C", "mac", C, (A, W, B), "i8", attrs={"bias": name})
+
+
+def test_conv_bias_is_an_added_input():
+    w = conv2d(1, 4, 6, 6, 8, 3, 3, groups=2, bias=True)
+    op = w.ops[0]
+    assert [t.name for t in op.factors] == ["I", "W"] and str(op.bias) == "bias[g, k]:i32"
+    assert str(w).endswith("mac(I, W) + bias") and op.reduction_dims == ("c", "r", "s")
+
+
 @pytest.mark.parametrize("call,message", [
     (lambda: gemm(0, 4, 4), "dim m: size 0 must be a positive integer"),
     (lambda: gemm(4, -1, 4), "dim n: size -1"),
@@ -64,6 +80,10 @@ def test_chains():
     (lambda: einsum("mk,kn->mn", m=2, k=3), "no size for n"),
     (lambda: einsum("mk,kn->mn", m=2, k=3, n=4, z=1), "letters not in the spec: z"),
     (lambda: mha(4, 4, 0), "size 0"),
+    (lambda: mha(4, 4, 4, dv=0), "dim e: size 0"),
+    (lambda: conv2d(1, 1, 8, 8, 1, 3, 3, bias="yes"), "bias='yes' must be True or False"),
+    (lambda: _biased("Z"), "attrs\\['bias'\\] = 'Z' must name an input of a mac op"),
+    (lambda: _biased("B", b_axes=("m",)), "bias B is indexed by m, which do not index the output"),
 ])
 def test_bad_workloads(call, message):
     with pytest.raises(WorkloadError, match=message):
@@ -161,3 +181,16 @@ def test_every_constructor_takes_every_dtype_and_accumulates_wide(name, dt):
     inputs = {t.name for op in w.ops for t in op.inputs} - {t.name for t in w.intermediates}
     for name_ in inputs - {"stats"}:
         assert w.tensor(name_).dtype.name == dt, name_
+
+
+def test_alignment_per_role_and_dtype():
+    """conv2d's input channels take role c_in (by dtype where the arch says so, else as k);
+    other dims named c (LayerNorm's) are not that role."""
+    table = {"m": 16, "n": 8, "k": 16, "c_in": {"i8": 8, "default": 16}}
+    conv = lambda dt: conv2d(1, 3, 8, 8, 16, 3, 3, padding=1, dtype=dt)  # noqa: E731
+    assert conv("i8").alignment(table) == {"n": 1, "k": 8, "c": 8, "p": 1, "q": 1, "r": 1, "s": 1}
+    assert conv("i16").alignment(table)["c"] == 16
+    assert conv("i8").alignment({"k": 16, "n": 8})["c"] == 16  # no c_in: aligned as k
+    assert conv("i8").alignment({"c_in": {"i16": 4}})["c"] == 1  # no i8 entry, no default
+    assert layernorm(4, 64, dtype="i16").alignment(table) == {"r": 1, "c": 1}
+    assert gemm(8, 8, 8, dtype="i8").alignment(table) == {"m": 16, "n": 8, "k": 16}

@@ -67,6 +67,7 @@ CASES = [
     ("gemm chain", lambda: gemm_chain(96, 40, 72, 24), lambda: aie_like(2, 3, broadcast=False,
                                                                          reduce_cols=False)),
     ("layernorm ascend", lambda: layernorm(96, 768, dtype="f16"), lambda: load_arch("ascend-vec")),
+    ("layernorm 4-level", lambda: layernorm(40, 300, dtype="f32"), four_level),
     ("batched gemm 4-level", lambda: lib.batched_gemm(3, 40, 56, 24, dtype="i16"), four_level),
     ("einsum 2-level", lambda: lib.einsum("abc,c->ab", a=12, b=20, c=33), lambda: two_level(None, 32)),
     ("gemm cpu-6core", lambda: gemm(96, 80, 64, dtype="f32"), lambda: load_arch("cpu-6core")),

@@ -142,3 +142,50 @@ def test_several_affine_axes_sharing_dims(data):
     workload = data.draw(_coupled_windows())
     arch = data.draw(ARCHS)
     _compare(workload, arch, data.draw(mappings(workload, arch)))
+
+
+@st.composite
+def _layernorm_split_rows(draw):
+    """LayerNorm with its normalized dim ``c`` cut at a random level ``kc`` (whole above it,
+    any tile at and below it) and the rows ``r`` cut only at or above ``kc`` (a real spine loop
+    below a real private one is illegal); rows split over the array or not."""
+    from tilewise import Mapping, layernorm
+    from tilewise.mapping import LevelMapping, Spatial
+
+    from .archs import aie_like, four_level, two_level
+
+    arch = draw(st.sampled_from([aie_like(), four_level(), two_level(block_bytes=32),
+                                             aie_like(2, 3, broadcast=False, reduce_cols=False)]))
+    R, C = draw(st.integers(1, 9)), draw(st.integers(2, 14))
+    w = layernorm(R, C, dtype=draw(st.sampled_from(["i16", "bf16", "f32"])))
+    n = len(arch.levels)
+    kc = draw(st.integers(1, n - 1))
+    a = [lv.name for lv in arch.levels].index(arch.array.level) if arch.array else None
+    ways = draw(st.integers(1, arch.array.rows)) if a == n - 1 else 1
+    tiles = [{"r": R, "c": C}]
+    for k in range(1, n):
+        p, wk = tiles[-1], ways if k == a else 1
+        r = draw(st.integers(1, -(-p["r"] // wk))) if k <= kc else -(-p["r"] // wk)
+        c = p["c"] if k < kc else draw(st.integers(1, p["c"] if k > kc else p["c"] - 1))
+        tiles.append({"r": r, "c": c})
+    levels = [LevelMapping(lv.name, tuple(tiles[k].items()), ("r", "c") if k < n - 1 else (),
+                           frozenset(), frozenset(draw(st.sets(st.sampled_from(["X", "Y"])))
+                                                  if k and lv.double_buffer else ()))
+              for k, lv in enumerate(arch.levels)]
+    return w, arch, Mapping(tuple(levels), Spatial("r", ways) if ways > 1 else None, None)
+
+
+@settings(max_examples=120)
+@given(_layernorm_split_rows())
+def test_layernorm_with_its_normalized_dim_tiled_reads_x_once_per_pass(case):
+    """The statistics pass and the normalize pass each walk X below the first level whose c
+    loop iterates (the model's two passes), once above it; the model equals the walk."""
+    w, arch, mapping = case
+    validate(w, arch, mapping)
+    c, _ = _compare(w, arch, mapping)
+    names = [lv.name for lv in arch.levels]
+    kc = next(k for k in range(1, len(names)) if mapping.levels[k].sizes["c"] < w.sizes["c"])
+    one_pass = w.sizes["r"] * w.sizes["c"] * w.tensor("X").element_bytes
+    assert c.reads[names[kc]]["X"] >= 2 * one_pass  # below the split: at least two passes
+    if kc > 1:
+        assert c.reads[names[kc - 1]]["X"] >= one_pass

@@ -268,14 +268,39 @@ def _array(data: Any, where: _Where) -> SpatialArray:
     )
 
 
-def _alignment(data: Any, where: _Where) -> dict[str, int]:
+def _alignment(data: Any, where: _Where) -> dict[str, int | dict[str, int]]:
+    """``{m: 16, c: {i8: 8, default: 16}}``: per role (a dim name or a workload's role, see
+    :attr:`tilewise.ir.workload.Chain.roles`) one multiple, or one per input dtype with an
+    optional ``default`` for the others (dtype names made canonical)."""
     if not isinstance(data, Mapping):
         raise where.error(f"expected a mapping dim -> multiple such as {{m: 16, n: 8}}; got {data!r}")
     for key in data:
         if not isinstance(key, str) or not _DIM_NAME.fullmatch(key):
             raise where.error(f"{key!r} is not a dim name (letters, digits, _; quote names "
                               "such as 'on' or 'no' that YAML reads as booleans)")
-    return {k: _int(v, where.key(k), "a positive multiple in elements") for k, v in data.items()}
+    return {k: _by_dtype(v, where.key(k)) if isinstance(v, Mapping) else
+            _int(v, where.key(k), "a positive multiple in elements, or a mapping dtype -> "
+                 "multiple such as {i8: 8, default: 16}") for k, v in data.items()}
+
+
+def _by_dtype(data: Mapping, where: _Where) -> dict[str, int]:
+    """``{i8: 8, default: 16}``: a multiple per input dtype, ``default`` for the others."""
+    if not data:
+        raise where.error("expected a mapping dtype -> multiple such as {i8: 8, default: 16}; "
+                          "got an empty mapping")
+    out: dict[str, int] = {}
+    for key, value in data.items():
+        if key == "default":
+            name = "default"
+        else:
+            try:
+                name = lookup_dtype(str(key)).name
+            except DTypeError as e:
+                raise where.error(f"{e} (or 'default' for every other dtype)") from None
+        if name in out:
+            raise where.error(f"dtype {name!r} given twice (as {key!r} too)")
+        out[name] = _int(value, where.key(str(key)), "a positive multiple in elements")
+    return out
 
 
 def arch_from_dict(data: Any, source: str = "<dict>", sources: Mapping[str, str] | None = None,
@@ -592,7 +617,8 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
         compute["call_overhead"] = c.call_overhead_cycles
     out["compute"] = compute
     if arch.alignment:
-        out["alignment"] = dict(arch.alignment)
+        out["alignment"] = {k: v if isinstance(v, int) else dict(v)
+                            for k, v in arch.alignment.items()}
     return out
 
 
@@ -657,5 +683,6 @@ def arch_to_yaml(arch: Arch) -> str:
                 value = d[section][key]
                 d[section][key] = _FlowList(value) if isinstance(value, list) else _FlowDict(value)
     if "alignment" in d:
-        d["alignment"] = _FlowDict(d["alignment"])
+        d["alignment"] = _FlowDict({k: v if isinstance(v, int) else _FlowDict(v)
+                                    for k, v in d["alignment"].items()})
     return yaml.dump(d, Dumper=_FlowDumper, sort_keys=False, allow_unicode=True, width=100)

@@ -19,8 +19,10 @@ Conventions (units are in the field names where they are not obvious):
   (``broadcast_cols``). ``reduce_cols`` says partial sums may be accumulated along a column (a K
   split across a column).
 - ``Compute.macs_per_cycle`` is per core, keyed by the *input* dtype name (``"i8"``).
-- ``Arch.alignment`` maps a dim name (``"m"``, ``"n"``, ``"k"``) to the multiple that the
-  innermost tile of that dim must be (in elements).
+- ``Arch.alignment`` maps a dim name or role (``"m"``, ``"n"``, ``"k"``, conv input channels
+  ``"c"``) to the multiple that the innermost tile of that dim must be (in elements): one int,
+  or a mapping input dtype -> multiple with an optional ``"default"`` (``{"i8": 8,
+  "default": 16}``); :meth:`tilewise.ir.workload.Chain.alignment` applies it.
 - ``Arch.sources`` maps a key path of the YAML it came from (``"levels[1].capacity"``) to the
   comment written beside that number (where it comes from); it is not part of equality.
 
@@ -138,20 +140,22 @@ class Arch:
     levels: tuple[Level, ...]
     compute: Compute
     array: SpatialArray | None = None
-    alignment: Mapping[str, int] = field(default_factory=dict)
+    alignment: Mapping[str, int | Mapping[str, int]] = field(default_factory=dict)
     description: str = ""
     sources: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self):
         object.__setattr__(self, "levels", tuple(self.levels))
-        object.__setattr__(self, "alignment", _frozen(self.alignment))
+        object.__setattr__(self, "alignment", _frozen(
+            {k: v if isinstance(v, int) else _frozen(v) for k, v in dict(self.alignment or {}).items()}))
         object.__setattr__(self, "sources", _frozen(self.sources))
 
     def __reduce__(self):
         # pickled with plain dicts (a read-only MappingProxyType is not picklable); the
         # constructor makes them read-only again
-        return (type(self), (self.name, self.levels, self.compute, self.array,
-                             dict(self.alignment), self.description, dict(self.sources)))
+        align = {k: v if isinstance(v, int) else dict(v) for k, v in self.alignment.items()}
+        return (type(self), (self.name, self.levels, self.compute, self.array, align,
+                             self.description, dict(self.sources)))
 
     def peak_macs_per_second(self, dtype: str) -> float:
         """Peak multiply-accumulates per second of all cores for input ``dtype`` (MAC/s)."""

@@ -30,6 +30,9 @@ _CLICK_TYPES = {"int": int, "ints": int, "float": float, "dtype": str, "sizes": 
 def _option(p: Param) -> Callable:
     if p.type == "spec":
         return click.argument(f"{_OWN}{p.name}", metavar=p.name.upper())
+    if p.type == "bool":
+        return click.option(f"--{p.name}/--no-{p.name}", f"{_OWN}{p.name}", default=p.default,
+                            show_default=True, help=p.doc)
     doc = p.doc + (f" (default: --{p.same_as})" if p.same_as else "")
     # no default at all for a required option: click >= 8.3 takes an explicit None as a value
     default = {} if p.required else {"default": None if p.same_as else p.default}

@@ -8,6 +8,8 @@ included. The library is imported inside the commands so ``tilewise --help`` sta
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import click
 
 from ._util import console
@@ -72,6 +74,12 @@ def print_preset_table(archs) -> None:
 _LEAF_MAPPINGS = ("macs_per_cycle", "vector_ops_per_cycle", "alignment")
 
 
+def _table_text(table) -> str:
+    """``m: 16, c_in: {i8: 8, default: 16}`` (a rate or alignment table on one line)."""
+    return ", ".join(f"{k}: {{{_table_text(v)}}}" if isinstance(v, Mapping) else f"{k}: {v}"
+                     for k, v in table.items())
+
+
 def _flat(value, path: str = "") -> dict[str, str]:
     """``arch_to_dict()`` flattened to key path -> display text (rate and alignment tables on one line)."""
     if isinstance(value, dict) and not path.endswith(_LEAF_MAPPINGS):
@@ -85,7 +93,7 @@ def _flat(value, path: str = "") -> dict[str, str]:
             out.update(_flat(item, f"{path}[{i}]"))
         return out
     if isinstance(value, dict):
-        return {path: ", ".join(f"{k}: {v}" for k, v in value.items())}
+        return {path: _table_text(value)}
     if isinstance(value, list):
         return {path: ", ".join(map(str, value)) or "(none)"}
     return {path: str(value).lower() if isinstance(value, bool) else str(value)}
@@ -137,8 +145,7 @@ def print_arch(arch) -> None:
                         _si(arch.peak_macs_per_second(name), "MAC/s") if macs else "—",
                         str(c.vector_ops_per_cycle.get(name, "—")))
     out.print(compute)
-    out.print("alignment: " + (", ".join(f"{d}: {m}" for d, m in arch.alignment.items())
-                               or "none"))
+    out.print("alignment: " + (_table_text(arch.alignment) or "none"))
     _print_sources(arch, out)
 
 

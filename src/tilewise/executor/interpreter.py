@@ -230,7 +230,8 @@ class _Executor:
         self.state: dict = {}       # core -> (rows identity, max, denom) resident softmax state
         self.spilled: dict = {}     # (core, rows identity) -> (max, denom) of evicted rows
         self.alpha: dict = {}       # (core, softmax op) -> rescale factors of this step
-        self.covered: dict = {}     # (core, output, identity) -> reduction points summed
+        self.covered: dict = {}     # (core, output, identity) -> reduction points summed (a
+        #                             bias: (output, identity), over every core)
         for t in self.st.moved:
             self._allocate(0, None, t)
             shape = array_shape(t)
@@ -381,7 +382,7 @@ class _Executor:
         if rescale is not None and not fresh:  # (a new tile is overwritten below)
             acc *= _broadcast(self.alpha[(core, rescale)], self._rows_dims(rescale), op.output.dims)
         if conv is not None:
-            (I, W), stride, dilation = op.inputs, conv[0], conv[1]
+            (I, W), stride, dilation = op.factors, conv[0], conv[1]
             buf = self._resident(I, core, r)
             origin = [I.axes[i].bounds(r)[0] for i in range(4)]
             extent = [I.axes[i].bounds(r)[1] - origin[i] + 1 for i in range(4)]
@@ -392,12 +393,26 @@ class _Executor:
             if spec is None:
                 idx = letters(op.dims)
                 spec = self.specs[op.name] = (
-                    ",".join("".join(idx[d] for d in t.dims) for t in op.inputs) + "->"
+                    ",".join("".join(idx[d] for d in t.dims) for t in op.factors) + "->"
                     + "".join(idx[d] for d in op.output.dims))
             einsum_tile(spec, acc,
-                        *(self._operand(t, core, r) for t in op.inputs), overwrite=fresh)
+                        *(self._operand(t, core, r) for t in op.factors), overwrite=fresh)
         if rescale is not None:
             self._finish_attention(op, core, r, acc, rescale)
+        if op.bias is not None:
+            self._add_bias(op, core, r, acc)
+
+    def _add_bias(self, op, core, r, acc) -> None:
+        """Add the bias to the output tile on the core whose step completes its reduction:
+        reduction points are counted per output tile over every core (a reduction split over
+        a column of cores completes on one of them; the column's partial sums are then summed
+        with the bias in exactly one of them)."""
+        key = (op.output.name, tuple(r[d] for d in op.output.dims))
+        points = int(np.prod([r[d][1] - r[d][0] for d in op.reduction_dims]))
+        self.covered[key] = self.covered.get(key, 0) + points
+        if self.covered[key] == int(np.prod([self.w.sizes[d] for d in op.reduction_dims])):
+            b = self._operand(op.bias, core, r)
+            acc += _broadcast(b.astype(acc.dtype, copy=False), op.bias.dims, op.output.dims)
 
     def _rows_dims(self, softmax: str) -> tuple:
         sm = self.ops[softmax]
@@ -498,9 +513,9 @@ def _broadcast(values: np.ndarray, dims: tuple, out_dims: tuple) -> np.ndarray:
 def _conv_form(op):
     """((stride), (dilation)) when ``op`` is conv2d's ``O[n,k,p,q] += I[n, c, p*sh + r*dh - ph,
     q*sw + s*dw - pw] * W[k,c,r,s]``, else None (then windows are gathered generically)."""
-    if len(op.inputs) != 2:
+    if len(op.factors) != 2:
         return None
-    I, W = op.inputs
+    I, W = op.factors
     if len(I.axes) != 4 or len(W.axes) != 4 or len(op.output.axes) != 4:
         return None
     if not (I.axes[0].is_plain and I.axes[1].is_plain and all(a.is_plain for a in W.axes)

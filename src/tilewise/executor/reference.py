@@ -6,7 +6,8 @@ mapping: it is what :func:`tilewise.execute` must equal.
 
 - ``mac``: one ``np.einsum`` over the op's dims, in int64 for integer inputs and float64 for
   float inputs; an input with affine (window) axes is first gathered into one axis per dim,
-  zero outside the tensor — a direct convolution with stride, padding and dilation;
+  zero outside the tensor — a direct convolution with stride, padding and dilation; a bias
+  input (``attrs["bias"]``) is added to the sum;
 - ``softmax`` (naive attention): the whole row of scores along ``attrs["along"]`` (times
   ``attrs["scale"]``, default 1), masked scores -inf (``attrs["causal"]``: key ``n`` visible to
   query ``m`` iff ``n <= m``; a bool input tensor: True = visible), a row with no visible key
@@ -199,9 +200,11 @@ def reference(workload, inputs) -> dict[str, np.ndarray]:
         if op.kind == "mac":
             idx = letters(op.dims)
             wide = np.int64 if op.dtype.is_integer else np.float64
-            ops = [gather(t, (exact[t.name] if t.name in exact else values[t.name]).astype(wide), full) for t in op.inputs]
-            spec = ",".join("".join(idx[d] for d in t.dims) for t in op.inputs)
+            ops = [gather(t, (exact[t.name] if t.name in exact else values[t.name]).astype(wide), full) for t in op.factors]
+            spec = ",".join("".join(idx[d] for d in t.dims) for t in op.factors)
             y = np.einsum(spec + "->" + "".join(idx[d] for d in op.output.dims), *ops)
+            if op.bias is not None:
+                y = y + align(values[op.bias.name].astype(wide), op.bias.dims, op.output.dims)
         elif op.kind == "softmax":
             scores = next(exact[t.name] for t in op.inputs if t.name in exact).astype(np.float64)
             scores = scores * float(op.attrs.get("scale", 1.0))

@@ -92,12 +92,13 @@ def _mha(g: Graph, mm1, mm2, types):
     if q is None or k is None or v is None or min(len(q.shape), len(k.shape), len(v.shape)) < 2:
         return None
     (Lq, d), (d2, Lkv), (Lkv2, e) = q.shape[-2:], k.shape[-2:], v.shape[-2:]
-    if d != d2 or Lkv != Lkv2 or e != d or not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
+    if d != d2 or Lkv != Lkv2 or not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]:
         return None
     heads = 1
     for x in q.shape[:-2]:
         heads *= x
-    return library.mha(Lq, Lkv, d, heads=heads, dtype=types.input, out_dtype=types.output)
+    return library.mha(Lq, Lkv, d, heads=heads, dtype=types.input, out_dtype=types.output,
+                       dv=e)
 
 
 def chainable(g: Graph, first, second, w1, w2) -> bool:

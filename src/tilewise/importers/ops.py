@@ -118,18 +118,15 @@ def conv(g: Graph, node, x: str, w: str, types: Types) -> Converted:
     if one_d:
         strides, dil, pads = [1] + strides, [1] + dil, [0, pads[0], 0, pads[1]]
     groups = g.attr(node, "group", 1)
+    at = {"Conv": 2, "QLinearConv": 8}.get(node.op_type)  # the bias input, if any
+    bias = at is not None and len(node.input) > at and bool(node.input[at])
     try:
         wl = library.conv2d(N, C, H, W, K, R, S, stride=tuple(strides), padding=tuple(pads),
                             dilation=tuple(dil), groups=groups, dtype=types.input,
-                            out_dtype=types.output)
+                            out_dtype=types.output, bias=bias)
     except WorkloadError as e:
         raise Skip(f"convolution not expressible: {e}") from None
-    bias = node.op_type in ("Conv", "QLinearConv") and len(node.input) > (2 if node.op_type ==
-                                                                           "Conv" else 8)
-    note = "1-D convolution as 2-D with H = 1" if one_d else ""
-    if bias:
-        note = "; ".join(filter(None, (note, "bias added after the sum (not tiled)")))
-    return Converted(wl, note)
+    return Converted(wl, "1-D convolution as 2-D with H = 1" if one_d else "")
 
 
 def _conv_pads(g: Graph, node, ins, ks, strides, dil) -> list[int]:
@@ -181,16 +178,14 @@ def attention_op(g: Graph, node, types: Types) -> Converted:
         hkv, Skv, Dv = k[1], k[2], v[3]
     if len(node.input) > 4 and node.input[4]:
         Skv += g.info(node.input[4], node).shape[-2]
-    if Dv != D:
-        raise Skip(f"Attention with value head dim {Dv} != query head dim {D} (tilewise mha "
-                   "has one head dim)")
     notes = []
     if hkv != hq:
         notes.append(f"grouped-query ({hq} query / {hkv} key-value heads): K and V counted per "
                      "query head")
     if g.attr(node, "is_causal", 0):
         notes.append("causal mask not modeled (every score computed)")
-    wl = library.mha(Sq, Skv, D, heads=B * hq, dtype=types.input, out_dtype=types.output)
+    wl = library.mha(Sq, Skv, D, heads=B * hq, dtype=types.input, out_dtype=types.output,
+                     dv=Dv)
     return Converted(wl, "; ".join(notes))
 
 

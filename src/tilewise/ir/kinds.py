@@ -33,9 +33,10 @@ from .workload import as_int
 REQUIRED = object()  # the default of a parameter that must be given
 
 # parameter types: "int" (elements), "ints" (an int or a [rows, cols] pair), "dtype", "float",
-# "spec" (an einsum spec, a positional argument on the command line) and "sizes" (einsum dim
-# sizes: a mapping {letter: int} or the text "m=64,k=32")
-TYPES = ("int", "ints", "dtype", "float", "spec", "sizes")
+# "bool" (a flag: --bias / --no-bias on the command line), "spec" (an einsum spec, a positional
+# argument on the command line) and "sizes" (einsum dim sizes: a mapping {letter: int} or the
+# text "m=64,k=32")
+TYPES = ("int", "ints", "dtype", "float", "bool", "spec", "sizes")
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,10 @@ def _check(kind: str, p: Param, v):
         if isinstance(v, bool) or not isinstance(v, int):
             raise WorkloadError(f"{kind}: {p.name}={v!r} must be an integer or a [rows, cols] pair")
         return v
+    if p.type == "bool":
+        if not isinstance(v, bool):
+            raise WorkloadError(f"{kind}: {p.name}={v!r} must be true or false ({p.doc})")
+        return v
     if p.type == "float":
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             raise WorkloadError(f"{kind}: {p.name}={v!r} must be a number ({p.doc})")
@@ -196,14 +201,17 @@ _ALL = (
         Param("dilation", "dilation", "ints", "dilation", 1),
         _int("groups", "groups", "channel groups (C and K multiples of it; C = K = groups: "
              "depthwise)", 1),
-        *_dtypes("i8")),
+        *_dtypes("i8"),
+        Param("bias", "bias", "bool", "a bias[k] input added to each output element", False)),
         "O[n,k,p,q] = sum_{c,r,s} I[n,c,p*stride+r-pad,q*stride+s-pad]·W[k,c,r,s]"),
     Kind("mha", library.mha, (
         _int("lq", "Lq", "query rows L (elements)"),
         _int("lkv", "Lkv", "key/value rows (elements)", same_as="lq"),
-        _int("d", "d", "head dim (elements)"),
+        _int("d", "d", "query/key head dim (elements)"),
+        _int("dv", "dv", "value head dim r (elements)", same_as="d"),
         _int("heads", "heads", "heads", 1),
-        *_dtypes("bf16")), "attention per head: O = softmax(Q·Kᵀ)·V, fused, online softmax"),
+        *_dtypes("bf16")),
+        "attention per head: O = softmax(Q·Kᵀ)·V, fused, online softmax"),
     Kind("layernorm", library.layernorm, (
         _int("rows", "rows", "rows (elements)"),
         _int("cols", "cols", "normalized columns (elements)"),
@@ -287,7 +295,8 @@ def _conv(w):
     out = {"n": z["n"], "c": z["c"] * g, "h": I.shape[-2], "w": I.shape[-1], "k": z["k"] * g,
            "r": z["r"], "s": z["s"], "stride": pair(sh, sw),
            "padding": pair(-I.axes[-2].const, -I.axes[-1].const), "dilation": pair(dh, dw)}
-    return "conv2d", {**out, **({"groups": g} if g > 1 else {})}
+    return "conv2d", {**out, **({"groups": g} if g > 1 else {}),
+                      **({"bias": True} if w.ops[0].bias is not None else {})}
 
 
 def _einsum(w):
@@ -310,7 +319,8 @@ _GUESS = {
     "batched_gemm": lambda w: ("batched-gemm", {d: w.sizes[d] for d in "bmnk"}),
     "gemm_chain": lambda w: ("chain", {d: w.sizes[d] for d in "mkln"}),
     "mha": lambda w: ("mha", {"lq": w.sizes["m"], "lkv": w.sizes["n"], "d": w.sizes["k"],
-                              "heads": w.sizes["h"]}),
+                              "heads": w.sizes["h"],
+                              **({"dv": w.sizes["e"]} if w.sizes["e"] != w.sizes["k"] else {})}),
     "layernorm": _layernorm,
     "conv2d": _conv,
     "einsum": _einsum,

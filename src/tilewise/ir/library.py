@@ -93,8 +93,10 @@ def _pads(v) -> tuple[int, int, int, int]:
 
 
 def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, padding=0,
-           dilation=1, groups: int = 1, dtype: str = "i8", out_dtype: str | None = None) -> Chain:
-    """``O[n,k,p,q] = sum_{c,r,s} I[n, c, p*sh + r*dh - ph, q*sw + s*dw - pw] * W[k,c,r,s]``.
+           dilation=1, groups: int = 1, dtype: str = "i8", out_dtype: str | None = None,
+           bias: bool = False) -> Chain:
+    """``O[n,k,p,q] = sum_{c,r,s} I[n, c, p*sh + r*dh - ph, q*sw + s*dw - pw] * W[k,c,r,s]``
+    (``+ bias[k]`` with ``bias=True``).
 
     ``stride`` and ``dilation`` are ints or (rows, cols) pairs; ``padding`` (zeros) an int, a
     (rows, cols) pair padding both sides, or ONNX's (top, left, bottom, right);
@@ -104,6 +106,12 @@ def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, pad
     convolutions: a dim ``g`` of size G indexes all three tensors, ``I[n, g, c, ...]`` with
     ``c`` < C/G, ``W[g, k, c, r, s]`` and ``O[n, g, k, p, q]`` with ``k`` < K/G (the same
     memory as NCHW, viewed with the channel axis split); G = C = K is a depthwise convolution.
+
+    ``bias=True`` adds an input ``bias[k]`` (``bias[g, k]`` when grouped) in the accumulator
+    type (ONNX's int32 bias of a quantized conv), added once to each output element where its
+    reduction completes (seed 003 counts it with the weights: "(c, k_h, k_w, C_in) + (1, 1, 1,
+    c_o)"). It moves like any input (loaded when its tile changes, so at most once per visit of
+    an output tile); the C_out adds are not counted as compute (1 per C·R·S MACs).
     """
     (sh, sw), (dh, dw) = _pair(stride, "stride"), _pair(dilation, "dilation")
     top, left, bottom, right = _pads(padding)
@@ -132,8 +140,15 @@ def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, pad
     I = Tensor("I", dt, (*map(Affine.parse, ("n", *gx, "c")), row, col), (N, *g.values(), C // G, H, W))
     Wt = _t("W", dt, ",".join((*gx, "k", "c", "r", "s")), sz)
     O = _t("O", ot, ",".join(("n", *gx, "k", "p", "q")), sz)
-    roles = (("n", ""), *((("g", ""),) if g else ()), ("k", "n"), ("c", "k"))
-    return Chain("conv2d", dims, (_mac("O", O, (I, Wt), dt),), roles=roles)
+    roles = (("n", ""), *((("g", ""),) if g else ()), ("k", "n"), ("c", "c_in"))
+    if not isinstance(bias, bool):
+        raise WorkloadError(f"conv2d: bias={bias!r} must be True or False")
+    if bias:
+        Bt = _t("bias", _dtype(dt.accumulator), ",".join((*gx, "k")), sz)
+        op = Op("O", "mac", O, (I, Wt, Bt), dt, attrs={"bias": "bias"})
+    else:
+        op = _mac("O", O, (I, Wt), dt)
+    return Chain("conv2d", dims, (op,), roles=roles)
 
 
 def gemm_chain(M: int, K: int, L: int, N: int, dtype: str = "i8",
@@ -152,15 +167,16 @@ def gemm_chain(M: int, K: int, L: int, N: int, dtype: str = "i8",
 
 
 def mha(Lq: int, Lkv: int, d: int, heads: int = 1, dtype: str = "bf16",
-        out_dtype: str | None = None) -> Chain:
+        out_dtype: str | None = None, dv: int | None = None) -> Chain:
     """Attention per head, fused: ``S = Q·Kᵀ``, ``P = softmax_n(S)`` (online), ``O = P·V``.
 
-    Q[h,m,k], K[h,n,k], V[h,n,e], O[h,m,e]; S (accumulator type) and P (input type) are fused
-    intermediates; the softmax keeps its running max and denominator per row as state
-    ``stats[h,m]`` (2 lanes, accumulator type), and ``O`` is rescaled online
-    (FlashAttention), so the n loop may be tiled.
+    Q[h,m,k], K[h,n,k], V[h,n,e], O[h,m,e] with ``k`` < d (the query/key head dim) and ``e`` <
+    ``dv`` (the value head dim, default d; seed 003's P = (d, L0, L1, r) with r = dv); S
+    (accumulator type) and P (input type) are fused intermediates; the softmax keeps its
+    running max and denominator per row as state ``stats[h,m]`` (2 lanes, accumulator type),
+    and ``O`` is rescaled online (FlashAttention), so the n loop may be tiled.
     """
-    dims = _dims(h=heads, m=Lq, n=Lkv, k=d, e=d)
+    dims = _dims(h=heads, m=Lq, n=Lkv, k=d, e=d if dv is None else dv)
     s, dt = {x.name: x.size for x in dims}, _dt(dtype)
     acc = _dtype(dt.accumulator)
     ot = _dt(out_dtype, "out_dtype") if out_dtype else acc
@@ -180,9 +196,12 @@ def layernorm(rows: int, cols: int, dtype: str = "bf16", eps: float = 1e-5,
               out_dtype: str | None = None) -> Chain:
     """``Y[r,c] = (X[r,c] - mean_r) / sqrt(var_r + eps) * gamma[c] + beta[c]``.
 
-    Two fused ops: ``stats[r]`` (Welford mean and M2, 2 lanes, accumulator type; mergeable, so
-    the c loop may be split across tiles) then the elementwise normalization. X is read by both
-    ops, so it is read once only when the whole row ``c`` stays in one tile.
+    Two fused ops: ``stats[r]`` (Welford mean and M2, 2 lanes, accumulator type, per row; the
+    count is one number per tile, shared by its rows) then the elementwise normalization. The
+    statistics are mergeable (Chan), so ``c`` may be tiled at any level: below the first level
+    whose ``c`` loop iterates, the statistics pass walks X's column tiles and the normalize pass
+    walks them again (X moves twice into those levels, once into the levels above), and with
+    the whole row ``c`` in one tile X is read once.
     """
     dims = _dims(r=rows, c=cols)
     s, dt = {x.name: x.size for x in dims}, _dt(dtype)

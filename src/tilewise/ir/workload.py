@@ -10,7 +10,9 @@ axis is an :class:`~tilewise.ir.affine.Affine` expression of dims, so a GEMM ope
     ({'m': 512, 'n': 768, 'k': 768}, ['A[m, k]:i8', 'B[k, n]:i8', 'C[m, n]:i32'])
 
 Op kinds: ``mac`` (multiply-accumulate over the reduction dims: dims of the op not indexing the
-output), ``norm`` (mergeable statistics such as Welford mean/M2 over the reduction dims),
+output; ``attrs["bias"]`` may name one input that is added, not multiplied: indexed by output
+dims only, added once where an output element's reduction completes), ``norm`` (mergeable
+statistics such as Welford mean/M2 over the reduction dims),
 ``softmax`` (row-softmax along ``attrs["along"]`` with online rescaling: its running max and
 denominator are per-row ``state`` tensors), ``elementwise`` (no reduction).
 
@@ -36,6 +38,9 @@ from .affine import Affine
 _NAME = re.compile(r"[a-z]+\Z")
 _TENSOR_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
 KINDS = ("mac", "norm", "softmax", "elementwise")
+ROLE_FALLBACK = {"c_in": "k"}
+"""Alignment roles that take another's multiple when the arch does not name them: a
+convolution's input channels (role ``c_in``) align as a GEMM's contraction ``k``."""
 
 
 def as_int(value):
@@ -141,11 +146,38 @@ class Op:
         if self.kind == "softmax" and self.attrs.get("along") not in self.output.dims:
             raise WorkloadError(f"op {self.name}: softmax needs attrs['along'] naming a dim of "
                                 f"{self.output.name} ({', '.join(self.output.dims)})")
+        if "bias" in self.attrs:
+            self._check_bias()
+
+    def _check_bias(self) -> None:
+        name = self.attrs["bias"]
+        b = next((t for t in self.inputs if t.name == name), None)
+        if self.kind != "mac" or b is None or len(self.inputs) < 2:
+            raise WorkloadError(f"op {self.name}: attrs['bias'] = {name!r} must name an input of "
+                                f"a mac op with at least one other input; inputs: "
+                                + ", ".join(t.name for t in self.inputs))
+        extra = [d for d in b.dims if d not in self.output.dims]
+        if extra:
+            raise WorkloadError(f"op {self.name}: bias {name} is indexed by {', '.join(extra)}, "
+                                f"which do not index the output {self.output.name}; a bias is "
+                                "added once per output element")
 
     def __reduce__(self):
         # pickled with a plain dict of attrs (a MappingProxyType is not picklable)
         return (type(self), (self.name, self.kind, self.output, self.inputs, self.dtype,
                              self.state, self.ops_per_point, dict(self.attrs)))
+
+    @property
+    def bias(self) -> Tensor | None:
+        """The input added to a mac op's result (``attrs["bias"]``), or None."""
+        name = self.attrs.get("bias")
+        return next((t for t in self.inputs if t.name == name), None) if name else None
+
+    @property
+    def factors(self) -> tuple[Tensor, ...]:
+        """The inputs a mac op multiplies (every input but its bias; all of another op's)."""
+        b = self.attrs.get("bias")
+        return tuple(t for t in self.inputs if t.name != b)
 
     @property
     def tensors(self) -> tuple[Tensor, ...]:
@@ -179,7 +211,9 @@ class Chain:
     """Which arch alignment key (GEMM roles ``m``, ``n``, ``k``) governs a dim, as
     ``(dim, role)`` pairs; a dim not listed uses its own name (so GEMM-named dims align as
     themselves) and ``role = ""`` means unaligned. conv2d maps C_out ``k`` -> ``n`` and C_in
-    ``c`` -> ``k`` (seed 003: "aligned to 8 for the channels"), leaving batch and pixels free."""
+    ``c`` -> ``c_in``, which aligns as ``k`` unless the arch names ``c_in`` (seed 003: "aligned
+    to 8 for the channels"; :data:`ROLE_FALLBACK`), leaving batch and pixels free. (A role
+    with ``_`` never collides with a dim name.)"""
 
     def __post_init__(self):
         object.__setattr__(self, "dims", tuple(self.dims))
@@ -242,9 +276,22 @@ class Chain:
 
     def alignment(self, arch_alignment) -> dict[str, int]:
         """``{dim: multiple}`` the innermost tile of each dim must be a multiple of, from the
-        arch's per-role alignment (see :attr:`roles`); 1 for unaligned dims."""
+        arch's per-role alignment (``Arch.alignment``, see :attr:`roles`): a role's one
+        multiple, or its multiple for the input dtype of the first op using the dim (else its
+        ``"default"``); a role the arch does not name falls back per :data:`ROLE_FALLBACK`;
+        1 for unaligned dims."""
         roles = dict(self.roles)
-        return {d.name: int(arch_alignment.get(roles.get(d.name, d.name), 1)) for d in self.dims}
+        out = {}
+        for d in self.dims:
+            role = roles.get(d.name, d.name)
+            if role not in arch_alignment:
+                role = ROLE_FALLBACK.get(role, role)
+            rule = arch_alignment.get(role, 1)
+            if not isinstance(rule, numbers.Integral):
+                dt = next(op for op in self.ops if d.name in op.dims).dtype.name
+                rule = rule.get(dt, rule.get("default", 1))
+            out[d.name] = int(rule)
+        return out
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -302,7 +349,8 @@ class Chain:
 
     def __str__(self) -> str:
         dims = " ".join(f"{d.name}={d.size}" for d in self.dims)
-        ops = "; ".join(f"{op.output} = {op.kind}({', '.join(t.name for t in op.inputs)})"
+        ops = "; ".join(f"{op.output} = {op.kind}({', '.join(t.name for t in op.factors)})"
+                        + (f" + {op.bias.name}" if op.bias is not None else "")
                         + (f" acc {op.accumulator.name}" if op.kind == "mac"
                            and op.accumulator.name != op.output.dtype.name else "")
                         for op in self.ops)

@@ -33,7 +33,9 @@ this order (all exact int64 except times):
    sums over the tile lists, selected by where each dim's loop sits relative to ``q``. Outputs:
    each visit ends in a write-back and every visit but the first starts with a reload. At the
    array level a tensor not indexed by a split dim costs one transfer per core along that axis
-   unless the arch broadcasts along it.
+   unless the arch broadcasts along it. An input read by several ops of a chain (LayerNorm's
+   X) moves once per reader into a level below a real private loop (each op walks its own
+   tiles there), once above it.
 4. *Footprint* (buffers at full tile size, rounded to blocks and banks, x2 double-buffered),
    *compute* (steps, padded points, cycles), *link times and latency*
    (:mod:`tilewise.model.cost` states the formulas), off-chip bytes.
@@ -67,7 +69,7 @@ from numba import njit
 
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
 from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, compute_energy,
-                    transfer_energy,
+                    passes_at, transfer_energy,
                     holds_partial_sums, latency, link_instances, link_time, loop_step,
                     tile_fits)
 
@@ -268,7 +270,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     lk = np.zeros((8, L))                         # per link: bytes and transfers (_links)
     # every input bound once (a field read from a tuple costs a reference-count update)
     sizes, align, a = dims.sizes, dims.align, levels.array
-    on_chain, spine, forbidden = chain.chain, chain.spine, chain.forbidden
+    on_chain, spine, forbidden, passes = chain.chain, chain.spine, chain.forbidden, chain.passes
+    copies = np.ones((T, L), np.int64)            # transfers per tile moved (_copies)
     explicit, win = groups.explicit, groups.win
     gi, mono, axes = groups.gi, groups.mono, groups.axes
     moved, psum, tbytes, tmask = tensors.moved, tensors.psum, tensors.tbytes, tensors.tmask
@@ -302,8 +305,10 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                               count, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2)
         if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
             epoch += 1
-        _traffic(b, only[b], bypass, rows_dim[b] if rows_seen else -1, rows_ways[b],
-                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, moved, psum, tbytes, tmask,
+        _copies(rows_dim[b] if rows_seen else -1, rows_ways[b],
+                cols_dim[b] if cols_seen else -1, cols_ways[b], a, tmask, passes, real, spine,
+                copies)
+        _traffic(b, only[b], bypass, copies, moved, psum, tbytes,
                  oth, plain, affine, gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp,
                  epoch, out, flags)
         if changed:
@@ -573,12 +578,31 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, plain, affine,
+def _copies(r, rw, c, cw, a, tmask, passes, real, spine, copies):
+    """Step 3: ``copies [T, L]``, the transfers of each input tile into a level. At the array
+    level (``a``) a tensor not indexed by the rows' split dim ``r`` (-1: none, or broadcast)
+    is sent to each of the ``rw`` rows, likewise for the columns (``c``, ``cw``); an input
+    read by several ops of a chain moves once per reader below a real private loop
+    (:func:`.rules.passes_at`; ``real`` is filled for chains, the only place ``passes``
+    exceeds 1)."""
+    T, L = copies.shape
+    for t in range(T):
+        for level in range(1, L):
+            n = passes_at(passes[t], level, real, spine)
+            if level == a:
+                if r >= 0 and not tmask[t, r]:
+                    n *= rw
+                if c >= 0 and not tmask[t, c]:
+                    n *= cw
+            copies[t, level] = n
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _traffic(b, one, bypass, copies, moved, psum, tbytes, oth, plain, affine,
              gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp, epoch, out, flags):
     """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
-    rule of the module doc); only tensor ``one`` when ``one >= 0``. At the array level
-    (``a``) a tensor not indexed by the rows' split dim ``r`` (-1: none, or broadcast) is
-    sent to each of the ``rw`` rows, likewise for the columns (``c``, ``cw``)."""
+    rule of the module doc); only tensor ``one`` when ``one >= 0``; inputs x their ``copies``
+    (:func:`_copies`)."""
     reads, writes, reloads = out.reads, out.writes, out.reloads
     fills, drains = out.fills, out.drains
     L = reads.shape[1]
@@ -673,16 +697,10 @@ def _traffic(b, one, bypass, r, rw, c, cw, a, moved, psum, tbytes, tmask, oth, p
                 fills[b, level, t] = (n_total - n_nc - n_distinct) * kept  # a reload per revisit
             else:
                 v = (total - nc) * tbytes[t]
-                copies = 1
-                if level == a:
-                    if r >= 0 and not tmask[t, r]:
-                        copies *= rw
-                    if c >= 0 and not tmask[t, c]:
-                        copies *= cw
-                reads[b, level, t] = v * copies * kept
+                reads[b, level, t] = v * copies[t, level] * kept
                 writes[b, level, t] = 0
                 reloads[b, level, t] = 0
-                fills[b, level, t] = (n_total - n_nc) * copies * kept
+                fills[b, level, t] = (n_total - n_nc) * copies[t, level] * kept
                 drains[b, level, t] = 0
 
 

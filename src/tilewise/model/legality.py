@@ -11,8 +11,12 @@ ways at the array) is smaller than its level's tile.
 2. A producer's reduction over a spine dim must not be real: its output would be consumed
    before the reduction completes (a 3-GEMM chain reducing over a shared dim). Softmax reduces
    nothing (its statistics are online state), so attention may tile ``n``.
-3. A tensor read by several ops (X in LayerNorm) must keep its private dims whole: each op
-   walks its own private loops, so a split row would be read once per op.
+3. A tensor read by several ops (X in LayerNorm) is walked by each op in turn once a private
+   loop iterates above a level, so it moves into that level once per reader (LayerNorm with
+   its normalized dim tiled: the statistics pass reads X, the normalize pass reads it again).
+   The model counts that exactly when every reader's dims are the tensor's own
+   (:meth:`.Structure.passes`); readers that walk it differently must keep its private dims
+   whole.
 
 Spatial splits need the array at the innermost level; in a chain they may split only spine
 dims that no op reduces; a reduction split is legal only along columns of an array that
@@ -187,8 +191,9 @@ def _check_chain(st: Structure, mapping, tiles, ways) -> None:
             raise MappingError(f"illegal tiling: op {prod.name} reduces over {dp}, which indexes a "
                                f"fused intermediate; {t.name} would be consumed before the "
                                f"reduction completes. Keep {dp} whole ({wl.sizes[dp]}).")
-    t = next(t for t in st.moved if dp in t.dims and len(wl.readers(t.name)) > 1)
+    t = next(t for t in st.moved if dp in t.dims and st.passes(t.name) == 0)
     readers = wl.readers(t.name)
     raise MappingError(
-        f"{t.name} is read by ops {', '.join(o.name for o in readers)}; tiling its private dim "
-        f"{dp} would read it once per op. Keep {dp} whole ({wl.sizes[dp]}) at every level.")
+        f"{t.name} is read by ops {', '.join(o.name for o in readers)} over different dims; "
+        f"tiling its private dim {dp} would walk it differently per op. Keep {dp} whole "
+        f"({wl.sizes[dp]}) at every level.")

@@ -249,11 +249,15 @@ class Compute(NamedTuple):
 
 class ChainRules(NamedTuple):
     """Fused chains (:mod:`.legality`): ``chain`` (more than one op), ``spine [D]`` dims
-    shared by every op, ``forbidden [D]`` dims whose loops may not iterate."""
+    shared by every op, ``forbidden [D]`` dims whose loops may not iterate, ``passes [T]``
+    how many ops walk a moved tensor's tiles each on its own once a private loop iterates
+    above a level (LayerNorm's X: 2, the statistics pass then the normalize pass; 1 for a
+    tensor with one reader, :meth:`.Structure.passes`)."""
 
     chain: bool
     spine: np.ndarray
     forbidden: np.ndarray
+    passes: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -471,7 +475,8 @@ def _compute(st: Structure) -> Compute:
 
 
 def chain_rules(st: Structure) -> ChainRules:
-    """Spine dims, and the dims whose loops may not iterate (:mod:`.legality` rules 2, 3)."""
+    """Spine dims, the dims whose loops may not iterate (:mod:`.legality` rules 2, 3) and the
+    passes over each tensor (1 where its private loops may not iterate)."""
     workload, dims = st.workload, st.dims
     forbidden = np.zeros(len(dims), bool)
     chain = len(workload.ops) > 1
@@ -480,7 +485,8 @@ def chain_rules(st: Structure) -> ChainRules:
             for d in workload.producer(t.name).reduction_dims:
                 forbidden[dims.index(d)] |= d in st.spine
         for t in st.moved:
-            if len(workload.readers(t.name)) > 1:
+            if st.passes(t.name) == 0:
                 for d in t.dims:
                     forbidden[dims.index(d)] |= d not in st.spine
-    return ChainRules(chain, np.array([d in st.spine for d in dims]), forbidden)
+    passes = _i64([max(st.passes(t.name), 1) if chain else 1 for t in st.tensors])
+    return ChainRules(chain, np.array([d in st.spine for d in dims]), forbidden, passes)

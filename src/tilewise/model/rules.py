@@ -280,6 +280,21 @@ def chain_violation(orders, real, n_levels, spine, forbidden):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def passes_at(passes, level, real, spine):
+    """Walks of a tensor's tiles into ``level``: ``passes`` (its readers, LayerNorm's X: 2)
+    when a loop over a private dim iterates at a level above ``level`` (``real [L-1, D]``;
+    the ops then diverge above it and each walks its own tiles there), else 1 (one tile,
+    loaded once, serves every reader)."""
+    if passes == 1:
+        return 1
+    for k in range(level):
+        for d in range(spine.shape[0]):
+            if real[k, d] and not spine[d]:
+                return passes
+    return 1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def compute_cycles(points, steps, op_pp, op_rate, call):
     """Cycles of the busiest core: its padded iteration points per op ``[O]`` x ops per point
     / rate (ops/cycle), plus ``call`` cycles per innermost kernel invocation (its ``steps [O]``

@@ -2,8 +2,8 @@
 
 ``Structure`` names the dims (workload order), the tensors that move (everything but fused
 intermediates and state), the level holding the core array and, per moved tensor, the op whose
-loop nest decides its reuse (its only reader or writer; a tensor read by several ops of a chain
-must keep its private dims whole, see :mod:`tilewise.model.legality`).
+loop nest decides its reuse (its first reader or its writer) and, for a tensor read by several
+ops of a chain, how many passes walk its tiles (:meth:`Structure.passes`).
 """
 
 from __future__ import annotations
@@ -67,4 +67,17 @@ class Structure:
     @cached_property
     def spine(self) -> frozenset[str]:
         return frozenset(self.workload.spine)
+
+    def passes(self, tensor: str) -> int:
+        """How many times the tiles of a moved input are walked below a real private loop:
+        the number of ops reading it when they walk it alike (every reader's dims are the
+        tensor's own: LayerNorm's X, read by the statistics pass and again by the normalize
+        pass), so each reader moves exactly what one would; 1 for a tensor with one reader.
+        0 for several readers that walk it differently (the model cannot count that: such a
+        tensor keeps its private dims whole, :mod:`tilewise.model.legality` rule 3)."""
+        readers = self.workload.readers(tensor)
+        if tensor in self.intermediate_names or len(readers) < 2:
+            return 1
+        own = set(self.workload.tensor(tensor).dims)
+        return len(readers) if all(set(op.dims) == own for op in readers) else 0
 

@@ -208,7 +208,8 @@ def _legal(st, b, ways, steps) -> np.ndarray:
             for d in wl.producer(t.name).reduction_dims:
                 forbidden[st.dims.index(d)] |= d in st.spine
         for t in st.moved:
-            if sum(1 for op in wl.ops if any(x.name == t.name for x in op.inputs)) > 1:
+            readers = [op for op in wl.ops if any(x.name == t.name for x in op.inputs)]
+            if len(readers) > 1 and any(set(op.dims) != set(t.dims) for op in readers):
                 for d in t.dims:
                     forbidden[st.dims.index(d)] |= d not in st.spine
         first_private = np.full(B, np.iinfo(np.int64).max)

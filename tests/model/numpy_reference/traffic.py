@@ -24,6 +24,10 @@ Per-core counting at the array level: a dim split across an axis gives each core
 a tensor not indexed by the split dim is identical along that axis and costs one transfer when
 the arch broadcasts along it, else one per core (idle cores included); an output not indexed by
 a (reduction) dim split along the columns is summed into one write-back per column.
+
+Inputs read by several ops of a chain over the same dims (LayerNorm's X): below a level with a
+real loop over a private dim, every reader walks its own tiles, so the traffic is the sum of
+each reader's visits; above it one tile serves them all.
 """
 
 from __future__ import annotations
@@ -269,6 +273,20 @@ class TrafficCounter:
                 out = out * np.where(missing, ways, 1)
         return out
 
+    def private_real_above(self, level: int) -> np.ndarray:
+        """``[batch]``: whether a loop over a dim private to an op iterates above ``level``."""
+        st, b = self.st, self.batch
+        D = len(st.dims)
+        ways = b.ways(D)
+        out = np.zeros(len(b), bool)
+        for k in range(level):
+            step = b.tiles[:, k + 1, :] * (ways if k + 1 == self.a else 1)
+            real = step < b.tiles[:, k, :]
+            for j, d in enumerate(st.dims):
+                if d not in st.spine:
+                    out |= real[:, j]
+        return out
+
     def count(self):
         """``reads, writes, reloads``: int64 ``[batch, levels, tensors]`` bytes."""
         st, b = self.st, self.batch
@@ -280,9 +298,14 @@ class TrafficCounter:
             if t.name in st.intermediate_names:
                 continue
             op = st.owner(t.name)
+            readers = [o for o in st.workload.ops if any(x.name == t.name for x in o.inputs)]
+            alike = len(readers) > 1 and all(set(o.dims) == set(t.dims) for o in readers)
             for level in range(1, L):
                 kept = ~b.bypass[:, level, ti]
                 v = self.visits(t, op, level)
+                if alike:
+                    v = np.where(self.private_real_above(level),
+                                 sum(self.visits(t, o, level) for o in readers), v)
                 if t.name in st.outputs:
                     writes[:, level, ti] = kept * v
                     reloads[:, level, ti] = kept * (v - self.distinct(t, level))
