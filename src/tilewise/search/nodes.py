@@ -58,8 +58,13 @@ class Nodes:
     @staticmethod
     def concat(parts: list["Nodes"]) -> "Nodes":
         """The nodes of ``parts`` (same optional fields set) one after the other."""
-        cat = lambda name: (None if getattr(parts[0], name) is None
-                            else np.concatenate([getattr(p, name) for p in parts]))
+        def cat(name):
+            got = [getattr(p, name) for p in parts]
+            if all(g is None for g in got):
+                return None
+            if name == "threshold":  # never deferred while fixing an order: no threshold
+                got = [np.full(len(p), -np.inf) if g is None else g for p, g in zip(parts, got)]
+            return np.concatenate(got)
         return Nodes(*(cat(name) for name in _NODE_FIELDS))
 
 

@@ -40,16 +40,19 @@ _THETA_GROWTH = 2.0  # each further pass: the threshold's excess over the root's
 
 def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, progress=None,
          roots=None, done: float = 0.0) -> float:
-    """Visit the space below ``roots`` (``(stage, nodes)`` entries, the last popped first;
-    default the root): ``prune`` keeps or defers nodes (:class:`.expand.Pruning`),
-    ``leaf(nodes)`` takes full mappings (their bounds are exact per mapping, least over double
-    buffering). ``done``: the share of the space already settled (for ``progress(done,
-    total)``, in tile combos); returns it updated."""
+    """Visit the space below ``roots`` (``(stage, nodes)`` entries; default the root):
+    ``prune`` keeps or defers nodes (:class:`.expand.Pruning`), ``leaf(nodes)`` takes full
+    mappings (their bounds are exact per mapping, least over double buffering). ``done``: the
+    share of the space already settled (for ``progress(done, total)``, in tile combos);
+    returns it updated. The deepest stage with pending nodes goes first (depth first), its
+    pending nodes from every parent merged into batches (:class:`Pending`)."""
     total = stats.tile_combos
-    stack = list(roots) if roots is not None else [(0, eng.root(run, stats))]
+    pending = Pending(len(eng.stages) + 1)
+    for stage, nd in (roots if roots is not None else [(0, eng.root(run, stats))]):
+        pending.push(stage, nd)
     last = len(eng.stages)
-    while stack:
-        stage, nd = stack.pop()
+    while pending:
+        stage, nd = pending.pop(lambda st, nd: _batch_size(eng, st, nd))
         nd, done = _refuse(eng, stage, nd, prune, stats, done)
         if not len(nd):
             continue
@@ -59,14 +62,63 @@ def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, 
             continue
         if progress:
             progress(int(min(done, 1.0) * total), total)
-        nd = _batch(eng, stage, nd, stack)
         stats.nodes += len(nd)
         kids, done = _children(eng, nd, stage, run, prune, stats, done)
         if kids is not None:
-            stack.append((stage + 1, kids.take(_by_bound(kids.bound))))
+            pending.push(stage + 1, kids)
     if progress:
         progress(int(min(done, 1.0) * total) if prune.theta is not None else total, total)
     return done
+
+
+class Pending:
+    """The nodes waiting to be expanded, per stage. :meth:`pop` takes the deepest stage's
+    (depth first: leaves, and so candidates that prune, come early), merging the nodes of
+    every parent at that stage into one batch, least bound first: the model is called on
+    batches, and a walk that popped one parent's children at a time would call it on a few
+    rows each where bounds are tight (attention: ~9 nodes per call)."""
+
+    def __init__(self, n_stages: int):
+        self.parts: list[list[Nodes]] = [[] for _ in range(n_stages)]
+        self.count = np.zeros(n_stages, np.int64)
+
+    def __bool__(self) -> bool:
+        return bool(self.count.any())
+
+    def push(self, stage: int, nd: Nodes) -> None:
+        if len(nd):
+            self.parts[stage].append(nd)
+            self.count[stage] += len(nd)
+
+    def pop(self, batch_size) -> tuple[int, Nodes]:
+        """The deepest stage with pending nodes and the first ``batch_size(stage, nodes)`` of
+        them, least bound first (the rest stay pending)."""
+        stage = int(np.nonzero(self.count)[0][-1])
+        parts = self.parts[stage]
+        nd = parts[0] if len(parts) == 1 else Nodes.concat(parts)
+        if len(parts) > 1 and nd.bound is not None:
+            nd = nd.take(_by_bound(nd.bound))
+        self.parts[stage] = []
+        self.count[stage] = 0
+        batch = batch_size(stage, nd)
+        if len(nd) > batch:
+            self.push(stage, nd.take(slice(batch, None)))
+            nd = nd.take(slice(None, batch))
+        return stage, nd
+
+
+def _batch_size(eng: Engine, stage: int, nd: Nodes) -> int:
+    """How many of the first nodes ``nd`` of ``stage`` have children that fit about one
+    model call (at least one): at a tile stage their child groups counted, at an order
+    stage 64 orders each."""
+    if stage >= len(eng.stages):
+        return ROWS
+    kind, k, j = eng.stages[stage]
+    if kind != "tile":
+        return max(1, ROWS // 64)
+    g = eng.groups[j][k - 1]
+    fan = np.cumsum(g.child_hi[nd.group[:, j]] - g.child_lo[nd.group[:, j]])
+    return max(1, int(np.searchsorted(fan, ROWS, side="right")))
 
 
 def _refuse(eng: Engine, stage: int, nd: Nodes, prune: Pruning, stats: SearchStats,
@@ -82,17 +134,6 @@ def _refuse(eng: Engine, stage: int, nd: Nodes, prune: Pruning, stats: SearchSta
     if stage == len(eng.stages):
         stats.pruned_candidates += int((~m & ~later).sum()) * len(eng.db)
     return nd.take(m), done
-
-
-def _batch(eng: Engine, stage: int, nd: Nodes, stack: list) -> Nodes:
-    """The first nodes of ``nd`` whose children fit about one model call; the rest pushed back."""
-    kind, k, j = eng.stages[stage]
-    fan = int(eng.n_ladders[:, j].max()) if kind == "tile" else 64
-    batch = max(1, ROWS // max(fan, 1))
-    if len(nd) > batch:
-        stack.append((stage, nd.take(slice(batch, None))))
-        nd = nd.take(slice(None, batch))
-    return nd
 
 
 def _children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
