@@ -52,6 +52,23 @@ CASES = [
      "aie-4x2", {"tolerance": "0.5%", "then": "traffic"}),
     ("gemm 512x768x768 i8 --objective space", "gemm", dict(M=512, N=768, K=768, dtype="i8"),
      "aie-4x2", {"objective": "space"}),
+    # issue 13: attention at long sequence lengths
+    ("mha L=16384 d=64 i16", "mha", dict(Lq=16384, Lkv=16384, d=64, dtype="i16"), "aie-4x2", {}),
+    ("mha L=16384 d=128 i16", "mha", dict(Lq=16384, Lkv=16384, d=128, dtype="i16"), "aie-4x2", {}),
+    ("mha L=32768 d=64 i16", "mha", dict(Lq=32768, Lkv=32768, d=64, dtype="i16"), "aie-4x2", {}),
+    ("mha L=32768 d=128 i16", "mha", dict(Lq=32768, Lkv=32768, d=128, dtype="i16"), "aie-4x2", {}),
+    # issue 13: every shipped preset, deep hierarchies included
+    ("gemm 512x768x768 i8 npu1", "gemm", dict(M=512, N=768, K=768, dtype="i8"), "npu1", {}),
+    ("gemm 512x768x768 i8 npu2", "gemm", dict(M=512, N=768, K=768, dtype="i8"), "npu2", {}),
+    ("gemm 512x512x1024 f16 ascend-vec", "gemm", dict(M=512, N=512, K=1024, dtype="f16"),
+     "ascend-vec", {}),
+    ("gemm 256x256x256 f32 cpu-6core", "gemm", dict(M=256, N=256, K=256, dtype="f32"),
+     "cpu-6core", {}),
+    ("gemm 512x512x1024 f32 cpu-6core", "gemm", dict(M=512, N=512, K=1024, dtype="f32"),
+     "cpu-6core", {}),
+    # issue 18: huge dims answer or refuse at once
+    ("gemm 10^6 x 10^6 x 10^6 i8", "gemm", dict(M=10**6, N=10**6, K=10**6, dtype="i8"),
+     "aie-4x2", {}),
 ]
 
 

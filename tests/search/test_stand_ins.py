@@ -159,7 +159,8 @@ def test_best_variant_equals_every_choice_costed(seed):
     s = rng.integers(0, len(eng.space.splits), n)
     rbw, wbw = eng.rbw[s], eng.wbw[s]
     out, nfit = np.empty(n), np.zeros(n, np.int64)
-    args = (points, steps, R, W, rbw, wbw, it, bufs, fixed, *level_subsets(eng.dbm),
+    zero = np.zeros((n, L))  # no floors of the bytes per level
+    args = (points, steps, points, R, W, zero, zero, rbw, wbw, it, bufs, fixed, *level_subsets(eng.dbm),
             eng.moved_idx, eng.problem.levels, comp)
     best_variant(OBJ_CODE["latency"], *args, out, nfit, points, steps)
     lat = numpy_latency_variants(cs, R, W, rbw, wbw, it, eng.db)          # [n, V]

@@ -134,14 +134,16 @@ def _variant_latencies(cs, R, W, rbw, wbw, it, db, out):
 
 
 @njit(cache=True)
-def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub, var_sub, moved,
-                 levels, compute, out, nfit, points_max, steps_max):
+def best_variant(obj, points, steps, points_all, R, W, rfl, wfl, rbw, wbw, it, bufs, fixed, subs,
+                 nsub, var_sub, moved, levels, compute, out, nfit, points_max, steps_max):
     """Per node ``b``: the least objective over the double-buffer choices (per level the set
     ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
     single-buffer bytes of the moved tensors, ``fixed [n, L]`` the other buffers, against
     ``levels.capacity``), with padded points and kernel calls per op of the busiest core
-    ``points, steps [n, O]``,
-    bytes read into / written out of each level ``R, W [n, L, T]``, link bandwidths
+    ``points, steps [n, O]`` and padded points per op over all cores ``points_all [n, O]``
+    (the compute energy),
+    bytes read into / written out of each level ``R, W [n, L, T]`` and floors of their sums
+    over tensors ``rfl, wfl [n, L]`` (:mod:`.floors`; 0: none), link bandwidths
     ``rbw, wbw [n, L]`` (B/s) and iterations ``it [n, L]``; every formula is the model's
     (:mod:`tilewise.model.rules`). ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J), 3
     energy x latency, 4 space: bytes of the on-chip buffers summed over levels 1 .. L-1
@@ -168,9 +170,9 @@ def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub
             for t in range(T):
                 r += R[b, l, t]
                 w += W[b, l, t]
-            rs[l] = r
-            ws[l] = w
-            tmax = max(tmax, link_time(r, w, rbw[b, l], wbw[b, l]))
+            rs[l] = max(r, rfl[b, l])
+            ws[l] = max(w, wfl[b, l])
+            tmax = max(tmax, link_time(rs[l], ws[l], rbw[b, l], wbw[b, l]))
             for u in range(nsub[l]):
                 tot = fixed[b, l]
                 rx = 0.0
@@ -220,7 +222,7 @@ def best_variant(obj, points, steps, R, W, rbw, wbw, it, bufs, fixed, subs, nsub
         elif obj == 2 or obj == 3:
             for l in range(L):
                 rs[l] += ws[l]
-            e = energy(rs, levels.e_byte, points[b], compute.e_point)
+            e = energy(rs, levels.e_byte, points_all[b], compute.e_point)
             out[b] = e if obj == 2 else best * e
         else:
             out[b] = best

@@ -26,6 +26,8 @@ pair a front point dominates.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .engine import ROWS, SLACK, Engine, RunConfig
@@ -35,7 +37,9 @@ from .pool import Pool
 from .stats import SearchStats
 
 _THETA0 = 1e-4       # the first threshold: 0.01 % over the root's bound
-_THETA_GROWTH = 2.0  # each further pass: the threshold's excess over the root's bound x 2
+_THETA_GROWTH = 2.0
+_ORDER_FAN = 4       # orders per node assumed when batching an order stage (ROWS / 4 nodes) ...
+_LAST_ORDER_FAN = 64  # ... but the last one's nodes in small batches: their leaves soon prune  # each further pass: the threshold's excess over the root's bound x 2
 
 
 def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, progress=None,
@@ -72,11 +76,12 @@ def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, 
 
 
 class Pending:
-    """The nodes waiting to be expanded, per stage. :meth:`pop` takes the deepest stage's
-    (depth first: leaves, and so candidates that prune, come early), merging the nodes of
-    every parent at that stage into one batch, least bound first: the model is called on
-    batches, and a walk that popped one parent's children at a time would call it on a few
-    rows each where bounds are tight (attention: ~9 nodes per call)."""
+    """The nodes waiting to be expanded, per stage, in parts (each sorted by bound when
+    pushed). :meth:`pop` takes from the deepest stage (depth first: leaves, and so candidates
+    that prune, come early), its newest parts first, merging parts of several parents into one
+    batch: the model is called on batches, and a walk that took one parent's children at a
+    time would call it on a few rows each where bounds are tight (attention: ~9 nodes per
+    call)."""
 
     def __init__(self, n_stages: int):
         self.parts: list[list[Nodes]] = [[] for _ in range(n_stages)]
@@ -85,37 +90,49 @@ class Pending:
     def __bool__(self) -> bool:
         return bool(self.count.any())
 
-    def push(self, stage: int, nd: Nodes) -> None:
+    def push(self, stage: int, nd: Nodes, ordered: bool = False) -> None:
+        """Add ``nd`` at ``stage`` (sorted by bound here unless ``ordered``)."""
         if len(nd):
+            if not ordered and nd.bound is not None:
+                nd = nd.take(_by_bound(nd.bound))
             self.parts[stage].append(nd)
             self.count[stage] += len(nd)
 
     def pop(self, batch_size) -> tuple[int, Nodes]:
-        """The deepest stage with pending nodes and the first ``batch_size(stage, nodes)`` of
-        them, least bound first (the rest stay pending)."""
+        """The deepest stage with pending nodes and a batch of them (``batch_size(stage,
+        nodes)`` of its newest parts, merged, least bound first; the rest stay pending)."""
         stage = int(np.nonzero(self.count)[0][-1])
         parts = self.parts[stage]
-        nd = parts[0] if len(parts) == 1 else Nodes.concat(parts)
-        if len(parts) > 1 and nd.bound is not None:
-            nd = nd.take(_by_bound(nd.bound))
-        self.parts[stage] = []
-        self.count[stage] = 0
-        batch = batch_size(stage, nd)
-        if len(nd) > batch:
-            self.push(stage, nd.take(slice(batch, None)))
-            nd = nd.take(slice(None, batch))
+        take = [parts.pop()]
+        limit = batch_size(stage, take[0])
+        n = len(take[0])
+        while parts and n < limit:
+            take.append(parts.pop())
+            n += len(take[-1])
+        nd = take[0]
+        if len(take) > 1:
+            nd = Nodes.concat(take)
+            if nd.bound is not None:
+                nd = nd.take(_by_bound(nd.bound))
+            limit = batch_size(stage, nd)
+        self.count[stage] -= len(nd)
+        if len(nd) > limit:
+            self.push(stage, nd.take(slice(limit, None)), ordered=True)
+            nd = nd.take(slice(None, limit))
         return stage, nd
 
 
 def _batch_size(eng: Engine, stage: int, nd: Nodes) -> int:
     """How many of the first nodes ``nd`` of ``stage`` have children that fit about one
     model call (at least one): at a tile stage their child groups counted, at an order
-    stage 64 orders each."""
+    stage a few orders each (the partial orders bounded first prune most), at the last one
+    small batches (its children are leaves, whose candidates prune the rest: the traffic
+    objective expands 3x the nodes in large batches there)."""
     if stage >= len(eng.stages):
         return ROWS
     kind, k, j = eng.stages[stage]
     if kind != "tile":
-        return max(1, ROWS // 64)
+        return max(1, ROWS // (_LAST_ORDER_FAN if stage == len(eng.stages) - 1 else _ORDER_FAN))
     g = eng.groups[j][k - 1]
     fan = np.cumsum(g.child_hi[nd.group[:, j]] - g.child_lo[nd.group[:, j]])
     return max(1, int(np.searchsorted(fan, ROWS, side="right")))
@@ -238,6 +255,7 @@ def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
     stats = eng.new_stats()
     root = eng.root(run, stats)
     lb0 = float(root.bound[:, 0].min()) if len(root) else np.inf
+    run = replace(run, floor_levels=eng.floor_levels(run, root))
     topk = TopK(eng, run, top, stats, lb0)
     entries, done = [(0, root)], 0.0
     while entries is not None:
@@ -292,6 +310,7 @@ def pareto_front(eng: Engine, x: str, y: str, progress=None) -> tuple[Pool, RunC
     configuration (leaves ranked by latency)."""
     run = eng.config((x, y), rank="latency")
     stats = eng.new_stats()
+    run = replace(run, floor_levels=eng.floor_levels(run, None))
     front = ParetoFront(eng, run, x, y, stats)
     walk(eng, run, front, front.leaf, stats, progress)
     return front.front, run
