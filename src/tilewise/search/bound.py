@@ -48,7 +48,20 @@ it. Three facts of the model make one cheap to compute:
    ``1/𝔽 = max_l T_l / T_c`` grows with the bytes and falls with the compute, so the link
    times of the bounded bytes over the compute of the most padded points and the most kernel
    calls of the node's groups bound it. Each bound column of a node is a lower bound of its
-   metric on its own (a top-k walk bounds the objective and every secondary key).
+   metric on its own (a top-k walk bounds the objective and every secondary key). Energy
+   counts the padded points of *all* cores (the model's), so its compute term takes each
+   dim's least padded extent over all cores (:attr:`.space.TileLadders.padded_all`), not the
+   busiest core's (that was 8x low on aie-4x2: a GEMM energy bound 26 % under the optimum).
+5. *Floors* (:mod:`.floors`). Facts 1 and 2 give each tensor its own best orders and tiles;
+   the bytes into a level summed over tensors can be floored jointly: at the stage fixing
+   the level ``k-1`` order, by the least over that level's orders of the bytes into level
+   ``k`` with every tensor under the one order; at a tile stage, by the least over the
+   maximal level-``l`` tile combos that fit of the per-tensor least bytes into ``l``. Both
+   floor the per-level read and write sums (``rfl, wfl``) that the link times, traffic and
+   :func:`~tilewise.model.rules.energy` take, which all grow with those sums; the per-tensor
+   exposed and double-buffered shares keep facts 1-2. They cost a model call per node, so the
+   walk asks for them only for the nodes it would keep, and only where the objective counts
+   those bytes (:meth:`.Engine.floor_levels`).
 
 The tests check bound <= exact cost for random nodes and completions (property test), and the
 search against brute force.

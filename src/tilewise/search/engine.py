@@ -455,20 +455,20 @@ class Engine:
 
     def floor_levels(self, run: RunConfig, root: Nodes | None) -> tuple[bool, ...]:
         """Per level whether floors of its bytes (:meth:`floors`, :meth:`order_floors`) may
-        raise the bounds of ``run``: energy and edp count every level's bytes, traffic level
-        1's; latency every level's only through its slowest link, so only where the least
+        raise the bounds of ``run``'s objective: energy and edp count every level's bytes,
+        traffic level 1's; latency every level's only through its slowest link, so only where the least
         latency bound of the ``root`` nodes (None: no latency floors) is over 1.05 x their
-        least compute time (a link, not compute, may decide the optimum). They cost a model call per node; where they
-        are unlikely to change a bound, none is made."""
-        keys = set(run.objectives)
-        every = bool(keys & {"energy", "edp"})
-        if run.objectives[0] == "latency" and root is not None and len(root):
+        least compute time (a link, not compute, may decide the optimum). They cost a model
+        call per node; where they are unlikely to change a bound, none is made."""
+        first = run.objectives[0]   # secondary keys alone do not pay for them
+        every = first in ("energy", "edp")
+        if first == "latency" and root is not None and len(root):
             si = self.stand_ins(root, 0)
             per_op = lambda a: np.stack([np.prod(a[:, ix], axis=1) for ix in self.op_dims], 1)
             c = self.problem.compute
             cs = ((per_op(si.padded) * c.op_pp / c.op_rate).sum(1) / c.clock).min()
             every |= float(root.bound[:, 0].min()) > 1.05 * cs
-        return tuple(l > 0 and (every or (l == 1 and "traffic" in keys)) for l in range(self.L))
+        return tuple(l > 0 and (every or (l == 1 and first == "traffic")) for l in range(self.L))
 
     def floors(self, s, gid, stage: int, whole, ords):
         """Floors ``(reads, writes) [n, L]`` of the bytes moved into each level, summed over
