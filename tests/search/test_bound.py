@@ -111,6 +111,36 @@ def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
     assert lb[0] == pytest.approx(lat, rel=1e-12)  # a leaf's bound is its exact least latency
 
 
+@pytest.mark.parametrize("w", WORKLOADS[:5], ids=lambda w: w.name)
+@settings(max_examples=12, deadline=None)
+@given(data=st.data())
+def test_bounds_with_floors_never_exceed_the_exact_cost_below(w, data):
+    """The floors of the bytes into a node's first open level (the least over its maximal
+    fitting tile combos, or over the loop orders of the level being fixed: search.floors)
+    keep every bound at or below the exact cost of the mapping below."""
+    from dataclasses import replace
+
+    eng, ms = _mappings(w)
+    eng.space.db_mode = "any"
+    eng.set_db_variants(eng.space.db_variants())
+    run = replace(eng.config(("latency", "traffic", "energy")), floor_levels=(True,) * eng.L)
+    m = data.draw(st.sampled_from(ms))
+    try:
+        validate(w, ARCH, m)
+    except tw.MappingError:
+        return
+    lat, cost = _exact(eng, w, m)
+    if cost is None:
+        return
+    stats = eng.new_stats()
+    refine = lambda lb: np.ones(len(lb), bool)  # every node gets its floors
+    for stage in range(len(eng.stages) + 1):
+        lb = eng.bound(_node(eng, m, stage), stage, run, stats, refine=refine)[0]
+        assert lb[0] <= lat * (1 + 1e-12), (stage, eng.stages[stage - 1] if stage else "root")
+        assert lb[1] <= cost.offchip_bytes * (1 + 1e-12)
+        assert lb[2] <= cost.energy_j * (1 + 1e-12)
+
+
 def test_favorable_orders_put_each_tensors_dims_outermost():
     eng = Engine(tw.gemm(32, 16, 48), ARCH, {})
     names = [eng.st.tensors[t].name for t in eng.space.moved]

@@ -164,7 +164,9 @@ def test_best_variant_equals_every_choice_costed(seed):
     xfs = rng.random((n, L)) * 1e-6 * (seed % 2)  # half the cases: no per-transfer cost
     tr = Traffic(R, W, NR, NW)
     out, nfit = np.empty(n), np.zeros(n, np.int64)
-    args = (points, steps, tr, rbw, wbw, xfs, it, bufs, fixed, *level_subsets(eng.dbm),
+    zero = np.zeros((n, L))  # no floors of the bytes per level
+    args = (points, steps, points, tr, zero, zero, rbw, wbw, xfs, it, bufs, fixed,
+            *level_subsets(eng.dbm),
             eng.moved_idx, eng.problem.levels, comp)
     best_variant(OBJ_CODE["latency"], *args, out, nfit, points, steps)
     lat = numpy_latency_variants(cs, R, W, rbw, wbw, it, eng.db, NR, NW, xfs)  # [n, V]

@@ -48,7 +48,20 @@ it. Three facts of the model make one cheap to compute:
    ``1/𝔽 = max_l T_l / T_c`` grows with the bytes and falls with the compute, so the link
    times of the bounded bytes over the compute of the most padded points and the most kernel
    calls of the node's groups bound it. Each bound column of a node is a lower bound of its
-   metric on its own (a top-k walk bounds the objective and every secondary key).
+   metric on its own (a top-k walk bounds the objective and every secondary key). Energy
+   counts the padded points of *all* cores (the model's), so its compute term takes each
+   dim's least padded extent over all cores (:attr:`.space.TileLadders.padded_all`), not the
+   busiest core's (that was 8x low on aie-4x2: a GEMM energy bound 26 % under the optimum).
+5. *Floors* (:mod:`.floors`). Facts 1 and 2 give each tensor its own best orders and tiles;
+   the bytes into a level summed over tensors can be floored jointly: at the stage fixing
+   the level ``k-1`` order, by the least over that level's orders of the bytes into level
+   ``k`` with every tensor under the one order; at a tile stage, by the least over the
+   maximal level-``l`` tile combos that fit of the per-tensor least bytes into ``l``. Both
+   floor the per-level read and write sums (``rfl, wfl``) that the link times, traffic and
+   :func:`~tilewise.model.rules.energy` take, which all grow with those sums; the per-tensor
+   exposed and double-buffered shares keep facts 1-2. They cost a model call per node, so the
+   walk asks for them only for the nodes it would keep, and only where the objective counts
+   those bytes (:meth:`.Engine.floor_levels`).
 
 The tests check bound <= exact cost for random nodes and completions (property test), and the
 search against brute force.
@@ -168,15 +181,17 @@ def _variant_latencies(cs, tr, rbw, wbw, xfs, it, db, out):
 
 
 @njit(cache=True)
-def best_variant(obj, points, steps, tr, rbw, wbw, xfs, it, bufs, fixed, subs, nsub, var_sub,
-                 moved, levels, compute, out, nfit, points_max, steps_max):
+def best_variant(obj, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, it, bufs, fixed,
+                 subs, nsub, var_sub, moved, levels, compute, out, nfit, points_max, steps_max):
     """Per node ``b``: the least objective over the double-buffer choices (per level the set
     ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
     single-buffer bytes of the moved tensors, ``fixed [n, L]`` the other buffers, against
     ``levels.capacity``), with padded points and kernel calls per op of the busiest core
-    ``points, steps [n, O]``, bytes and transfers into / out of each level ``tr``
-    (:class:`Traffic`), link bandwidths ``rbw, wbw [n, L]`` (B/s), seconds per transfer
-    ``xfs [n, L]`` and iterations ``it [n, L]``; every formula is the model's
+    ``points, steps [n, O]`` and padded points per op over all cores ``points_all [n, O]``
+    (the compute energy), bytes and transfers into / out of each level ``tr``
+    (:class:`Traffic`) and floors of the bytes summed over tensors ``rfl, wfl [n, L]``
+    (:mod:`.floors`; 0: none), link bandwidths ``rbw, wbw [n, L]`` (B/s), seconds per
+    transfer ``xfs [n, L]`` and iterations ``it [n, L]``; every formula is the model's
     (:mod:`tilewise.model.rules`). ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J), 3
     energy x latency, 4 space: bytes of the on-chip buffers summed over levels 1 .. L-1
     (each buffer doubled where double-buffered; the least over the choices that fit), 5 the
@@ -204,10 +219,10 @@ def best_variant(obj, points, steps, tr, rbw, wbw, xfs, it, bufs, fixed, subs, n
                 w += W[b, l, t]
                 nr += NR[b, l, t]
                 nw += NW[b, l, t]
-            rs[l] = r
-            ws[l] = w
+            rs[l] = max(r, rfl[b, l])
+            ws[l] = max(w, wfl[b, l])
             rb, wb, xs = rbw[b, l], wbw[b, l], xfs[b, l]
-            tmax = max(tmax, link_time(r, w, rb, wb, nr, nw, xs))
+            tmax = max(tmax, link_time(rs[l], ws[l], rb, wb, nr, nw, xs))
             for u in range(nsub[l]):
                 tot = fixed[b, l]
                 rx = wx = nrx = nwx = 0.0
@@ -256,7 +271,7 @@ def best_variant(obj, points, steps, tr, rbw, wbw, xfs, it, bufs, fixed, subs, n
                                     compute.call) / compute.clock
             out[b] = tmax / cs_max
         elif obj == 2 or obj == 3:
-            e = _energy_bound(rs, ws, levels, points[b], compute.e_point)
+            e = _energy_bound(rs, ws, levels, points_all[b], compute.e_point)
             out[b] = e if obj == 2 else best * e
         else:
             out[b] = best

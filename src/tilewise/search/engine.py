@@ -31,6 +31,7 @@ from .bound import (OBJ_CODE, Traffic, best_variant, favorable_orders, level_sub
 from .buffers import BufferTable
 from .chain_rules import ChainRules
 from .custom import BASE, Custom
+from .floors import MAX_ORDERS, maximal_combos
 from .groups import prefix_groups
 from .nodes import Nodes, Stage, StandIns
 from .order_trie import OrderTrie
@@ -51,6 +52,7 @@ class RunConfig:
     objectives: tuple[str, ...]
     rank: str
     ranking: Ranking | None = None
+    floor_levels: tuple[bool, ...] = ()
 
     @classmethod
     def of(cls, arch, objectives: tuple[str, ...], rank: str,
@@ -227,10 +229,12 @@ class Engine:
         of their smallest tiles."""
         tt, tm, cnt, pad = self.assemble(nd.group, stage, nd.split)
         bufs, fixed = self.buffers(tm)
-        pmax = np.empty_like(pad)
+        pmax, pall = np.empty_like(pad), np.empty_like(pad)
         for j in range(self.D):
-            pmax[:, j] = self.groups[j][self.depth[stage, j]].max_padded[nd.group[:, j]]
-        return StandIns(tt, tm, cnt, pad, bufs, fixed, padded_max=pmax)
+            g = self.groups[j][self.depth[stage, j]]
+            pmax[:, j] = g.max_padded[nd.group[:, j]]
+            pall[:, j] = g.min_padded_all[nd.group[:, j]]
+        return StandIns(tt, tm, cnt, pad, bufs, fixed, padded_max=pmax, padded_all=pall)
 
     def capped(self, si: StandIns, s: np.ndarray, stage: int, idx=None) -> np.ndarray:
         """The traffic stand-ins of ``si`` (nodes at ``stage`` of splits ``s``; rows ``idx``,
@@ -307,13 +311,15 @@ class Engine:
     # ----- bounds -----
 
     def bound(self, nd: Nodes, stage: int, run: RunConfig, stats: SearchStats,
-              rw=None, si: StandIns | None = None) -> np.ndarray:
+              rw=None, si: StandIns | None = None, refine=None) -> np.ndarray:
         """Bounds ``[n, len(run.objectives)]`` of nodes at ``stage`` (see the class doc);
         ``inf`` for nodes that cannot fit (their smallest buffers, single-buffered, overflow a
         level) or, in a chain, cannot be legal (:meth:`.ChainRules.legal_tiles`): those are
         found first, without a model call. ``rw``: traffic bounds (:class:`.bound.Traffic`) to use instead of the
         model's (a parent's bounds hold for its children: a cheap first filter); ``si``: the
-        nodes' :meth:`stand_ins` when already known."""
+        nodes' :meth:`stand_ins` when already known; ``refine(bounds) -> mask``: the nodes
+        worth the cost of the floors of their first open level (:meth:`floors`: those the walk
+        would keep), bounded again with them."""
         n = len(nd)
         leaf = rw is None and self.n_fixed[stage] == self.L - 1  # full mappings: exact
         si = self.stand_ins(nd, stage) if si is None else si
@@ -322,20 +328,28 @@ class Engine:
         if not len(idx):
             return out
         s, ords = nd.split, nd.orders
-        cnt, pad, bufs, fixed = si.counts, si.padded, si.buffers, si.other
         ttc = self.capped(si, nd.split, stage)  # innermost tiles no larger than can fit
-        inner = ttc[:, -1, :]                   # (the fewest kernel calls: _least_objectives)
-        pmax = si.padded_max
+        sr = si
         if len(idx) < n:
-            s, ords = s[idx], ords[idx]
-            cnt, pad, bufs, fixed, inner = cnt[idx], pad[idx], bufs[idx], fixed[idx], inner[idx]
-            pmax, ttc = pmax[idx], ttc[idx]
+            s, ords, ttc, sr = s[idx], ords[idx], ttc[idx], si.take(idx)
             rw = None if rw is None else rw.take(idx)
         if rw is None:
             tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
         else:
             tr, legal = rw, None
-        sub, nfit = self._least_objectives(run, s, tr, cnt, pad, inner, bufs, fixed, pmax)
+        # the fewest kernel calls from the largest innermost tiles that fit (_least_objectives)
+        sub, nfit = self._least_objectives(run, s, tr, None, sr, ttc[:, -1, :])
+        fl_level = self.floor_level(stage)
+        if refine is not None and fl_level and run.floor_levels[fl_level]:
+            r = np.nonzero(refine(sub) & (nfit > 0))[0]
+            fl = None
+            if len(r) and self.stages[stage].kind == "order":
+                fl = self.order_floors(s[r], ttc[r], ords[r], stage)
+            elif len(r):
+                fl = self.floors(s[r], nd.group[idx[r]], stage, ttc[r], ords[r])
+            if fl is not None:
+                sub[r] = self._least_objectives(run, s[r], tr.take(r), fl, sr.take(r),
+                                                ttc[r, -1, :])[0]
         if leaf:
             stats.valid += int(nfit[legal].sum())
             sub[~legal] = np.inf
@@ -363,31 +377,37 @@ class Engine:
             alive &= legal
         return alive
 
-    def _least_objectives(self, run: RunConfig, s, tr: Traffic, cnt, pad, inner, bufs, fixed,
-                          pmax):
+    def _least_objectives(self, run: RunConfig, s, tr: Traffic, fl, si: StandIns, inner):
         """Per node and objective of ``run`` the least over the double-buffer choices that fit
         (:func:`.bound.best_variant`) ``[m, objectives]``, and the number of choices that fit.
-        Compute from the least padded extents ``pad`` and, for the per-call overhead, the
-        fewest kernel calls: per dim ``ceil(pad / inner)`` with ``inner`` the largest
-        innermost tile (a ladder's calls are its padded extent / its tile). For the ratio, an
-        upper bound of the compute: the most padded extents ``pmax`` and the most calls (the
-        most innermost tiles per dim ``cnt[:, L-1]``)."""
+        Compute from the least padded extents ``si.padded`` and, for the per-call overhead,
+        the fewest kernel calls: per dim ``ceil(padded / inner)`` with ``inner`` the largest
+        innermost tile (a ladder's calls are its padded extent / its tile); compute energy
+        from the least padded extents over all cores ``si.padded_all``. For the ratio, an
+        upper bound of the compute: the most padded extents ``si.padded_max`` and the most
+        calls (the most innermost tiles per dim ``si.counts[:, L-1]``). ``fl``: floors of the
+        bytes per level (:meth:`floors`; None: none)."""
         m = len(s)
-        points = np.stack([np.prod(pad[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
-        calls = -(-pad // np.maximum(inner, 1))
-        steps = np.stack([np.prod(calls[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
-        it = np.prod(cnt, axis=2).astype(float)
-        if any(o == "ratio" or isinstance(o, Custom) for o in run.objectives):
-            points_max = np.stack([np.prod(pmax[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
-            steps_max = np.stack([np.prod(cnt[:, -1, ix], axis=1) for ix in self.op_dims], 1).astype(float)
+        per_op = lambda a: np.stack([np.prod(a[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
+        points = per_op(si.padded)
+        steps = per_op(-(-si.padded // np.maximum(inner, 1)))
+        it = np.prod(si.counts, axis=2).astype(float)
+        custom = any(isinstance(o, Custom) for o in run.objectives)
+        energy = custom or any(o in ("energy", "edp") for o in run.objectives)
+        points_all = per_op(si.padded_all) if energy else points
+        if custom or any(o == "ratio" for o in run.objectives):
+            points_max, steps_max = per_op(si.padded_max), per_op(si.counts[:, -1])
         else:
             points_max = steps_max = points
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
+        rfl, wfl = (np.zeros((m, self.L)), np.zeros((m, self.L))) if fl is None else fl
+
         def least(o, col):
-            best_variant(OBJ_CODE[o], points, steps, tr, self.rbw[s], self.wbw[s], self.xfs[s], it,
-                         bufs, fixed, *self.db_subs, self.moved_idx, self.problem.levels,
-                         self.problem.compute, col, nfit, points_max, steps_max)
+            best_variant(OBJ_CODE[o], points, steps, points_all, tr, rfl, wfl, self.rbw[s],
+                         self.wbw[s], self.xfs[s], it, si.buffers, si.other, *self.db_subs,
+                         self.moved_idx, self.problem.levels, self.problem.compute, col, nfit,
+                         points_max, steps_max)
             return col
 
         for i, o in enumerate(run.objectives):
@@ -398,6 +418,112 @@ class Engine:
             else:
                 least(o, sub[:, i])
         return sub, nfit
+
+    def order_floors(self, s, tiles, ords, stage: int):
+        """Floors ``(reads, writes) [n, L]`` of the bytes moved into level ``k``, summed over
+        tensors, for nodes at ``stage``, the stage fixing the level ``k-1`` order (splits
+        ``s``, tiles ``tiles``: those of levels ``0 .. k`` fixed, orders ``ords`` of the levels
+        above ``k-1`` fixed): the least over the level's canonical orders of the model's bytes
+        with every tensor under that one order (:mod:`.floors`), 0 elsewhere and for nodes with
+        more than :data:`.floors.MAX_ORDERS` orders."""
+        k = self.stages[stage].level + 1
+        n = len(s)
+        real = self.space.real_loops(tiles, self.ways[s])[:, k - 1]
+        keys, inv = np.unique(real, axis=0, return_inverse=True)
+        inv = inv.ravel()
+        owner, rows = [], []
+        for q, key in enumerate(keys):
+            orders = self.trie(tuple(bool(x) for x in key)).orders
+            if len(orders) > MAX_ORDERS:
+                continue
+            who = np.nonzero(inv == q)[0]
+            owner.append(np.repeat(who, len(orders)))
+            rows.append(np.tile(orders, (len(who), 1)))
+        rfl, wfl = np.zeros((n, self.L)), np.zeros((n, self.L))
+        if not owner:
+            return rfl, wfl
+        owner, rows = np.concatenate(owner), np.concatenate(rows)
+        o = ords[owner].copy()
+        o[:, k - 1] = rows
+        o[:, k:] = self.fav[0]   # deeper levels: any order (the bytes into k do not depend on it)
+        sp = self.split_arr[s[owner]]
+        z = np.zeros((len(owner), self.L, self.T), bool)
+        cb = evaluate_batch(self.workload, self.arch, MappingBatch(
+            tiles[owner], o, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]), problem=self.problem)
+        has = np.zeros(n, bool)
+        has[owner] = True
+        for fl, moved in ((rfl, cb.reads), (wfl, cb.writes)):
+            fl[has, k] = np.inf
+            np.minimum.at(fl[:, k], owner, moved[:, k].sum(1).astype(float))
+        return rfl, wfl
+
+    def floor_level(self, stage: int) -> int:
+        """The level whose bytes nodes at ``stage`` get a floor of (0: none): at the stage
+        fixing the level ``k-1`` order, level ``k`` (:meth:`order_floors`); at a tile stage,
+        the first open level ``l`` once the orders of levels ``0 .. l-2`` are fixed
+        (:meth:`floors`: before those orders are fixed the nodes are too many for it to pay)."""
+        if stage < len(self.stages) and self.stages[stage].kind == "order":
+            return self.stages[stage].level + 1
+        l = int(self.depth[stage].min()) + 1
+        return l if l <= self.L - 1 and self.n_fixed[stage] >= l - 1 else 0
+
+    def floor_levels(self, run: RunConfig, root: Nodes | None) -> tuple[bool, ...]:
+        """Per level whether floors of its bytes (:meth:`floors`, :meth:`order_floors`) may
+        raise the bounds of ``run``'s objective: energy and edp count every level's bytes,
+        traffic level 1's; latency every level's only through its slowest link, so only where the least
+        latency bound of the ``root`` nodes (None: no latency floors) is over 1.05 x their
+        least compute time (a link, not compute, may decide the optimum). They cost a model
+        call per node; where they are unlikely to change a bound, none is made."""
+        first = run.objectives[0]   # secondary keys alone do not pay for them
+        every = isinstance(first, Custom) or first in ("energy", "edp")
+        if first == "latency" and root is not None and len(root):
+            si = self.stand_ins(root, 0)
+            per_op = lambda a: np.stack([np.prod(a[:, ix], axis=1) for ix in self.op_dims], 1)
+            c = self.problem.compute
+            cs = ((per_op(si.padded) * c.op_pp / c.op_rate).sum(1) / c.clock).min()
+            every |= float(root.bound[:, 0].min()) > 1.05 * cs
+        return tuple(l > 0 and (every or (l == 1 and first == "traffic")) for l in range(self.L))
+
+    def floors(self, s, gid, stage: int, whole, ords):
+        """Floors ``(reads, writes) [n, L]`` of the bytes moved into each level, summed over
+        tensors, for nodes at ``stage`` (splits ``s``, groups ``gid``, traffic stand-ins
+        ``whole``, orders ``ords``): at their first open level ``l`` the least over the
+        maximal level-``l`` tile combos that fit (:mod:`.floors`), 0 elsewhere."""
+        dep = self.depth[stage]
+        l = int(dep.min()) + 1
+        n, D = len(s), self.D
+        vals, v_lo, v_hi, off = [], np.empty((n, D), np.int64), np.empty((n, D), np.int64), 0
+        for j in range(D):
+            if dep[j] >= l:   # fixed: one value per node
+                vals.append(whole[:, l, j])
+                v_lo[:, j] = off + np.arange(n)
+                v_hi[:, j] = v_lo[:, j] + 1
+                off += n
+            else:             # open: the level-l tiles of the node's child groups (ascending)
+                g, ch = self.groups[j][l - 1], self.groups[j][l]
+                vals.append(ch.whole[:, l])
+                v_lo[:, j] = off + g.child_lo[gid[:, j]]
+                v_hi[:, j] = off + g.child_hi[gid[:, j]]
+                off += len(ch.whole)
+        owner, combos = maximal_combos(np.concatenate(vals), v_lo, v_hi, l, self.cap[l],
+                                       self.buf.sizes, self.buf.desc)
+        rfl, wfl = np.zeros((n, self.L)), np.zeros((n, self.L))
+        if not len(owner):
+            return rfl, wfl
+        tiles = whole[owner].copy()
+        tiles[:, l] = combos
+        tiles[:, l + 1:] = np.minimum(tiles[:, l + 1:], combos[:, None, :])
+        tr = self.tensor_traffic(s[owner], tiles, self.tensor_orders(ords[owner],
+                                                                       int(self.n_fixed[stage])))
+        rfl[:, l] = np.inf
+        wfl[:, l] = np.inf
+        np.minimum.at(rfl[:, l], owner, tr.R[:, l].sum(1))
+        np.minimum.at(wfl[:, l], owner, tr.W[:, l].sum(1))
+        has = np.zeros(n, bool)
+        has[owner] = True
+        rfl[~has, l] = 0.0
+        wfl[~has, l] = 0.0
+        return rfl, wfl
 
     # ----- roots and leaves -----
 

@@ -79,7 +79,7 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
         ch = ch.take(m)
         if not len(ch):
             continue
-        ch = ch.with_bound(eng.bound(ch, stage + 1, run, stats, si=si.take(m)))
+        ch = ch.with_bound(eng.bound(ch, stage + 1, run, stats, si=si.take(m), refine=prune.keep))
         m, later = prune.split(ch.bound)
         if later.any():
             done -= prune.defer(stage + 1, ch.take(later))
@@ -187,7 +187,8 @@ def _emit_complete(eng: Engine, ex: _OrderExpansion, po: PartialOrders, done: np
     step = ROWS // len(eng.fav)
     for a in range(0, len(ch), step):
         part = ch.take(slice(a, a + step))
-        part = part.with_bound(eng.bound(part, stage + 1, run, stats, si=ex.si.take(p[a:a + step])))
+        part = part.with_bound(eng.bound(part, stage + 1, run, stats, si=ex.si.take(p[a:a + step]),
+                                         refine=prune.keep))
         ok, later = prune.split(part.bound)
         if later.any():
             pruned -= prune.defer(stage + 1, part.take(later))

@@ -21,7 +21,7 @@ class TileGroups:
     deepest), and the stand-ins for its open levels: ``whole`` / ``small [G, L]`` the largest
     and smallest tile per level (elements), ``max_counts [G, L]`` the most tiles visited per
     level, ``min_padded [G]`` / ``max_padded [G]`` the least / most padded extent one core
-    computes (elements)."""
+    computes, ``min_padded_all [G]`` the least all cores compute (elements)."""
 
     lo: np.ndarray
     hi: np.ndarray
@@ -33,21 +33,23 @@ class TileGroups:
     max_counts: np.ndarray
     min_padded: np.ndarray
     max_padded: np.ndarray
+    min_padded_all: np.ndarray
 
 
 def _sorted_ladders(ladders: list, L: int):
     """Tiles, counts, padded extents and group keys (split, tiles of levels 1 ..) of the
     ladders of every split, each split's sorted by tiles level 1 first."""
-    tiles, counts, padded, split = [], [], [], []
+    tiles, counts, padded, padded_all, split = [], [], [], [], []
     for s, ch in enumerate(ladders):
         order = np.lexsort(tuple(ch.tiles[:, k] for k in range(L - 1, 0, -1)))
         tiles.append(ch.tiles[order])
         counts.append(ch.counts[order])
         padded.append(ch.padded[order])
+        padded_all.append(ch.padded_all[order])
         split.append(np.full(len(ch.padded), s, np.int64))
     tiles, counts, padded = np.concatenate(tiles), np.concatenate(counts), np.concatenate(padded)
     key = np.concatenate([np.concatenate(split)[:, None], tiles[:, 1:]], 1)
-    return tiles, counts, padded, key
+    return tiles, counts, padded, np.concatenate(padded_all), key
 
 
 def _ranges(key: np.ndarray, d: int, n_splits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -70,7 +72,7 @@ def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
     """Groups of every depth 0 .. L-1 (depth 0: one group per split) over the ladders of every
     split ``ladders [S]`` (:class:`.space.TileLadders`), sorted by tiles so that every group is
     a contiguous range."""
-    tiles, counts, padded, key = _sorted_ladders(ladders, L)
+    tiles, counts, padded, padded_all, key = _sorted_ladders(ladders, L)
     n = len(key)
     ranges = [_ranges(key, d, len(ladders)) for d in range(L)]
     out = []
@@ -85,5 +87,5 @@ def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
                               None if deeper is None else np.searchsorted(deeper, hi),
                               red(np.maximum, tiles), red(np.minimum, tiles),
                               red(np.maximum, counts), red(np.minimum, padded),
-                              red(np.maximum, padded)))
+                              red(np.maximum, padded), red(np.minimum, padded_all)))
     return out

@@ -9,7 +9,7 @@ sliced together with ``take``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -58,8 +58,13 @@ class Nodes:
     @staticmethod
     def concat(parts: list["Nodes"]) -> "Nodes":
         """The nodes of ``parts`` (same optional fields set) one after the other."""
-        cat = lambda name: (None if getattr(parts[0], name) is None
-                            else np.concatenate([getattr(p, name) for p in parts]))
+        def cat(name):
+            got = [getattr(p, name) for p in parts]
+            if all(g is None for g in got):
+                return None
+            if name == "threshold":  # never deferred while fixing an order: no threshold
+                got = [np.full(len(p), -np.inf) if g is None else g for p, g in zip(parts, got)]
+            return np.concatenate(got)
         return Nodes(*(cat(name) for name in _NODE_FIELDS))
 
 
@@ -77,7 +82,8 @@ class StandIns:
     the moved tensors at ``small`` and ``other [n, L]`` the other buffers' bytes; ``capped``
     the traffic stand-ins with open innermost tiles capped by capacity
     (:meth:`.Engine.capped`), once computed; ``padded_max [n, D]`` the most padded extent one
-    core computes (for an upper bound of the compute time)."""
+    core computes (for an upper bound of the compute time); ``padded_all [n, D]`` the least
+    padded extent all cores compute (for the compute energy)."""
 
     whole: np.ndarray
     small: np.ndarray
@@ -87,17 +93,17 @@ class StandIns:
     other: np.ndarray
     capped: np.ndarray | None = None
     padded_max: np.ndarray | None = None
+    padded_all: np.ndarray | None = None
 
     def take(self, idx) -> "StandIns":
         """The stand-ins of nodes ``idx`` (indices, a mask or a slice)."""
-        c, pm = self.capped, self.padded_max
+        opt = lambda a: None if a is None else a[idx]
         return StandIns(self.whole[idx], self.small[idx], self.counts[idx], self.padded[idx],
-                        self.buffers[idx], self.other[idx], None if c is None else c[idx],
-                        None if pm is None else pm[idx])
+                        self.buffers[idx], self.other[idx], opt(self.capped),
+                        opt(self.padded_max), opt(self.padded_all))
 
     def with_capped(self, capped: np.ndarray) -> "StandIns":
-        return StandIns(self.whole, self.small, self.counts, self.padded, self.buffers,
-                        self.other, capped, self.padded_max)
+        return replace(self, capped=capped)
 
 
 def expand_ranges(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -145,11 +145,13 @@ class TileLadders:
     """Tile ladders of one dim (a ladder: one tile per level, each fitting in the one above;
     "chain" is kept for operator chains): ``tiles [n, L]`` elements (level 0 = the size),
     ``counts [n, L]`` tiles visited per level over the whole run (level 0: 1), ``padded [n]``
-    elements one core computes."""
+    elements one core computes, ``padded_all [n]`` elements all cores compute (innermost tiles
+    over every core x the innermost tile: the model's padded points per dim)."""
 
     tiles: np.ndarray
     counts: np.ndarray
     padded: np.ndarray
+    padded_all: np.ndarray
 
 
 @dataclass
@@ -275,12 +277,13 @@ class Space:
         L, d = st.n_levels, st.dims[j]
         size = st.sizes[j]
         a = st.workload.alignment(arch.alignment)[d]
-        rows_t, rows_c = [], []
+        rows_t, rows_c, rows_a = [], [], []
 
         def rec(k, parent, tl, ladder, counts):
             if k == L:
                 rows_t.append(ladder)
                 rows_c.append(counts)
+                rows_a.append(sum(m for _, m in tl) * ladder[-1])
                 return
             ww = w if k == st.array_level else 1
             lim = -(-(-(-parent // ww)) // a) * a if k == L - 1 else parent // ww
@@ -300,7 +303,8 @@ class Space:
         rec(1, size, [(size, 1)], [size], [1])
         tiles = np.array(rows_t, np.int64).reshape(len(rows_t), L)
         counts = np.array(rows_c, np.int64).reshape(len(rows_c), L)
-        return TileLadders(tiles, counts, counts[:, L - 1] * tiles[:, L - 1])
+        return TileLadders(tiles, counts, counts[:, L - 1] * tiles[:, L - 1],
+                           np.array(rows_a, np.int64))
 
     def real_loops(self, tiles: np.ndarray, ways: np.ndarray) -> np.ndarray:
         """``[n, L-1, D]`` bool: the loop over dim d at level k iterates more than once (its

@@ -26,6 +26,8 @@ pair a front point dominates.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from .engine import ROWS, SLACK, Engine, RunConfig
@@ -35,21 +37,26 @@ from .pool import Pool
 from .stats import SearchStats
 
 _THETA0 = 1e-4       # the first threshold: 0.01 % over the root's bound
-_THETA_GROWTH = 2.0  # each further pass: the threshold's excess over the root's bound x 2
+_THETA_GROWTH = 2.0
+_ORDER_FAN = 4       # orders per node assumed when batching an order stage (ROWS / 4 nodes) ...
+_LAST_ORDER_FAN = 64  # ... but the last one's nodes in small batches: their leaves soon prune  # each further pass: the threshold's excess over the root's bound x 2
 
 
 def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, progress=None,
          roots=None, done: float = 0.0) -> float:
-    """Visit the space below ``roots`` (``(stage, nodes)`` entries, the last popped first;
-    default the root): ``prune`` keeps or defers nodes (:class:`.expand.Pruning`),
-    ``leaf(nodes)`` takes full mappings (their bounds are exact per mapping, least over double
-    buffering). ``done``: the share of the space already settled (for ``progress(done,
-    total)``, in tile combos); returns it updated."""
+    """Visit the space below ``roots`` (``(stage, nodes)`` entries; default the root):
+    ``prune`` keeps or defers nodes (:class:`.expand.Pruning`), ``leaf(nodes)`` takes full
+    mappings (their bounds are exact per mapping, least over double buffering). ``done``: the
+    share of the space already settled (for ``progress(done, total)``, in tile combos);
+    returns it updated. The deepest stage with pending nodes goes first (depth first), its
+    pending nodes from every parent merged into batches (:class:`Pending`)."""
     total = stats.tile_combos
-    stack = list(roots) if roots is not None else [(0, eng.root(run, stats))]
+    pending = Pending(len(eng.stages) + 1)
+    for stage, nd in (roots if roots is not None else [(0, eng.root(run, stats))]):
+        pending.push(stage, nd)
     last = len(eng.stages)
-    while stack:
-        stage, nd = stack.pop()
+    while pending:
+        stage, nd = pending.pop(lambda st, nd: _batch_size(eng, st, nd))
         nd, done = _refuse(eng, stage, nd, prune, stats, done)
         if not len(nd):
             continue
@@ -59,14 +66,76 @@ def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, 
             continue
         if progress:
             progress(int(min(done, 1.0) * total), total)
-        nd = _batch(eng, stage, nd, stack)
         stats.nodes += len(nd)
         kids, done = _children(eng, nd, stage, run, prune, stats, done)
         if kids is not None:
-            stack.append((stage + 1, kids.take(_by_bound(kids.bound))))
+            pending.push(stage + 1, kids)
     if progress:
         progress(int(min(done, 1.0) * total) if prune.theta is not None else total, total)
     return done
+
+
+class Pending:
+    """The nodes waiting to be expanded, per stage, in parts (each sorted by bound when
+    pushed). :meth:`pop` takes from the deepest stage (depth first: leaves, and so candidates
+    that prune, come early), its newest parts first, merging parts of several parents into one
+    batch: the model is called on batches, and a walk that took one parent's children at a
+    time would call it on a few rows each where bounds are tight (attention: ~9 nodes per
+    call)."""
+
+    def __init__(self, n_stages: int):
+        self.parts: list[list[Nodes]] = [[] for _ in range(n_stages)]
+        self.count = np.zeros(n_stages, np.int64)
+
+    def __bool__(self) -> bool:
+        return bool(self.count.any())
+
+    def push(self, stage: int, nd: Nodes, ordered: bool = False) -> None:
+        """Add ``nd`` at ``stage`` (sorted by bound here unless ``ordered``)."""
+        if len(nd):
+            if not ordered and nd.bound is not None:
+                nd = nd.take(_by_bound(nd.bound))
+            self.parts[stage].append(nd)
+            self.count[stage] += len(nd)
+
+    def pop(self, batch_size) -> tuple[int, Nodes]:
+        """The deepest stage with pending nodes and a batch of them (``batch_size(stage,
+        nodes)`` of its newest parts, merged, least bound first; the rest stay pending)."""
+        stage = int(np.nonzero(self.count)[0][-1])
+        parts = self.parts[stage]
+        take = [parts.pop()]
+        limit = batch_size(stage, take[0])
+        n = len(take[0])
+        while parts and n < limit:
+            take.append(parts.pop())
+            n += len(take[-1])
+        nd = take[0]
+        if len(take) > 1:
+            nd = Nodes.concat(take)
+            if nd.bound is not None:
+                nd = nd.take(_by_bound(nd.bound))
+            limit = batch_size(stage, nd)
+        self.count[stage] -= len(nd)
+        if len(nd) > limit:
+            self.push(stage, nd.take(slice(limit, None)), ordered=True)
+            nd = nd.take(slice(None, limit))
+        return stage, nd
+
+
+def _batch_size(eng: Engine, stage: int, nd: Nodes) -> int:
+    """How many of the first nodes ``nd`` of ``stage`` have children that fit about one
+    model call (at least one): at a tile stage their child groups counted, at an order
+    stage a few orders each (the partial orders bounded first prune most), at the last one
+    small batches (its children are leaves, whose candidates prune the rest: the traffic
+    objective expands 3x the nodes in large batches there)."""
+    if stage >= len(eng.stages):
+        return ROWS
+    kind, k, j = eng.stages[stage]
+    if kind != "tile":
+        return max(1, ROWS // (_LAST_ORDER_FAN if stage == len(eng.stages) - 1 else _ORDER_FAN))
+    g = eng.groups[j][k - 1]
+    fan = np.cumsum(g.child_hi[nd.group[:, j]] - g.child_lo[nd.group[:, j]])
+    return max(1, int(np.searchsorted(fan, ROWS, side="right")))
 
 
 def _refuse(eng: Engine, stage: int, nd: Nodes, prune: Pruning, stats: SearchStats,
@@ -82,17 +151,6 @@ def _refuse(eng: Engine, stage: int, nd: Nodes, prune: Pruning, stats: SearchSta
     if stage == len(eng.stages):
         stats.pruned_candidates += int((~m & ~later).sum()) * len(eng.db)
     return nd.take(m), done
-
-
-def _batch(eng: Engine, stage: int, nd: Nodes, stack: list) -> Nodes:
-    """The first nodes of ``nd`` whose children fit about one model call; the rest pushed back."""
-    kind, k, j = eng.stages[stage]
-    fan = int(eng.n_ladders[:, j].max()) if kind == "tile" else 64
-    batch = max(1, ROWS // max(fan, 1))
-    if len(nd) > batch:
-        stack.append((stage, nd.take(slice(batch, None))))
-        nd = nd.take(slice(None, batch))
-    return nd
 
 
 def _children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
@@ -197,6 +255,7 @@ def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
     stats = eng.new_stats()
     root = eng.root(run, stats)
     lb0 = float(root.bound[:, 0].min()) if len(root) else np.inf
+    run = replace(run, floor_levels=eng.floor_levels(run, root))
     topk = TopK(eng, run, top, stats, lb0)
     entries, done = [(0, root)], 0.0
     while entries is not None:
@@ -251,6 +310,7 @@ def pareto_front(eng: Engine, x: str, y: str, progress=None) -> tuple[Pool, RunC
     configuration (leaves ranked by latency)."""
     run = eng.config((x, y), rank="latency")
     stats = eng.new_stats()
+    run = replace(run, floor_levels=eng.floor_levels(run, None))
     front = ParetoFront(eng, run, x, y, stats)
     walk(eng, run, front, front.leaf, stats, progress)
     return front.front, run
