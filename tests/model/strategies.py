@@ -75,7 +75,8 @@ def mappings(draw, workload, arch, legal_only=True):
     if arch.array is not None and s.array_level == n - 1:
         for axis in ("rows", "cols"):
             if draw(st.booleans()):
-                cand = [d for d in dims if d not in ways]
+                # a dim on both axes (cut rows x cols ways) as often as a fresh one
+                cand = [d for d in dims if d not in ways or ways[d] * getattr(arch.array, axis) <= sizes[d]]
                 if chain:
                     cand = [d for d in cand if d in s.spine
                             and not any(d in op.reduction_dims for op in workload.ops)]
@@ -85,8 +86,9 @@ def mappings(draw, workload, arch, legal_only=True):
                         cand = [d for d in cand if d not in red]
                 if cand:
                     d = draw(st.sampled_from(cand))
-                    w = draw(st.integers(1, getattr(arch.array, axis)))
-                    ways[d] = w
+                    top = min(getattr(arch.array, axis), max(1, sizes[d] // ways.get(d, 1)))
+                    w = draw(st.integers(1, top))
+                    ways[d] = ways.get(d, 1) * w
                     if axis == "rows":
                         rows = Spatial(d, w)
                     else:

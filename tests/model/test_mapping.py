@@ -91,7 +91,8 @@ def _bad(text, wl=G, arch=AIE):
     (BASE.replace("rows=n4", "rows=n5"), "rows=n5: 5 ways, but the array has 4 rows"),
     (BASE.replace("cols=m2", "cols=k2").replace("core[m4", "core[m8"),
      "cols=k2: splitting the reduction dim k needs partial sums summed along a column"),
-    (BASE.replace("cols=m2", "cols=n2"), "dim n is split across both rows and cols"),
+    # a dim on both axes is cut rows x cols ways: 8 x 6 > 24
+    (BASE.replace("cols=m2", "cols=n2"), "tile n=6 exceeds its parent tile n=24 at memtile split 8 ways"),
 ])
 def test_validation_errors(text, message):
     import re

@@ -342,8 +342,8 @@ def _split_ways(b, tiles, rows_dim, rows_ways, cols_dim, cols_ways, ways):
         ways[j] = 1
     if rows_dim[b] >= 0:
         ways[rows_dim[b]] = rows_ways[b]
-    if cols_dim[b] >= 0:
-        ways[cols_dim[b]] = cols_ways[b]
+    if cols_dim[b] >= 0:  # the same dim on rows too: cut rows x cols ways
+        ways[cols_dim[b]] *= cols_ways[b]
     positive = rows_ways[b] >= 1 and cols_ways[b] >= 1
     for l in range(tiles.shape[1]):
         for j in range(D):

@@ -34,7 +34,13 @@ from .structure import Structure
 
 
 def ways_of(mapping) -> dict[str, int]:
-    return {sp.dim: sp.ways for sp in (mapping.rows, mapping.cols) if sp}
+    """Ways each split dim is cut into across the array: a dim on both rows and cols is cut
+    ``rows x cols`` ways (core ``(r, c)`` takes slice ``r x cols + c``)."""
+    ways: dict[str, int] = {}
+    for sp in (mapping.rows, mapping.cols):
+        if sp:
+            ways[sp.dim] = ways.get(sp.dim, 1) * sp.ways
+    return ways
 
 
 def validate(workload, arch, mapping) -> None:
@@ -140,8 +146,6 @@ def _check_spatial(st: Structure, mapping) -> dict[str, int]:
         limit = getattr(arch.array, axis)
         if not 1 <= sp.ways <= limit:
             raise MappingError(f"{axis}={sp}: {sp.ways} ways, but the array has {limit} {axis}")
-        if sp.dim in ways:
-            raise MappingError(f"dim {sp.dim} is split across both rows and cols; split it once")
         reducing = [op for op in wl.ops if sp.dim in op.reduction_dims]
         if reducing:
             if len(wl.ops) > 1:
@@ -155,7 +159,7 @@ def _check_spatial(st: Structure, mapping) -> dict[str, int]:
         if len(wl.ops) > 1 and sp.dim not in st.spine:
             raise MappingError(f"{axis}={sp}: {sp.dim} is private to one op of the chain; split a "
                                f"shared dim ({', '.join(sorted(st.spine))})")
-        ways[sp.dim] = sp.ways
+        ways[sp.dim] = ways.get(sp.dim, 1) * sp.ways  # on both axes: rows x cols ways
     return ways
 
 

@@ -5,7 +5,8 @@ level and dim, a loop order per level above the innermost, and per level and mov
 whether it is double-buffered. Nothing is bypassed. The *declared* space:
 
 - spatial: no split, or any dim on rows / cols with 2 .. rows (cols) ways (at most the dim's
-  size: more ways only idle cores), one dim per axis;
+  size: more ways only idle cores), one dim per axis; one dim may take both axes
+  (``rows=m4 cols=m2``: cut ``4 x 2`` ways, at most its size);
   a reduction dim only on rows of an array that ``reduce_cols`` (seed 003's K split across a
   column); chains split only spine dims no op reduces (the model's rules). Needs the array at
   the innermost level.
@@ -74,7 +75,7 @@ class Split:
         w = np.ones(n_dims, np.int64)
         for sp in (self.rows, self.cols):
             if sp:
-                w[sp[0]] = sp[1]
+                w[sp[0]] *= sp[1]  # a dim on both axes: rows x cols ways
         return w
 
     def text(self, dims) -> str:
@@ -104,8 +105,9 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
                 opts += [(j, w) for w in range(2, min(getattr(arch.array, axis), wl.sizes[d]) + 1)]
             return opts
 
+        # a dim on both axes: rows x cols ways, at most its size
         splits = [Split(r, c) for r in axis_opts("rows") for c in axis_opts("cols")
-                  if not (r and c and r[0] == c[0])]
+                  if not (r and c and r[0] == c[0] and r[1] * c[1] > wl.sizes[dims[r[0]]])]
     if allow == "any":
         return splits
     wanted = ["none"] if allow == "none" else list(allow)

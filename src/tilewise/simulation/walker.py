@@ -105,9 +105,12 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
     a = st.array_level if st.array_level is not None else n - 1
     tiles = [lv.sizes for lv in mapping.levels]
     ways = ways_of(mapping)
-    split = {sp.dim: axis for axis, sp in enumerate((mapping.rows, mapping.cols)) if sp}
     n_rows = mapping.rows.ways if mapping.rows else 1
     n_cols = mapping.cols.ways if mapping.cols else 1
+    split: dict = {}  # dim -> how a core (r, c) indexes its slice: r, c or r x cols + c
+    for axis, sp in enumerate((mapping.rows, mapping.cols)):
+        if sp:
+            split[sp.dim] = 2 if sp.dim in split else axis
     cores = [(r, c) for r in range(n_rows) for c in range(n_cols)]
     loops = [(k, d) for k in range(n - 1) for d in mapping.levels[k].order]
     spine = st.spine
@@ -124,7 +127,7 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
             for d, axis in split.items():
                 lo, hi = ranges[a][d]
                 t = tiles[a][d]
-                i = core[axis]
+                i = core[0] * n_cols + core[1] if axis == 2 else core[axis]
                 rng[d] = (min(hi, lo + i * t), min(hi, lo + (i + 1) * t))
         return rng
 
