@@ -153,7 +153,7 @@ def search(workload, arch, objective: str = "latency", top: int = 10, *, then=No
     from .search.many import normalize_constraints
     from .search.optimize import search as run
 
-    return run(workload, load_arch(arch), objective, top, then=then, tolerance=tolerance,
+    return run(_as_workload(workload), load_arch(arch), objective, top, then=then, tolerance=tolerance,
                progress=progress, monotone=monotone, **normalize_constraints(constraints))
 
 
@@ -165,7 +165,7 @@ def evaluate(workload, arch, mapping, check_capacity: bool = True):
     from .mapping import as_mapping
     from .model.cost import evaluate as run
 
-    return run(workload, load_arch(arch), as_mapping(mapping), check_capacity)
+    return run(_as_workload(workload), load_arch(arch), as_mapping(mapping), check_capacity)
 
 
 def simulate(workload, arch, mapping):
@@ -176,7 +176,7 @@ def simulate(workload, arch, mapping):
     from .mapping import as_mapping
     from .model.legality import validate
 
-    arch, mapping = load_arch(arch), as_mapping(mapping)
+    workload, arch, mapping = _as_workload(workload), load_arch(arch), as_mapping(mapping)
     validate(workload, arch, mapping)
     return run(workload, arch, mapping)
 
@@ -188,7 +188,7 @@ def execute(workload, mapping, inputs=None, seed: int = 0, *, arch=None):
     from .executor.interpreter import execute as run
     from .mapping import as_mapping
 
-    return run(workload, as_mapping(mapping), inputs, seed, arch=_optional_arch(arch))
+    return run(_as_workload(workload), as_mapping(mapping), inputs, seed, arch=_optional_arch(arch))
 
 
 def verify(workload, mapping, inputs=None, seed: int = 0, *, arch=None):
@@ -197,7 +197,14 @@ def verify(workload, mapping, inputs=None, seed: int = 0, *, arch=None):
     from .executor.interpreter import verify as run
     from .mapping import as_mapping
 
-    return run(workload, as_mapping(mapping), inputs, seed, arch=_optional_arch(arch))
+    return run(_as_workload(workload), as_mapping(mapping), inputs, seed, arch=_optional_arch(arch))
+
+
+def _as_workload(workload):
+    """The workload check of every entry point (:func:`tilewise.ir.workload.as_workload`)."""
+    from .ir.workload import as_workload as check
+
+    return check(workload)
 
 
 def _optional_arch(arch):

@@ -65,3 +65,7 @@ class ISAError(TilewiseError):
 class ModelError(TilewiseError):
     """A network model file that cannot be imported (not ONNX, dynamic shapes without values,
     nothing to tile); names the file and what would be valid."""
+
+
+class StoreError(TilewiseError):
+    """A solution store that cannot be opened or is not a tilewise store."""

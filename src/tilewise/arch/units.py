@@ -19,6 +19,7 @@ the loader prefixes them with the file and the key.
 from __future__ import annotations
 
 import re
+import math
 from fractions import Fraction
 
 from ..errors import SpecError
@@ -50,7 +51,20 @@ def _number(value, what: str) -> Fraction | None:
         raise SpecError(f"{value!r} is not a {what}")
     if isinstance(value, str):
         return None
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"{value!r} is not a {what}: give a finite number")
     return Fraction(value)
+
+
+def _float(amount: Fraction, value) -> float:
+    """``amount`` as a float, or one SpecError when it is too large for one (``1e400 GB/s``)."""
+    try:
+        out = float(amount)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out) or out > 1e30:
+        raise SpecError(f"{value!r} is too large: give a number below 1e30 in its unit")
+    return out
 
 
 def _ambiguous(unit: str, suffix: str = "") -> None:
@@ -60,6 +74,9 @@ def _ambiguous(unit: str, suffix: str = "") -> None:
             f"ambiguous unit {unit + suffix!r}: write {binary + suffix!r} (1024 bytes) "
             f"or {si + suffix!r} (1000 bytes)"
         )
+
+
+MAX_SIZE = 2 ** 60  # bytes: every product of a size with counts stays inside int64
 
 
 def parse_size(value: int | float | str) -> int:
@@ -75,6 +92,9 @@ def parse_size(value: int | float | str) -> int:
         amount *= SIZE_UNITS[unit]
     if amount.denominator != 1 or amount <= 0:
         raise SpecError(f"size {value!r} is not a positive whole number of bytes")
+    if amount > MAX_SIZE:
+        raise SpecError(f"size {value!r} is over the largest size tilewise counts, 2^60 bytes "
+                        "(1 EiB); give `unbounded` for an unbounded level")
     return int(amount)
 
 
@@ -90,7 +110,7 @@ def parse_frequency(value: int | float | str) -> float:
         amount *= FREQUENCY_UNITS[unit]
     if amount <= 0:
         raise SpecError(f"frequency {value!r} must be positive")
-    return float(amount)
+    return _float(amount, value)
 
 
 def parse_bandwidth(value: int | float | str, clock_hz: float | None = None) -> float:
@@ -112,7 +132,7 @@ def parse_bandwidth(value: int | float | str, clock_hz: float | None = None) -> 
             amount *= SIZE_UNITS[base]
     if amount <= 0:
         raise SpecError(f"bandwidth {value!r} must be positive")
-    return float(amount)
+    return _float(amount, value)
 
 
 def parse_energy(value: int | float | str, per: str) -> float:
@@ -127,7 +147,7 @@ def parse_energy(value: int | float | str, per: str) -> float:
         amount *= ENERGY_UNITS[unit]
     if amount < 0:
         raise SpecError(f"energy {value!r} must not be negative")
-    return float(amount)
+    return _float(amount, value)
 
 
 def _short(x: float) -> str:

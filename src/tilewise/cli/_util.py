@@ -2,7 +2,41 @@
 
 from __future__ import annotations
 
-from ..errors import ParseError
+import os
+
+from ..errors import ParseError, TilewiseError
+
+
+def output_path(path: str | None, option: str) -> str | None:
+    """``path`` if a file can be written there, checked before any work starts; else one
+    TilewiseError naming the option, the path and why (its folder is missing, it is a folder,
+    the folder is not writable)."""
+    if path is None:
+        return None
+    folder = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise TilewiseError(f"{option} {path!r} is a folder; give a file name such as out.png")
+    if not os.path.isdir(folder):
+        raise TilewiseError(f"{option} {path!r}: folder {folder!r} does not exist")
+    if not os.access(folder, os.W_OK) or (os.path.exists(path) and not os.access(path, os.W_OK)):
+        raise TilewiseError(f"{option} {path!r} is not writable")
+    return path
+
+
+def save_figure(fig, path: str, option: str) -> None:
+    """``fig.savefig(path)``, a failed write (a full disk, /dev/full) as one TilewiseError:
+    drawn into memory first and written with a plain file write, since the PNG writer
+    swallows the error a full device raises when its file is closed."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=120, format="png")
+    try:
+        with open(path, "wb") as f:
+            f.write(buf.getvalue())
+    except OSError as e:
+        raise TilewiseError(f"{option} {path!r}: writing the picture failed: "
+                            f"{e.strerror or e}") from None
 
 
 def parse_int_list(text: str, what: str, *, allow_empty: bool = True) -> tuple[int, ...]:

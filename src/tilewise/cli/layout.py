@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._util import console, parse_int_list
+from ._util import console, output_path, parse_int_list
 
 # Terminal colours cycled over first-level tiles (cells of one tile share a colour).
 _PALETTE = ("cyan", "yellow", "green", "magenta", "blue", "red")
@@ -35,6 +35,7 @@ def layout_cmd(shapes, png, index, mlir, max_rows, max_cols):
     from ..layout.render import render_png, text_segments
     from ..layout.xla import Shape
 
+    png = output_path(png, "--png")  # before any work
     parsed = [Shape.parse(s) for s in shapes]
     idx = parse_int_list(index, "element index") if index is not None else None
     out = console()

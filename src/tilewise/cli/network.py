@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import click
 
-from ._util import console, progress
+from ._util import console, output_path, progress, save_figure
 
 IMPORT_OPTIONS = [
     click.option("--dim", "dims", multiple=True, metavar="NAME=VALUE",
@@ -231,6 +231,7 @@ def register_sweep(app: click.Group) -> None:
 
         from ..network.sweep import sweep
 
+        plot = output_path(plot, "--plot")
         bar, cb = progress("searching (point x workload)")
         try:
             result = sweep(target, arch, vary, objective, dims=parse_dims(dims), dtype=dtype,
@@ -307,5 +308,5 @@ def plot_sweep(result, path: str) -> None:
     axes[0].set_ylabel("latency (µs), sum over workloads")
     fig.suptitle(f"sweep of {result.base.name}: " + ", ".join(v.key for v in result.varies))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, "--plot")
     plt.close(fig)

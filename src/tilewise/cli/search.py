@@ -19,7 +19,7 @@ import sys
 import click
 
 from ..arch.units import format_size
-from ._util import console, progress
+from ._util import console, output_path, progress, save_figure
 from ._workload import workload_group
 
 _OPTIONS = [
@@ -61,6 +61,7 @@ def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spat
     from ..search.optimize import parse_then, parse_tolerance, search
 
     then, tolerance = parse_then(then), parse_tolerance(tolerance)  # one clear error line
+    plot = output_path(plot, "--plot")
     arch = load_arch(arch, "--arch")
     constraints = {"double_buffer": double_buffer}
     if spatial:
@@ -171,7 +172,7 @@ def _plot(result, front, path) -> None:
     ax.set_title(f"{result.workload.name} on {result.arch.name}: Pareto front")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, "--plot")
     plt.close(fig)
 
 

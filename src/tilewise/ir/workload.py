@@ -362,3 +362,14 @@ def _prod(xs) -> int:
     for x in xs:
         p *= x
     return p
+
+
+def as_workload(workload) -> "Chain":
+    """``workload`` if it is a workload (:class:`Chain`), else one WorkloadError saying what
+    to pass (a constructor's result such as ``tilewise.gemm(512, 768, 768)``)."""
+    if isinstance(workload, Chain):
+        return workload
+    hint = (f"; call the constructor: tilewise.{workload}(...)" if isinstance(workload, str)
+            else "")
+    raise WorkloadError(f"workload must be a workload such as tilewise.gemm(512, 768, 768), "
+                        f"got {type(workload).__name__} {workload!r}"[:300] + hint)
