@@ -1,9 +1,11 @@
-"""``tilewise arch list`` and ``tilewise arch show NAME|FILE [--yaml]``: machine descriptions.
+"""``tilewise arch list``, ``tilewise arch show NAME|FILE [--yaml]`` and ``tilewise arch host``:
+machine descriptions.
 
 ``list`` tabulates the shipped presets; ``show`` prints one spec (a preset name or a YAML file):
 its levels, array, compute, alignment and, for every number that carries a comment in the YAML,
 that comment (where the number comes from). ``show --yaml`` prints the YAML file itself, comments
-included. The library is imported inside the commands so ``tilewise --help`` stays fast.
+included. ``host`` writes the preset of this machine (:mod:`tilewise.arch.host`) that
+``--arch host`` reads. The library is imported inside the commands so ``tilewise --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from ._util import console
 
 
 def register(app: click.Group) -> None:
-    """Add ``tilewise arch list`` and ``tilewise arch show`` to the root group."""
+    """Add ``tilewise arch list``, ``show`` and ``host`` to the root group."""
 
     @app.group(name="arch")
     def arch_group() -> None:
@@ -35,14 +37,37 @@ def register(app: click.Group) -> None:
         """Show a preset or a YAML spec file: levels, array, compute, alignment, sources."""
         from pathlib import Path
 
-        from ..arch.loader import load_arch, preset_names, preset_path
+        from ..arch.host import host_path
+        from ..arch.loader import HOST, load_arch, preset_names, preset_path
 
         arch = load_arch(spec)  # validates first: a bad file is an error, not a listing
         if as_yaml:
-            path = preset_path(spec) if spec in preset_names() else Path(spec)
+            path = (preset_path(spec) if spec in preset_names() else
+                    host_path() if spec == HOST else Path(spec))
             click.echo(path.read_text(encoding="utf-8"), nl=False)
         else:
             print_arch(arch)
+
+
+    @arch_group.command(name="host")
+    @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+                  help="Write the YAML here instead of the cache file that --arch host reads.")
+    @click.option("--all-levels", is_flag=True,
+                  help="Keep the shared caches (L3) as levels (slower search: 4 levels).")
+    @click.option("--seconds", type=float, default=0.05, show_default=True,
+                  help="Time per copy-benchmark run (best of 3, per level).")
+    def host_command(output: str | None, all_levels: bool, seconds: float) -> None:
+        """Describe this CPU (sysfs, /proc/cpuinfo, a copy benchmark per cache level) and write
+        its preset: by default to the cache file that `--arch host` reads
+        ($TILEWISE_CACHE_DIR, else $XDG_CACHE_HOME/tilewise, else ~/.cache/tilewise)."""
+        from ..arch.host import write_host
+        from ..arch.loader import load_file
+
+        if not seconds > 0:
+            raise click.BadParameter(f"{seconds} must be > 0", param_hint="--seconds")
+        path = write_host(output, seconds, all_levels)
+        console().print(f"wrote {path}", markup=False)
+        print_arch(load_file(path))
 
 
 def _si(value: float, unit: str) -> str:
