@@ -66,11 +66,11 @@ def test_host_yaml_loads_and_folds_the_shared_cache(tmp_path):
     assert [lv.name for lv in arch.levels] == ["dram", "l2", "l1"]
     assert arch.level("l2").capacity_bytes == 2 << 20 and arch.level("l1").instances == 4
     assert arch.level("l1").read_bandwidth == pytest.approx(80e9, rel=1e-3)
-    assert (arch.array.level, arch.cores, arch.compute.macs_per_cycle["f32"]) == ("l2", 4, 16)
+    assert (arch.array.level, arch.cores, arch.compute.macs_per_cycle["f32"]) == ("l1", 4, 16)
     assert "measured 2025-01-02" in arch.sources["levels[1].bandwidth"]
     full = parse_arch(host.host_yaml(cpu, measured, all_levels=True), "host.yaml")
     assert [lv.name for lv in full.levels] == ["dram", "l3", "l2", "l1"]
-    assert full.array.level == "l2" and full.level("l3").instances == 1
+    assert full.array.level == "l1" and full.level("l3").instances == 1
 
 
 def test_copy_bandwidth_is_positive_and_counts_read_and_write():

@@ -21,7 +21,8 @@ writes it first when it is missing (a few seconds: the copy benchmark). ``tilewi
 The preset's levels are ``dram`` then the private caches (``l2``, ``l1``: one instance per
 core), outermost first; shared caches (L3) are folded into ``dram`` unless ``all_levels``
 (``--all-levels``): a 4-level CPU space takes minutes to search exactly, 3 levels seconds.
-The array sits on the outermost private level. Registers are not a level: the register
+The array sits on the innermost cache (one per core: tilewise splits work across the cores of
+the innermost level; the levels above are one logical memory). Registers are not a level: the register
 (vector) tile is chosen when emitting code (:mod:`tilewise.emit.mlir`).
 """
 
@@ -253,10 +254,10 @@ def host_yaml(cpu: HostCPU, measured: Measured, all_levels: bool = False) -> str
             f"2 x {_kib(measured.sizes[name])}, read + write counted",
             "    double_buffer: false           # caches are not software-managed",
         ]
-    array_level = next(f"l{c.level}" for c in caches if c.instances == cores)
     lines += [
         "array:",
-        f"  level: {array_level:<24} # the outermost private level: one instance per core",
+        f"  level: l{caches[-1].level:<23} # the innermost cache, one per core: tilewise splits "
+        "work across cores at the innermost level",
         "  rows: 1",
         f"  cols: {cores}",
         "  broadcast: []                    # each core fetches its own copy of a shared tile",
