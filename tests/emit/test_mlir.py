@@ -49,7 +49,8 @@ def test_conv_is_nhwc_hwcf_with_the_conv_pipeline():
     assert [o.shape for o in f.inputs] == [(1, 11, 11, 16), (3, 3, 16, 32)] and f.result.shape == (1, 5, 5, 32)
     assert "strides = dense<[2, 2]>" in e.text and "ConvTileAndDecomposeExpert" in e.text
     # the decomposition to 1-D convs needs unit vector tiles on oh (p) and kh (r)
-    assert e.config.vector_common_parallel[1] == 1 and e.config.vector_reduction[4] == 1
+    assert e.config.vector_common_parallel[1] == 1 and e.config.vector_reduction[4:6] == (1, 1)
+    assert e.config.vector_reduction[6] in (1, 2, 4)  # c: i8 products per 32-bit lane, cut to divide
     x = np.arange(1 * 16 * 9 * 9).reshape(1, 16, 9, 9)
     nhwc = f.inputs[0].convert(x)
     assert nhwc.shape == (1, 11, 11, 16) and nhwc[0, 1, 1, 3] == x[0, 3, 0, 0] and nhwc[0, 0].sum() == 0
@@ -65,6 +66,8 @@ def test_einsum_is_a_generic_contraction():
 def test_register_tile_divides_the_cache_tile():
     form = linalg_form(tw.gemm(100, 48, 30, dtype="f32"))
     assert register_tile(form, {"m": 20, "n": 48, "k": 30}, lanes=16) == {"m": 5, "n": 24, "k": 1}
+    i8 = linalg_form(tw.gemm(100, 48, 30, dtype="i8"))
+    assert register_tile(i8, {"m": 8, "n": 64, "k": 64}, lanes=16) == {"m": 8, "n": 32, "k": 4}
 
 
 @pytest.mark.parametrize("workload, message", [

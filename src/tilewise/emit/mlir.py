@@ -16,8 +16,9 @@ Levels (:func:`lowering_config`; docs/usage/iree.md):
   workgroup tile and ``cache_reduction`` blocks the reduction for L1);
 - ``vector_common_parallel`` / ``vector_reduction`` <- the register tile, which tilewise does not
   model: the output's last dim ``2 x lanes`` (two vectors of 32-bit lanes), the dim before it
-  8, other parallel dims and every reduction dim 1, each cut to the largest divisor of the
-  cache tile (:func:`register_tile`).
+  8, other parallel dims 1, the last reduction loop the products summed per 32-bit lane (4 for
+  i8, 2 for 16-bit types, 1 for f32; other reduction loops 1), each cut to the largest divisor of the cache tile
+  (:func:`register_tile`).
 
 What IREE cannot take: a loop order (it picks its own), the tiles of levels other than the
 array level and the innermost one (on the host preset: the L2 tile, which IREE leaves to the
@@ -36,6 +37,7 @@ from .forms import LinalgForm, linalg_form
 _INT_ZERO = "0"
 _FLOAT_ZERO = "0.000000e+00"
 VECTOR_M = 8  # register tile of the dim before the output's last: 8 rows of accumulators
+_BYTES = {"i8": 1, "i16": 2, "f16": 2, "i32": 4, "f32": 4}
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,13 @@ def register_tile(form: LinalgForm, cache: dict[str, int], lanes: int) -> dict[s
     out_dims = [d for d in form.loops if d not in form.reductions]
     last = {d: i for i, d in enumerate(_output_order(form))}
     ordered = sorted(out_dims, key=lambda d: last[d])
+    # the reduction's register tile: the products a dot-product instruction sums per 32-bit
+    # lane (vpdpbusd: 4 i8, vpmaddwd: 2 i16; f32: 1)
+    per_lane = max(1, 4 // max(_BYTES.get(o.dtype, 4) for o in form.inputs))
     want = {d: 1 for d in form.loops}
+    reductions = [d for d in form.loops if d in form.reductions]
+    if reductions:  # the last reduction loop (GEMM k, conv c); conv's r, s stay 1 (decomposed)
+        want[reductions[-1]] = per_lane
     if ordered:
         want[ordered[-1]] = 2 * lanes
     if len(ordered) > 1:
