@@ -32,10 +32,12 @@ from pathlib import Path
 import numpy as np
 
 import tilewise as tw
+from tilewise.emit.calibrate import spearman
 from tilewise.emit.iree import Compiled, compile as iree_compile, time_interleaved
 from tilewise.errors import TilewiseError
 from tilewise.executor.interpreter import compare
 from tilewise.executor.reference import output_tensors, random_inputs, reference
+from tilewise.executor.solution import workload_to_dict
 from tilewise.mapping import LevelMapping, Mapping, Spatial
 
 RESULTS = Path(__file__).with_name("results")
@@ -126,24 +128,6 @@ class ShapeResult:
     def spearman(self) -> float:
         pts = [p for p in self.points if p.model_s is not None and p.passed]
         return spearman([p.model_s for p in pts], [p.measured_s for p in pts])
-
-
-def spearman(x, y) -> float:
-    """Spearman rank correlation (average ranks for ties)."""
-    if len(x) < 3:
-        return math.nan
-
-    def ranks(v):
-        v = np.asarray(v, float)
-        order = np.argsort(v, kind="stable")
-        r = np.empty(len(v))
-        r[order] = np.arange(len(v))
-        for value in np.unique(v):  # ties share their mean rank
-            r[v == value] = r[v == value].mean()
-        return r
-
-    rx, ry = ranks(x), ranks(y)
-    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def _log_uniform(rng, lo: int, hi: int) -> int:
@@ -327,8 +311,10 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d"), "seconds": total, "args": {k: str(v) for k, v in vars(args).items()},
         "summary": s,
         "shapes": [{**{k: v for k, v in asdict(r).items() if k != "points"},
+                    "spec": workload_to_dict(workload),
                     "speed": r.speed, "spearman": r.spearman,
-                    "points": [asdict(p) for p in r.points]} for r in results]},
+                    "points": [asdict(p) for p in r.points]}
+                   for r, (_, workload) in zip(results, chosen)]},
         indent=1, default=float))
     plot(results, args.plot)
     print(f"wrote {args.out} and {args.plot}")
