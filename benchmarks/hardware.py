@@ -11,12 +11,17 @@ Reported per shape: the search time, compile time, the measured time of tilewise
 of the model) and of IREE's default, their ratio (speed = default time / tilewise time, > 1:
 tilewise faster), the best measured among tilewise's top, and the Spearman rank correlation of
 model latency vs measured time over the tilewise mappings of the shape (top and random). Then
-the geomean and worst speed and the median correlation. Writes
-``benchmarks/results/hardware.json`` and one PNG (``--plot``) of model vs measured time.
+the geomean and worst speed and the median correlation. Writes ``benchmarks/results/hardware.json``, one PNG (``--plot``) of
+model vs measured time, and the host preset the model used (``hardware-host.yaml``: the input of
+``tilewise arch calibrate benchmarks/results/hardware.json --arch
+benchmarks/results/hardware-host.yaml``).
 
 Run: ``.venv/bin/python benchmarks/hardware.py [--quick]`` (needs the ``iree`` extra).
-This machine is shared (two cores, other jobs): timings carry that noise; the median of
-interleaved rounds gives every program of a shape the same conditions.
+This machine is shared (two cores, other jobs): with both cores (``--threads 0``, IREE's
+``local-task``) the same pair of programs measured 1.0-2.6 ms from one batch of rounds to the
+next, so by default the programs run on one thread (``local-sync``) and the model on the host
+preset cut to one core; the median of interleaved rounds gives every program of a shape the same
+conditions.
 """
 
 from __future__ import annotations
@@ -26,12 +31,13 @@ import json
 import math
 import platform
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 import tilewise as tw
+from tilewise.arch.loader import arch_to_yaml
 from tilewise.emit.calibrate import spearman
 from tilewise.emit.iree import Compiled, compile as iree_compile, time_interleaved
 from tilewise.errors import TilewiseError
@@ -41,6 +47,14 @@ from tilewise.executor.solution import workload_to_dict
 from tilewise.mapping import LevelMapping, Mapping, Spatial
 
 RESULTS = Path(__file__).with_name("results")
+
+
+def one_core(arch):
+    """The host preset cut to one core: per-core levels one instance, a 1 x 1 array."""
+    levels = tuple(replace(lv, instances=1) for lv in arch.levels)
+    return replace(arch, name=f"{arch.name}-1core", levels=levels,
+                   array=replace(arch.array, rows=1, cols=1),
+                   description=f"{arch.description}; one core")
 
 
 def shapes() -> list[tuple[str, object]]:
@@ -136,14 +150,14 @@ def _log_uniform(rng, lo: int, hi: int) -> int:
 
 def random_mapping(workload, arch, rng) -> Mapping:
     """A random mapping of the host's 3 levels (dram, l2, l1 = array): per-core tiles
-    log-uniform (aligned dims in multiples of the alignment), a 2-way split of a random
-    parallel dim or none, L2 tiles between the array tile and the whole dim, random orders."""
+    log-uniform (aligned dims in multiples of the alignment), a split of a random parallel dim
+    over the cores (when more than one) or none, L2 tiles between the array tile and the whole dim, random orders."""
     sizes = workload.sizes
     align = workload.alignment(arch.alignment)
     reductions = set(workload.ops[0].reduction_dims)
     ways = arch.cores
     parallel = [d for d in sizes if d not in reductions and sizes[d] >= ways]
-    split = rng.choice(parallel) if parallel and rng.random() < 0.8 else None
+    split = rng.choice(parallel) if ways > 1 and parallel and rng.random() < 0.8 else None
     core, l2 = {}, {}
     for d, n in sizes.items():
         a = align[d]
@@ -194,7 +208,8 @@ def run_shape(label, workload, arch, args) -> ShapeResult:
     t1 = time.perf_counter()
     for p in points:
         try:
-            prog = iree_compile(workload, arch if p.mapping else None, p.mapping)
+            prog = iree_compile(workload, arch if p.mapping else None, p.mapping,
+                                driver="local-sync" if args.threads == 1 else "local-task")
         except TilewiseError as e:
             print(f"  {label}: {p.kind} not compiled: {e}")
             continue
@@ -278,6 +293,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=10, help="timed rounds at most (median)")
     ap.add_argument("--seconds", type=float, default=4.0, help="timing budget per shape (s)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, choices=(1, 0), default=1,
+                    help="1: one thread (IREE local-sync) and the host preset cut to one core "
+                         "(steady timings on a shared machine); 0: every core (local-task)")
     ap.add_argument("--only", default=None, help="only shapes whose label contains this text")
     ap.add_argument("--out", type=Path, default=RESULTS / "hardware.json")
     ap.add_argument("--plot", type=Path, default=RESULTS / "hardware.png")
@@ -288,7 +306,7 @@ def main() -> None:
         chosen = [s for s in chosen if s[0] in QUICK]
     if args.only:
         chosen = [s for s in chosen if args.only in s[0]]
-    arch = tw.load_arch("host")
+    arch = tw.load_arch("host") if args.threads == 0 else one_core(tw.load_arch("host"))
     t0 = time.perf_counter()
     results = []
     for label, workload in chosen:
@@ -317,7 +335,9 @@ def main() -> None:
                    for r, (_, workload) in zip(results, chosen)]},
         indent=1, default=float))
     plot(results, args.plot)
-    print(f"wrote {args.out} and {args.plot}")
+    preset = args.out.with_name(args.out.stem + "-host.yaml")  # the preset the model used
+    preset.write_text(arch_to_yaml(arch), encoding="utf-8")
+    print(f"wrote {args.out}, {args.plot} and {preset}")
 
 
 if __name__ == "__main__":

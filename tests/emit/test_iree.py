@@ -11,7 +11,7 @@ pytest.importorskip("iree.compiler")
 pytest.importorskip("iree.runtime")
 
 import tilewise as tw  # noqa: E402
-from tilewise.emit.iree import check, time_interleaved  # noqa: E402
+from tilewise.emit.iree import check, compile as iree_compile, time_interleaved  # noqa: E402
 from tilewise.executor.reference import random_inputs, reference  # noqa: E402
 
 ARCH = str(Path(__file__).with_name("cpu2.yaml"))
@@ -38,9 +38,13 @@ def test_compiled_best_mapping_equals_the_reference(workload):
 def test_default_tiling_and_interleaved_timing():
     w = tw.gemm(32, 48, 16, dtype="i8")
     default = tw.compile(w)
+    one_thread = iree_compile(w, driver="local-sync")
+    with pytest.raises(tw.TilewiseError, match="driver 'cuda' unknown"):
+        iree_compile(w, driver="cuda")
     tiled = tw.compile(w, ARCH, "dram[m32 n48 k16] mnk | l2[m32 n48 k16] mnk | l1[m16 n48 k16] ; cols=m2")
     inputs = random_inputs(w, seed=0)
     assert check(w, default, inputs).passed and check(w, tiled, inputs).passed
+    assert check(w, one_thread, inputs).passed and one_thread.driver == "local-sync"
     times = time_interleaved([tiled, default], inputs, rounds=3, warmup=1)
     assert len(times) == 2 and all(t > 0 for t in times)
 
@@ -52,7 +56,7 @@ def test_cli_run_backend_iree(tmp_path, capsys):
     path.write_text(json.dumps({
         "workload": {"gemm": {"m": 32, "n": 48, "k": 16, "dtype": "f32"}}, "arch": ARCH,
         "mapping": "dram[m32 n48 k16] mnk | l2[m32 n48 k16] mnk | l1[m16 n48 k16] ; cols=m2"}))
-    assert main(["run", str(path), "--backend", "iree", "--rounds", "2"]) == 0
+    assert main(["run", str(path), "--backend", "iree", "--rounds", "2", "--threads", "1"]) == 0
     out = capsys.readouterr().out
     assert "distribution = [16, 48, 0]" in out and "PASS" in out and "IREE default" in out
 

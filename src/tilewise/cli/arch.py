@@ -99,8 +99,6 @@ def print_calibration(result) -> None:
     import numpy as np
     from rich.table import Table
 
-    from ..arch.units import format_bandwidth
-
     f, out = result.fit, console()
     out.print("fit (measured ≈ Σ scale × model column): "
               + ", ".join([f"compute {k} ×{v:.3g}" for k, v in f.compute.items()]
@@ -109,7 +107,7 @@ def print_calibration(result) -> None:
                              f"{f.constant_s * 1e6:.3g} µs per run"]), markup=False)
     c = result.arch.compute
     out.print("calibrated: macs_per_cycle " + ", ".join(f"{k}: {v}" for k, v in c.macs_per_cycle.items())
-              + "; " + ", ".join(f"{lv.name} {format_bandwidth(lv.read_bandwidth)}"
+              + "; " + ", ".join(f"{lv.name} {lv.read_bandwidth / 1e9:.3g} GB/s"
                                  for lv in result.arch.levels[1:])
               + f"; call_overhead {c.call_overhead_cycles:.3g} cycles", markup=False)
     for title, rows in (("fitted shapes", result.train), ("held-out shapes", result.held_out)):

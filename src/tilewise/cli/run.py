@@ -23,7 +23,10 @@ def register(app: click.Group) -> None:
                        "check, and time against IREE's default tiling")
     @click.option("--rounds", type=int, default=20, show_default=True,
                   help="--backend iree: timed calls of each program (interleaved); the median is shown")
-    def run(solution: str, seed: int | None, backend: str, rounds: int) -> int:
+    @click.option("--threads", type=click.Choice(["all", "1"]), default="all", show_default=True,
+                  help="--backend iree: all cores (IREE's local-task driver) or one thread "
+                       "(local-sync: steadier timings on a busy machine)")
+    def run(solution: str, seed: int | None, backend: str, rounds: int, threads: str) -> int:
         """Execute SOLUTION (JSON: workload, arch, mapping) tile by tile (or compiled by IREE:
         --backend iree) and compare every output with the plain numpy reference: max error per
         output, PASS/FAIL (exit 1 on FAIL).
@@ -42,7 +45,7 @@ def register(app: click.Group) -> None:
         if backend == "iree":
             if rounds < 1:
                 raise click.BadParameter(f"{rounds} must be >= 1", param_hint="--rounds")
-            return run_iree(sol, seed, rounds)
+            return run_iree(sol, seed, rounds, "local-sync" if threads == "1" else "local-task")
         report = verify(sol.workload, sol.mapping, seed=seed, arch=load_arch(sol.arch))
         out = console()
         arch_name = sol.arch if isinstance(sol.arch, str) else sol.arch.name
@@ -67,14 +70,14 @@ def print_checks(report, title: str) -> None:
     out.print("PASS" if report.passed else "FAIL")
 
 
-def run_iree(sol, seed: int, rounds: int) -> int:
+def run_iree(sol, seed: int, rounds: int, driver: str = "local-task") -> int:
     """Compile ``sol`` with its mapping and with IREE's default tiling, check both against the
     reference, time them interleaved; 0 when both pass."""
     from ..emit.iree import check, compile, time_interleaved
     from ..executor.reference import random_inputs
 
-    tiled = compile(sol.workload, sol.arch, sol.mapping)
-    default = compile(sol.workload)
+    tiled = compile(sol.workload, sol.arch, sol.mapping, driver=driver)
+    default = compile(sol.workload, driver=driver)
     inputs = random_inputs(sol.workload, seed)
     out = console()
     out.print(tiled.emitted.text.split("#compilation")[0].rstrip(), markup=False)
@@ -82,6 +85,7 @@ def run_iree(sol, seed: int, rounds: int) -> int:
               f"\ninputs: random, seed {seed}", markup=False)
     reports = [check(sol.workload, p, inputs) for p in (tiled, default)]
     print_checks(reports[0], "IREE, tilewise tiling, vs reference")
+    out.print(f"IREE default tiling vs reference: {'PASS' if reports[1].passed else 'FAIL'}")
     times = time_interleaved([tiled, default], inputs, rounds)
     out.print(f"compile: {tiled.compile_s:.2f} s (IREE default {default.compile_s:.2f} s)\n"
               f"median of {rounds} interleaved runs: tilewise {times[0] * 1e6:,.1f} µs, IREE default "

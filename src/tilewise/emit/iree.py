@@ -3,7 +3,7 @@
 :func:`compile` emits the module (:mod:`.mlir`) and compiles it through IREE's Python API
 (``llvm-cpu``, ``--iree-llvmcpu-target-cpu=host``); the :class:`Compiled` it returns loads into
 a runtime context on first call (driver ``local-task``: a thread pool over this machine's
-cores). :func:`check` runs it on inputs and compares with the numpy reference
+cores; ``local-sync``: one thread). :func:`check` runs it on inputs and compares with the numpy reference
 (:func:`tilewise.executor.reference.reference`: integers exact, floats within the executor's
 tolerance). :func:`time_interleaved` times several compiled programs on the same inputs, one
 call of each in turn per round, and gives each one's median (seconds): a slow phase of a
@@ -26,6 +26,7 @@ from .mlir import Emitted, emit_mlir
 
 INSTALL = "pip install 'tilewise[iree]' (iree-base-compiler and iree-base-runtime, 3.13)"
 COMPILE_FLAGS = ("--iree-llvmcpu-target-cpu=host",)
+DRIVERS = ("local-task", "local-sync")
 
 
 def require_iree():
@@ -54,13 +55,16 @@ class Compiled:
     emitted: Emitted
     vmfb: bytes
     compile_s: float
+    driver: str = "local-task"
+    """IREE's HAL driver: ``local-task`` (a thread pool over the cores) or ``local-sync`` (one
+    thread, the caller's: steadier timings on a shared machine)."""
     _main: object = field(default=None, repr=False)
     _device: object = field(default=None, repr=False)
 
     def _load(self):
         if self._main is None:
             _, rt = require_iree()
-            ctx = rt.SystemContext(config=rt.Config("local-task"))
+            ctx = rt.SystemContext(config=rt.Config(self.driver))
             ctx.add_vm_module(rt.VmModule.copy_buffer(ctx.instance, self.vmfb))
             self._main, self._device = ctx.modules.module.main, ctx.config.device
         return self._main
@@ -82,9 +86,13 @@ class Compiled:
         return self.emitted.form.result_back(self.call(self.arguments(inputs)))
 
 
-def compile(workload, arch=None, mapping=None, lanes: int | None = None) -> Compiled:
+def compile(workload, arch=None, mapping=None, lanes: int | None = None,
+            driver: str = "local-task") -> Compiled:
     """Emit ``workload`` tiled as ``mapping`` on ``arch`` (None: IREE's default tiling) and
-    compile it for this CPU. ``lanes``: 32-bit lanes per vector (default: this CPU's)."""
+    compile it for this CPU. ``lanes``: 32-bit lanes per vector (default: this CPU's);
+    ``driver``: ``local-task`` (all cores) or ``local-sync`` (one thread)."""
+    if driver not in DRIVERS:
+        raise TilewiseError(f"IREE driver {driver!r} unknown; valid: {', '.join(DRIVERS)}")
     compiler, _ = require_iree()
     emitted = emit_mlir(workload, arch, mapping, host_lanes() if lanes is None else lanes)
     t0 = time.perf_counter()
@@ -96,7 +104,7 @@ def compile(workload, arch=None, mapping=None, lanes: int | None = None) -> Comp
         raise TilewiseError(f"IREE could not compile {emitted.form.op} with lowering config "
                             f"{emitted.config.attr() if emitted.config else '(default)'}: "
                             f"{first.strip()}") from None
-    return Compiled(emitted, vmfb, time.perf_counter() - t0)
+    return Compiled(emitted, vmfb, time.perf_counter() - t0, driver)
 
 
 def check(workload, compiled: Compiled, inputs: dict):
