@@ -134,25 +134,30 @@ def lowering_config(workload, arch, mapping, lanes: int = 16,
     # a tile padded past its dim (alignment) is the whole dim to IREE
     dist = {d: min(t, sizes[d]) for d, t in levels[di].sizes.items()}
     inner = {d: min(t, sizes[d]) for d, t in levels[-1].sizes.items()}
-    dropped = [f"loop order {''.join(lv.order)} at {lv.level}: IREE picks its own"
-               for lv in levels[:-1] if lv.order]
-    dropped += [f"{lv.level} tile ({' '.join(f'{d}{t}' for d, t in lv.tiles)}): IREE has no "
-                "level for it" for i, lv in enumerate(levels) if 0 < i < len(levels) - 1
-                and i != di]
+    cfg = LoweringConfig(_by_kind(form, dist)[0], *_by_kind(form, inner),
+                         *_by_kind(form, register_tile(form, inner, lanes)))
+    return cfg, _dropped(form, mapping, di, dist, sizes)
+
+
+def _by_kind(form: LinalgForm, tiles: dict) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Per loop: (the tile of parallel loops, 0 at reductions), (the tile of reductions, 0 at
+    parallel loops)."""
+    return (tuple(0 if d in form.reductions else tiles[d] for d in form.loops),
+            tuple(tiles[d] if d in form.reductions else 0 for d in form.loops))
+
+
+def _dropped(form: LinalgForm, mapping, di: int, dist: dict, sizes: dict) -> tuple[str, ...]:
+    """One line per part of the mapping the lowering config does not carry."""
+    levels = mapping.levels
+    out = [f"loop order {''.join(lv.order)} at {lv.level}: IREE picks its own"
+           for lv in levels[:-1] if lv.order]
+    out += [f"{lv.level} tile ({' '.join(f'{d}{t}' for d, t in lv.tiles)}): IREE has no "
+            "level for it" for i, lv in enumerate(levels) if 0 < i < len(levels) - 1 and i != di]
     if di < len(levels) - 1 and any(dist[d] < sizes[d] for d in form.reductions):
-        dropped.append(f"{levels[di].level} tile of reduction dims "
-                       + " ".join(f"{d}{dist[d]}" for d in form.loops if d in form.reductions)
-                       + ": IREE tiles reductions inside a workgroup only")
-    reg = register_tile(form, inner, lanes)
-    par = [d not in form.reductions for d in form.loops]
-    cfg = LoweringConfig(
-        distribution=tuple(dist[d] if p else 0 for d, p in zip(form.loops, par)),
-        cache_parallel=tuple(inner[d] if p else 0 for d, p in zip(form.loops, par)),
-        cache_reduction=tuple(0 if p else inner[d] for d, p in zip(form.loops, par)),
-        vector_common_parallel=tuple(reg[d] if p else 0 for d, p in zip(form.loops, par)),
-        vector_reduction=tuple(0 if p else reg[d] for d, p in zip(form.loops, par)),
-    )
-    return cfg, tuple(dropped)
+        out.append(f"{levels[di].level} tile of reduction dims "
+                   + " ".join(f"{d}{dist[d]}" for d in form.loops if d in form.reductions)
+                   + ": IREE tiles reductions inside a workgroup only")
+    return tuple(out)
 
 
 def pipeline_of(form: LinalgForm) -> str:
