@@ -48,6 +48,7 @@ def test_conv_is_nhwc_hwcf_with_the_conv_pipeline():
     assert f.op == "linalg.conv_2d_nhwc_hwcf" and f.loops == ("n", "p", "q", "k", "r", "s", "c")
     assert [o.shape for o in f.inputs] == [(1, 11, 11, 16), (3, 3, 16, 32)] and f.result.shape == (1, 5, 5, 32)
     assert "strides = dense<[2, 2]>" in e.text and "ConvTileAndDecomposeExpert" in e.text
+    assert any("n=1: IREE 3.13 folds unit dims" in d for d in e.dropped)  # said, not hidden
     # the decomposition to 1-D convs needs unit vector tiles on oh (p) and kh (r)
     assert e.config.vector_common_parallel[1] == 1 and e.config.vector_reduction[4:6] == (1, 1)
     assert e.config.vector_reduction[6] in (1, 2, 4)  # c: i8 products per 32-bit lane, cut to divide

@@ -23,7 +23,11 @@ Levels (:func:`lowering_config`; docs/usage/iree.md):
 What IREE cannot take: a loop order (it picks its own), the tiles of levels other than the
 array level and the innermost one (on the host preset: the L2 tile, which IREE leaves to the
 order it runs workgroups in), a reduction tile above the innermost level: those are reported
-in :attr:`Emitted.dropped` and in the module's comment header, not emitted. A spatial split of a reduction dim (partial sums across
+in :attr:`Emitted.dropped` and in the module's comment header, not emitted. A named op with a
+loop of extent 1 (a batch-1 conv2d, a 1x1 filter) loses its whole compilation_info: IREE 3.13
+folds unit dims before code generation and does not carry the attribute over (two different
+configs gave byte-identical binaries); the generic conv without those loops is refused by both
+CPU pipelines. The header says so. A spatial split of a reduction dim (partial sums across
 cores) is an error: IREE distributes parallel dims only.
 """
 
@@ -153,6 +157,11 @@ def _dropped(form: LinalgForm, mapping, di: int, dist: dict, sizes: dict) -> tup
            for lv in levels[:-1] if lv.order]
     out += [f"{lv.level} tile ({' '.join(f'{d}{t}' for d, t in lv.tiles)}): IREE has no "
             "level for it" for i, lv in enumerate(levels) if 0 < i < len(levels) - 1 and i != di]
+    unit = [d for d in form.loops if sizes[d] == 1 and form.op != "linalg.generic"]
+    if unit:
+        out.append(f"{form.op} with {', '.join(f'{d}=1' for d in unit)}: IREE 3.13 folds unit "
+                   "dims before code generation and drops this compilation_info (a batch-1 "
+                   "conv2d compiles to the same binary whatever its config)")
     if di < len(levels) - 1 and any(dist[d] < sizes[d] for d in form.reductions):
         out.append(f"{levels[di].level} tile of reduction dims "
                    + " ".join(f"{d}{dist[d]}" for d in form.loops if d in form.reductions)
