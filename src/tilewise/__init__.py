@@ -2,7 +2,8 @@
 
 ``import tilewise`` gives the user's vocabulary: workload constructors, ``load_arch``,
 ``Mapping``, the entry points ``search``, ``search_many``, ``evaluate``, ``simulate``,
-``execute`` and ``verify``, the network ones ``import_onnx``, ``search_model`` and ``sweep``, their results (``Result``, ``Solution``, ``Cost``, ``Trace``,
+``execute``, ``verify``, ``emit_mlir`` and ``compile`` (IREE), the network ones ``import_onnx``,
+``search_model`` and ``sweep``, their results (``Result``, ``Solution``, ``Cost``, ``Trace``,
 ``VerifyReport``), the errors and the layout helpers. Internals (``MappingBatch``,
 ``CostBatch``, ``evaluate_batch``, the search engine) are imported from their submodules.
 
@@ -114,7 +115,7 @@ _EXPORTS: dict[str, str] = {
     "naive_attention": "tilewise.tiles.attention",
 }
 
-_ENTRY_POINTS = ["evaluate", "execute", "search", "simulate", "verify"]
+_ENTRY_POINTS = ["compile", "emit_mlir", "evaluate", "execute", "search", "simulate", "verify"]
 __all__ = sorted([*_EXPORTS, *_ENTRY_POINTS]) + ["__version__"]
 
 
@@ -205,6 +206,27 @@ def _as_workload(workload):
     from .ir.workload import as_workload as check
 
     return check(workload)
+
+
+def emit_mlir(workload, arch=None, mapping=None, lanes: int | None = None):
+    """The MLIR module IREE compiles for ``workload`` tiled as ``mapping`` on ``arch`` (an
+    :class:`~tilewise.emit.mlir.Emitted`: ``.text``, ``.config``, ``.dropped``). ``workload``
+    may be a search :class:`Result` (its best mapping) or a :class:`SolutionFile`; no mapping:
+    IREE's default tiling. ``lanes``: 32-bit lanes per vector (default: this CPU's)."""
+    from .emit.iree import host_lanes
+    from .emit.mlir import emit_mlir as run
+
+    return run(workload, arch, mapping, host_lanes() if lanes is None else lanes)
+
+
+def compile(workload, arch=None, mapping=None, lanes: int | None = None):
+    """:func:`emit_mlir` compiled by IREE for this CPU: a :class:`~tilewise.emit.iree.Compiled`,
+    callable on the inputs (name -> array) and returning the output. Needs the ``iree`` extra
+    (``pip install 'tilewise[iree]'``)."""
+    from .emit.iree import compile as run
+    from .emit.mlir import solution_parts
+
+    return run(*solution_parts(workload, arch, mapping), lanes=lanes)
 
 
 def _optional_arch(arch):

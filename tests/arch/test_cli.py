@@ -58,7 +58,7 @@ def test_unknown_preset_is_one_error_line(capsys):
     assert captured.out == ""
     assert captured.err == ("error: unknown architecture 'aie-8x8': no file of that name and not a "
                             "preset; did you mean 'aie-4x2'? presets: aie-4x2, ascend-vec, "
-                            "cpu-6core, npu1, npu2\n")
+                            "cpu-6core, npu1, npu2, host\n")
 
 
 def test_typo_in_yaml_file_is_one_error_line(tmp_path, capsys):

@@ -42,6 +42,7 @@ from .units import (
 )
 
 PRESET_DIR = Path(__file__).with_name("presets")
+HOST = "host"  # this machine's preset, written on first use (arch/host.py)
 
 TOP_KEYS = ("name", "description", "levels", "array", "compute", "alignment")
 LEVEL_KEYS = (
@@ -508,8 +509,8 @@ def load_preset(name: str) -> Arch:
 
 def load_arch(spec: str | os.PathLike | Arch, argument: str = "arch") -> Arch:
     """The one arch coercion of every entry point: an Arch is returned as is, a string or path
-    is a preset name (``"aie-4x2"``) or a YAML file. SpecError names ``argument``, the value
-    and the presets otherwise."""
+    is a preset name (``"aie-4x2"``), ``"host"`` (this machine: the cached file of :mod:`tilewise.arch.host`, written when missing)
+    or a YAML file. SpecError names ``argument``, the value and the presets otherwise."""
     if isinstance(spec, Arch):
         return spec
     if not isinstance(spec, (str, os.PathLike)):
@@ -518,11 +519,18 @@ def load_arch(spec: str | os.PathLike | Arch, argument: str = "arch") -> Arch:
     text = os.fspath(spec)
     if text in preset_names():
         return load_preset(text)
+    if text == HOST:
+        from .host import host_path, write_host
+
+        path = host_path()
+        if not path.is_file():
+            write_host(path)
+        return load_file(path)
     path = Path(text)
     if path.is_file():
         return load_file(path)
     raise SpecError(f"unknown architecture {text!r}: no file of that name and not a preset"
-                    + _choices(text, preset_names(), "presets"))
+                    + _choices(text, preset_names() + [HOST], "presets"))
 
 
 # --------------------------------------------------------------------------- comments

@@ -27,7 +27,8 @@ def app() -> None:
 
 
 # Modules under tilewise.cli that define ``register(app)``; one per area.
-_COMMAND_MODULES = ("layout", "pack", "arch", "vector", "model", "search", "run", "network")
+_COMMAND_MODULES = ("layout", "pack", "arch", "vector", "model", "search", "run", "network",
+                    "emit")
 
 for _name in _COMMAND_MODULES:
     importlib.import_module(f"{__name__}.{_name}").register(app)

@@ -1,9 +1,12 @@
-"""``tilewise arch list`` and ``tilewise arch show NAME|FILE [--yaml]``: machine descriptions.
+"""``tilewise arch list``, ``show NAME|FILE [--yaml]``, ``host`` and ``calibrate``: machine
+descriptions.
 
 ``list`` tabulates the shipped presets; ``show`` prints one spec (a preset name or a YAML file):
 its levels, array, compute, alignment and, for every number that carries a comment in the YAML,
 that comment (where the number comes from). ``show --yaml`` prints the YAML file itself, comments
-included. The library is imported inside the commands so ``tilewise --help`` stays fast.
+included. ``host`` writes the preset of this machine (:mod:`tilewise.arch.host`) that
+``--arch host`` reads; ``calibrate`` fits a preset's rates to measured runs
+(:mod:`tilewise.emit.calibrate`). The library is imported inside the commands so ``tilewise --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from ._util import console
 
 
 def register(app: click.Group) -> None:
-    """Add ``tilewise arch list`` and ``tilewise arch show`` to the root group."""
+    """Add ``tilewise arch list``, ``show``, ``host`` and ``calibrate`` to the root group."""
 
     @app.group(name="arch")
     def arch_group() -> None:
@@ -37,14 +40,88 @@ def register(app: click.Group) -> None:
         """Show a preset or a YAML spec file: levels, array, compute, alignment, sources."""
         from pathlib import Path
 
-        from ..arch.loader import load_arch, preset_names, preset_path
+        from ..arch.host import host_path
+        from ..arch.loader import HOST, load_arch, preset_names, preset_path
 
         arch = load_arch(spec)  # validates first: a bad file is an error, not a listing
         if as_yaml:
-            path = preset_path(spec) if spec in preset_names() else Path(spec)
+            path = (preset_path(spec) if spec in preset_names() else
+                    host_path() if spec == HOST else Path(spec))
             click.echo(path.read_text(encoding="utf-8"), nl=False)
         else:
             print_arch(arch)
+
+
+    @arch_group.command(name="host")
+    @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+                  help="Write the YAML here instead of the cache file that --arch host reads.")
+    @click.option("--all-levels", is_flag=True,
+                  help="Keep the shared caches (L3) as levels (slower search: 4 levels).")
+    @click.option("--seconds", type=float, default=0.05, show_default=True,
+                  help="Time per copy-benchmark run (best of 3, per level).")
+    def host_command(output: str | None, all_levels: bool, seconds: float) -> None:
+        """Describe this CPU (sysfs, /proc/cpuinfo, a copy benchmark per cache level) and write
+        its preset: by default to the cache file that `--arch host` reads
+        ($TILEWISE_CACHE_DIR, else $XDG_CACHE_HOME/tilewise, else ~/.cache/tilewise)."""
+        from ..arch.host import write_host
+        from ..arch.loader import load_file
+
+        if not seconds > 0:
+            raise click.BadParameter(f"{seconds} must be > 0", param_hint="--seconds")
+        path = write_host(output, seconds, all_levels)
+        console().print(f"wrote {path}", markup=False)
+        print_arch(load_file(path))
+
+
+    @arch_group.command(name="calibrate")
+    @click.argument("measured", type=click.Path(dir_okay=False))
+    @click.option("--arch", default="host", show_default=True,
+                  help="the preset the measured mappings were made for")
+    @click.option("--output", "-o", type=click.Path(dir_okay=False), default=None,
+                  help="write the calibrated preset (YAML) here")
+    def calibrate_command(measured: str, arch: str, output: str | None) -> None:
+        """Fit ARCH's compute rates, link bandwidths and per-call overhead to the measured runs
+        in MEASURED (the JSON of benchmarks/hardware.py) by least squares on every other shape;
+        print the rank correlation (model vs measured) of the held-out shapes before and after."""
+        from ..arch.loader import arch_to_yaml, load_arch
+        from ..emit.calibrate import calibrate, read_measurements
+
+        result = calibrate(load_arch(arch, "--arch"), read_measurements(measured))
+        print_calibration(result)
+        if output:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(f"# {result.arch.name}: `tilewise arch calibrate {measured}` "
+                        f"(least squares on {len(result.train)} shapes)\n")
+                f.write(arch_to_yaml(result.arch))
+            console().print(f"wrote {output}", markup=False)
+
+
+def print_calibration(result) -> None:
+    """The fitted scales, the calibrated rates and the held-out rank correlations."""
+    import numpy as np
+    from rich.table import Table
+
+    f, out = result.fit, console()
+    out.print("fit (measured ≈ Σ scale × model column): "
+              + ", ".join([f"compute {k} ×{v:.3g}" for k, v in f.compute.items()]
+                          + [f"link {k} ×{v:.3g}" for k, v in f.links.items()]
+                          + [f"{f.call_cycles:.3g} cycles per innermost tile",
+                             f"{f.constant_s * 1e6:.3g} µs per run"]), markup=False)
+    c = result.arch.compute
+    out.print("calibrated: macs_per_cycle " + ", ".join(f"{k}: {v}" for k, v in c.macs_per_cycle.items())
+              + "; " + ", ".join(f"{lv.name} {lv.read_bandwidth / 1e9:.3g} GB/s"
+                                 for lv in result.arch.levels[1:])
+              + f"; call_overhead {c.call_overhead_cycles:.3g} cycles", markup=False)
+    for title, rows in (("fitted shapes", result.train), ("held-out shapes", result.held_out)):
+        table = Table(title=f"Spearman model vs measured, {title}")
+        for col in ("shape", "runs", "before", "after"):
+            table.add_column(col, justify="left" if col == "shape" else "right")
+        for r in rows:
+            table.add_row(r.shape, str(r.runs), f"{r.before:.2f}", f"{r.after:.2f}")
+        med = [[getattr(r, k) for r in rows if np.isfinite(getattr(r, k))]
+               for k in ("before", "after")]
+        table.add_row("median", "", *(f"{np.median(m):.2f}" if m else "—" for m in med))
+        out.print(table)
 
 
 def _si(value: float, unit: str) -> str:

@@ -129,8 +129,12 @@ def verify(workload, mapping, inputs=None, seed: int = 0, *, arch=None) -> Verif
     arch, mapping = resolve(workload, mapping, arch)
     check_supported(workload)
     data = check_inputs(workload, random_inputs(workload, seed) if inputs is None else inputs)
-    got = execute(workload, mapping, data, arch=arch)
-    want = reference(workload, data)
+    return compare(workload, execute(workload, mapping, data, arch=arch), reference(workload, data))
+
+
+def compare(workload, got: dict, want: dict) -> VerifyReport:
+    """Every final output of ``got`` against ``want`` (name -> array): integers exact, floats
+    within :func:`tolerance` relative to max |reference|."""
     checks = []
     for t in output_tensors(workload):
         x, r = got[t.name].astype(np.float64), want[t.name].astype(np.float64)
