@@ -95,3 +95,10 @@ class MappingBatch:
             has = dim >= 0
             w[idx[has], dim[has]] = ways[has]
         return w
+
+
+def stated(workload, arch, mapping: Mapping) -> Mapping:
+    """``mapping`` with the bypass its arch forces written out (a tensor a level does not hold,
+    ``Level.holds``): what the mapping text and JSON of a cost report show."""
+    return MappingBatch.from_mappings(workload, arch, [mapping], validate=False).mapping(
+        0, workload, arch)
