@@ -278,3 +278,39 @@ def test_parse_arch_from_text_keeps_comments():
                       "compute: {clock: 1 GHz}  # assumption\n", "t.yaml")
     assert arch.sources["levels[1].capacity"] == "datasheet p. 3 (continued)"
     assert arch.sources["compute"] == "assumption" and "levels[1].bandwidth" not in arch.sources
+
+
+def _holding(data):
+    data["levels"][2].update(holds=["in2", "out"], capacity={"in2": "8 KiB", "out": "8 KiB",
+                                                             "default": "16 KiB"})
+    data["levels"][1]["holds"] = ["A", "C"]
+
+
+def test_holds_and_reserved_bytes_load_and_round_trip(tmp_path):
+    from tilewise.arch.loader import arch_to_yaml
+
+    arch = load_arch(spec_file(tmp_path, _holding))
+    core = arch.level("core")
+    assert core.holds == ("in2", "out") and core.capacity_bytes == 32 * 1024
+    assert core.reserved == (("in2", 8192), ("out", 8192)) and core.shared_bytes == 16384
+    assert arch.level("sram").holds == ("A", "C") and arch.level("dram").holds is None
+    assert parse_arch(arch_to_yaml(arch)) == arch
+    assert arch_from_dict(arch_to_dict(arch)) == arch
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda d: d["levels"][0].update(holds=["A"]),
+     "levels[0].holds: the outermost level holds every tensor"),
+    (lambda d: d["levels"][1].update(holds=[]), "levels[1].holds: [] is not valid; expected a "
+     "non-empty list of tensor names or roles (in1, in2, in3, out)"),
+    (lambda d: d["levels"][1].update(holds=["A", "A"]), "levels[1].holds: ['A', 'A'] names a "
+     "tensor twice"),
+    (lambda d: d["levels"][1].update(holds=["A"], capacity={"B": "1 KiB", "default": "1 KiB"}),
+     "levels[1].capacity.B: 'B' is not held by this level; holds: A"),
+    (lambda d: d["levels"][1].update(holds=["A", "C"], capacity={"A": "1 KiB"}),
+     "levels[1].capacity: no bytes left for C: give 'default: SIZE'"),
+    (lambda d: d["levels"][1].update(capacity={"A": "1 KiB"}),
+     "levels[1].capacity: no bytes left for every other tensor"),
+])
+def test_holds_errors(tmp_path, edit, expected):
+    assert expected in error_of(tmp_path, edit)

@@ -75,3 +75,37 @@ def gpu_like(sram_bytes: int | None = None) -> Arch:
                 Level("sram", sram_bytes, read_bandwidth=1.5e12, write_bandwidth=1.5e12)),
         compute=Compute(1.4e9, {"f16": 1024, "bf16": 1024, "f32": 256, "i8": 2048}),
     )
+
+
+def per_operand(rows: int = 2, cols: int = 2) -> Arch:
+    """ZigZag's tpu_like in small: DRAM -> SRAM holding the first inputs and the outputs ->
+    per-core registers holding the second inputs and the outputs, each in bytes of its own
+    (the first inputs stream from the SRAM into the cores)."""
+    return Arch(
+        name="per-operand",
+        levels=(
+            Level("dram", None),
+            Level("sram", 16 * 1024, read_bandwidth=64e9, write_bandwidth=64e9,
+                  holds=("in1", "out")),
+            Level("reg", 512, instances=rows * cols, read_bandwidth=32e9, write_bandwidth=32e9,
+                  holds=("in2", "out"), reserved=(("in2", 128), ("out", 128))),
+        ),
+        compute=Compute(1e9, {"i8": 8, "i16": 8, "i32": 4, "bf16": 8, "f16": 8, "f32": 4}),
+        array=SpatialArray("reg", rows, cols, True, False, True),
+    )
+
+
+def output_registers(rows: int = 2, cols: int = 2) -> Arch:
+    """ZigZag's gemm_l1_l3 in small: L3 -> L1 -> output-only registers per core (the inputs
+    are read from L1 by the cores)."""
+    return Arch(
+        name="output-registers",
+        levels=(
+            Level("l3", None),
+            Level("l1", 8 * 1024, read_bandwidth=64e9, write_bandwidth=64e9, block_bytes=4),
+            Level("reg", 256, instances=rows * cols, read_bandwidth=32e9, write_bandwidth=32e9,
+                  holds=("out",), double_buffer=False),
+        ),
+        compute=Compute(1e9, {"i8": 8, "i16": 8, "i32": 4, "bf16": 8, "f16": 8, "f32": 4}),
+        array=SpatialArray("reg", rows, cols, False, True, False),
+    )

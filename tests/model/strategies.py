@@ -6,7 +6,8 @@ from tilewise.ir import library as lib
 from tilewise.mapping import LevelMapping, Mapping, Spatial
 from tilewise.model.structure import Structure
 
-from .archs import aie_like, array_above_innermost, four_level, two_level
+from .archs import (aie_like, array_above_innermost, four_level, output_registers,
+                    per_operand, two_level)
 
 DTYPES = st.sampled_from(["i8", "i16", "bf16", "f32"])
 
@@ -54,7 +55,7 @@ def workloads(draw, kinds=CONSTRUCTORS):
 ARCHS = st.sampled_from([
     aie_like(), aie_like(2, 3, broadcast=False, reduce_cols=False),
     aie_like(4, 2, alignment={"m": 2, "k": 2}), two_level(block_bytes=32), four_level(),
-    array_above_innermost(),
+    array_above_innermost(), per_operand(), output_registers(),
 ])
 
 
@@ -125,8 +126,10 @@ def mappings(draw, workload, arch, legal_only=True):
         if 0 < k < n - 1:
             bypass = frozenset(draw(st.sets(st.sampled_from(names))))
         db = frozenset()
+        unheld = {x.name for i, x in enumerate(s.tensors) if not s.held[k, i]}
+        bypass |= unheld  # stated, as MappingBatch.mapping writes it
         if k > 0 and lv.double_buffer:
-            db = frozenset(draw(st.sets(st.sampled_from(names)))) - bypass
+            db = frozenset(draw(st.sets(st.sampled_from(names)))) - bypass - unheld
         levels.append(LevelMapping(lv.name, tuple((d, tiles[k][d]) for d in dims), order,
                                    bypass, db))
     return Mapping(tuple(levels), rows, cols)

@@ -129,3 +129,32 @@ def numpy_latency_variants(compute_s, reads, writes, rbw, wbw, iterations, db, f
     ex[:, :, 0] = ov[:, :, 0] = Tt[:, 0] = 0.0
     fill = (ov[:, :, 1:] / np.maximum(iterations[None, :, 1:], 1)).sum(2)
     return (np.maximum(compute_s[None, :] + ex.sum(2), Tt.max(1)[None, :]) + fill).T
+
+
+def small_held(kind: str, rows=2, cols=1) -> Arch:
+    """Levels that hold only some tensors (ZigZag's per-operand memories, scaled down), with
+    fixed costs per kernel call and per DMA transfer and energy numbers: ``"out-reg"`` DDR ->
+    L1 -> output-only registers per core (gemm_l1_l3: the inputs stream from L1 into the
+    cores); ``"tpu"`` DDR -> SRAM holding the first inputs and the outputs -> registers per
+    core holding the second inputs (32 B) and the outputs (64 B), bytes reserved per tensor
+    (tpu_like: the weights bypass the SRAM)."""
+    e = lambda r, w, link: {"read_energy_pj": r, "write_energy_pj": w, "energy_pj_per_byte": link}
+    if kind == "out-reg":
+        mid = Level("l1", 2048, read_bandwidth=4 * GiB, write_bandwidth=4 * GiB,
+                    transfer_overhead_cycles=20, **e(2.0, 3.0, 10.0))
+        reg = Level("reg", 64, instances=rows * cols, read_bandwidth=2 * GiB,
+                    write_bandwidth=2 * GiB, transfer_overhead_cycles=4, holds=("out",),
+                    **e(0.1, 0.2, 0.5))
+    else:
+        mid = Level("sram", 2048, read_bandwidth=4 * GiB, write_bandwidth=4 * GiB,
+                    transfer_overhead_cycles=20, holds=("in1", "out"), **e(2.0, 3.0, 10.0))
+        reg = Level("reg", 96, instances=rows * cols, read_bandwidth=2 * GiB,
+                    write_bandwidth=2 * GiB, transfer_overhead_cycles=4, holds=("in2", "out"),
+                    reserved=(("in2", 32), ("out", 64)), **e(0.1, 0.2, 0.5))
+    return Arch(
+        name=f"small-{kind}",
+        levels=(Level("ddr", None, **e(40.0, 50.0, 0.0)), mid, reg),
+        compute=Compute(1e9, {"i8": 4, "i16": 2}, {"i8": 8, "i16": 4}, energy_pj_per_mac=0.5,
+                        call_overhead_cycles=2),
+        array=SpatialArray("reg", rows, cols, True, True, True),
+    )

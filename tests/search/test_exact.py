@@ -10,7 +10,7 @@ import tilewise as tw
 from tilewise.search.optimize import search
 from tilewise.search.space import Space, canonical_orders, iter_mappings, signatures, tile_values
 
-from .helpers import brute_force, energy_by_hand, small_aie
+from .helpers import brute_force, energy_by_hand, small_aie, small_held
 
 CASES = [
     # brute force evaluates every mapping one by one (~0.25 ms each): spaces of <= ~20k mappings
@@ -196,3 +196,35 @@ def test_threshold_passes_give_the_same_top_k_on_a_real_problem(monkeypatch):
     # the same mappings in the same order: ties are broken by the mapping, not the walk
     assert [str(s.mapping) for s in got.top] == [str(s.mapping) for s in want.top]
     assert len({str(s.mapping) for s in got.top}) == 5
+
+
+HELD_CASES = [
+    # output-only registers per core (ZigZag's gemm_l1_l3): A and B stream from L1
+    (tw.gemm(8, 4, 8), small_held("out-reg"),
+     {"orders": ["mnk", "kmn", "nkm"], "double_buffer": {"l1": ["A"]}, "tiles": {"l1": {"n": 4, "m": 8}}}),
+    # tpu_like: the weights B bypass the SRAM into registers with bytes of their own, across
+    # two links (double-buffered at the registers: hidden on both)
+    (tw.gemm(8, 4, 8), small_held("tpu"),
+     {"orders": ["mnk", "kmn", "nkm"], "double_buffer": "all", "tiles": {"sram": {"n": 4, "m": 8}}}),
+    (tw.conv2d(1, 2, 4, 4, 2, 3, 3, padding=1), small_held("tpu"),
+     {"orders": ["nkcpqrs", "cnkpqrs"], "double_buffer": "none", "spatial": ["none", "rows=c2"],
+      "tiles": {"sram": {"p": 4, "q": 4, "k": 2}, "reg": {"r": 3, "s": 3}}}),
+]
+
+
+@pytest.mark.parametrize("case", HELD_CASES, ids=["out-reg-gemm", "tpu-gemm", "tpu-conv"])
+def test_levels_holding_some_tensors_equal_brute_force(case):
+    """Per-operand memories (Level.holds, reserved bytes): the search's latency, traffic and
+    energy optima and top values are brute force's, and what it reports is the model's."""
+    w, arch, cons = case
+    brute = [c for _, _, c in brute_force(w, arch, lambda c: c, **cons)]
+    assert brute
+    for objective, metric in (("latency", "latency_s"), ("traffic", "offchip_bytes"),
+                              ("energy", "energy_j")):
+        values = sorted(getattr(c, metric) for c in brute)
+        r = search(w, arch, objective=objective, top=3, **cons)
+        assert_top_matches([getattr(s, metric) for s in r.top], values)
+        for s in r.top:
+            cost = tw.evaluate(w, arch, s.mapping)
+            assert (cost.latency_s, cost.offchip_bytes) == (s.latency_s, s.offchip_bytes)
+            assert "bypass:" in str(s.mapping)  # the text says where tensors live

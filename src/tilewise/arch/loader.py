@@ -48,8 +48,11 @@ TOP_KEYS = ("name", "description", "levels", "array", "compute", "alignment")
 LEVEL_KEYS = (
     "name", "capacity", "instances", "banks", "bank_size", "bank_granular", "block",
     "bandwidth", "read_bandwidth", "write_bandwidth", "channels", "double_buffer",
-    "energy_per_byte", "read_energy", "write_energy", "transfer_overhead",
+    "energy_per_byte", "read_energy", "write_energy", "transfer_overhead", "holds",
 )
+# operand roles a level's ``holds`` / per-tensor capacity may name besides tensor names
+# (Level.holds): an op's first / second / third input, every final output
+ROLES = ("in1", "in2", "in3", "out")
 ARRAY_KEYS = ("level", "rows", "cols", "broadcast", "reduce_cols")
 COMPUTE_KEYS = ("clock", "macs_per_cycle", "vector_ops_per_cycle", "energy_per_mac",
                 "call_overhead")
@@ -181,10 +184,8 @@ def _rates(data: Any, where: _Where) -> dict[str, int]:
 def _level(data: Any, where: _Where, index: int, clock_hz: float) -> Level:
     d = _mapping(data, where, LEVEL_KEYS, required=("name", "capacity"))
     name = _text(d["name"], where.key("name"), "a level name")
-    if d["capacity"] == "unbounded":
-        capacity = None
-    else:
-        capacity = _unit(parse_size, d["capacity"], where.key("capacity"))
+    holds = _holds(d["holds"], where.key("holds"), index) if "holds" in d else None
+    capacity, reserved = _capacity(d["capacity"], where.key("capacity"), holds)
     banks = _int(d["banks"], where.key("banks")) if "banks" in d else None
     bank_bytes = _unit(parse_size, d["bank_size"], where.key("bank_size")) if "bank_size" in d else None
     if capacity is None and (banks is not None or bank_bytes is not None):
@@ -202,7 +203,7 @@ def _level(data: Any, where: _Where, index: int, clock_hz: float) -> Level:
                 f"capacity {capacity} B is not a multiple of bank_size {bank_bytes} B")
         banks = capacity // bank_bytes
     level: dict[str, Any] = dict(name=name, capacity_bytes=capacity, banks=banks or 1,
-                                 bank_bytes=bank_bytes)
+                                 bank_bytes=bank_bytes, holds=holds, reserved=reserved)
     for key in ("bank_granular", "double_buffer"):
         if key in d:
             level[key] = _bool(d[key], where.key(key))
@@ -227,6 +228,49 @@ def _level(data: Any, where: _Where, index: int, clock_hz: float) -> Level:
                                                     where.key("transfer_overhead"), "DMA transfer")
     level.update(_bandwidths(d, where, index, name, clock_hz))
     return Level(**level)
+
+
+def _holds(value: Any, where: _Where, index: int) -> tuple[str, ...]:
+    """``holds: [C]`` / ``[in2, out]``: tensor names or roles (:data:`ROLES`), each once."""
+    if index == 0:
+        raise where.error("the outermost level holds every tensor; give 'holds' to an inner "
+                          "level")
+    if not isinstance(value, list) or not value:
+        raise where.error(f"{value!r} is not valid; expected a non-empty list of tensor names "
+                          f"or roles ({', '.join(ROLES)}), e.g. [out] or [A, C]")
+    for word in value:
+        if not isinstance(word, str) or not _DIM_NAME.fullmatch(word):
+            raise where.error(f"{word!r} is not a tensor name or role (letters, digits, _)")
+    if len(set(value)) != len(value):
+        raise where.error(f"{value!r} names a tensor twice")
+    return tuple(value)
+
+
+def _capacity(value: Any, where: _Where, holds) -> tuple[int | None, tuple]:
+    """``capacity``: ``unbounded``, one size shared by every tensor, or a mapping of bytes
+    reserved per held tensor (name or role) with ``default`` the size the others share
+    (``{out: 2 B, in2: 128 B}``, ``{C: 256 B, default: 32 KiB}``). Returns (total bytes,
+    reserved parts)."""
+    if value == "unbounded":
+        return None, ()
+    if not isinstance(value, Mapping):
+        return _unit(parse_size, value, where), ()
+    if not value:
+        raise where.error("an empty mapping; expected a size or {tensor or role: size, "
+                          "default: size}")
+    parts = {str(k): _unit(parse_size, v, where.key(str(k))) for k, v in value.items()}
+    shared = parts.pop("default", 0)
+    for word in parts:
+        if holds is not None and word not in holds:
+            raise where.key(word).error(
+                f"{word!r} is not held by this level; holds: {', '.join(holds)}")
+        if not _DIM_NAME.fullmatch(word):
+            raise where.key(word).error(f"{word!r} is not a tensor name or role")
+    if not shared and (holds is None or any(w not in parts for w in holds)):
+        rest = "every other tensor" if holds is None else ", ".join(w for w in holds if w not in parts)
+        raise where.error(f"no bytes left for {rest}: give 'default: SIZE' (shared by the "
+                          "tensors without their own size)")
+    return shared + sum(parts.values()), tuple(parts.items())
 
 
 def _bandwidths(d: Mapping, where: _Where, index: int, name: str, clock_hz: float) -> dict:
@@ -402,9 +446,34 @@ def _validate_level(lv: Level, where: _Where, index: int, parent: Level | None) 
             if not getattr(lv, key) > 0:
                 raise where.key(key).error(
                     f"{getattr(lv, key)!r} is not valid; expected a positive bandwidth in bytes/s")
+    _validate_holds(lv, where, index)
     if lv.energy_pj_per_byte is not None and lv.energy_pj_per_byte < 0:
         raise where.key("energy_per_byte").error(
             f"{lv.energy_pj_per_byte!r} is not valid; expected pJ >= 0")
+
+
+def _validate_holds(lv: Level, where: _Where, index: int) -> None:
+    """``holds`` only below the outermost level; reserved parts of held tensors, positive,
+    within a bounded capacity."""
+    if lv.holds is not None and index == 0:
+        raise where.key("holds").error("the outermost level holds every tensor; give 'holds' to "
+                                       "an inner level")
+    if lv.holds is not None and not lv.holds:
+        raise where.key("holds").error("holds nothing; give at least one tensor name or role")
+    if not lv.reserved:
+        return
+    if lv.capacity_bytes is None:
+        raise where.key("capacity").error("an unbounded level has no per-tensor capacity")
+    for word, nb in lv.reserved:
+        if lv.holds is not None and word not in lv.holds:
+            raise where.key("capacity").key(word).error(
+                f"{word!r} is not held by this level; holds: {', '.join(lv.holds)}")
+        if nb < 1:
+            raise where.key("capacity").key(word).error(f"{nb!r} is not a positive size in bytes")
+    if lv.shared_bytes < 0:
+        raise where.key("capacity").error(
+            f"the reserved parts ({sum(v for _, v in lv.reserved)} B) exceed the capacity "
+            f"{lv.capacity_bytes} B")
 
 
 def _validate_array(arch: Arch, where: _Where) -> None:
@@ -631,11 +700,15 @@ def arch_to_dict(arch: Arch) -> dict[str, Any]:
 
 
 def _level_to_dict(lv: Level, index: int) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "name": lv.name,
-        "capacity": format_size(lv.capacity_bytes) if lv.bounded else "unbounded",
-        "instances": lv.instances,
-    }
+    d: dict[str, Any] = {"name": lv.name}
+    if lv.holds is not None:
+        d["holds"] = list(lv.holds)
+    d["capacity"] = format_size(lv.capacity_bytes) if lv.bounded else "unbounded"
+    if lv.reserved:
+        d["capacity"] = {k: format_size(v) for k, v in lv.reserved}
+        if lv.shared_bytes:
+            d["capacity"]["default"] = format_size(lv.shared_bytes)
+    d["instances"] = lv.instances
     if lv.bank_bytes is not None:
         d["banks"] = lv.banks
         d["bank_size"] = format_size(lv.bank_bytes)
@@ -684,6 +757,10 @@ _FlowDumper.add_representer(
 def arch_to_yaml(arch: Arch) -> str:
     """The spec as YAML text; ``parse_arch`` gives back an equal Arch."""
     d = arch_to_dict(arch)
+    for lv in d["levels"]:
+        for key in ("holds", "capacity"):
+            if isinstance(lv.get(key), (list, dict)):
+                lv[key] = _FlowList(lv[key]) if key == "holds" else _FlowDict(lv[key])
     for section, keys in (("array", ("broadcast",)),
                           ("compute", ("macs_per_cycle", "vector_ops_per_cycle"))):
         for key in keys:

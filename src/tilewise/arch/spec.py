@@ -10,6 +10,13 @@ Conventions (units are in the field names where they are not obvious):
   ``read_bandwidth`` bytes/s (parent -> this level) and drained back over ``write_bandwidth``
   bytes/s (this level -> parent). Both are per instance and per channel; ``channels`` links run
   in parallel per instance. The outermost level has no parent link (bandwidths 0).
+- ``holds`` names the tensors a level keeps (``None``: every tensor): tensor names (``C``) or
+  operand roles, ``in1`` / ``in2`` / ``in3`` (an op's first / second / third input: GEMM's A / B,
+  a convolution's I / W, ZigZag's I1 / I2) and ``out`` (every final output). A tensor a level
+  does not hold bypasses it (:mod:`tilewise.model.structure`, ``Structure.held``); the
+  outermost level holds every tensor. ``reserved`` gives held tensors (names or roles) bytes
+  of their own per instance; the tensors not named share the rest of ``capacity_bytes``
+  (ZigZag's per-operand memories: ``capacity: {out: 2 B, in2: 128 B}``).
 - ``capacity_bytes`` is per instance (``None`` = unbounded). When ``bank_granular`` each tensor
   buffer occupies whole banks of ``bank_bytes`` (a double-buffered tensor takes two such
   buffers). ``block_bytes`` is the allocation/transfer granule (32 for an Ascend UB).
@@ -62,6 +69,9 @@ class Level:
     DMA); ``read_energy_pj`` / ``write_energy_pj`` per byte read from / written into this level's
     memory. ``transfer_overhead_cycles``: fixed cycles of one DMA transfer (buffer descriptor,
     lock hand-off) on the link into this level, per transfer and direction, on one channel.
+    ``holds``: the tensor names or roles kept here (None: every tensor); ``reserved``:
+    ``((name or role, bytes), ...)`` per instance set apart for those tensors, included in
+    ``capacity_bytes`` (the others share ``capacity_bytes - sum(reserved)``).
     """
 
     name: str
@@ -79,6 +89,21 @@ class Level:
     read_energy_pj: float | None = None
     write_energy_pj: float | None = None
     transfer_overhead_cycles: float = 0.0
+    holds: tuple[str, ...] | None = None
+    reserved: tuple[tuple[str, int], ...] = ()
+
+    def __post_init__(self):
+        if self.holds is not None:
+            object.__setattr__(self, "holds", tuple(self.holds))
+        items = self.reserved.items() if isinstance(self.reserved, Mapping) else self.reserved
+        object.__setattr__(self, "reserved", tuple((str(k), int(v)) for k, v in items))
+
+    @property
+    def shared_bytes(self) -> int | None:
+        """Bytes per instance shared by the tensors without a reserved part (None: unbounded)."""
+        if self.capacity_bytes is None:
+            return None
+        return self.capacity_bytes - sum(v for _, v in self.reserved)
 
     @property
     def bounded(self) -> bool:

@@ -195,8 +195,14 @@ def print_arch(arch) -> None:
         if lv.bank_granular:
             banks += " (whole banks)"
         link = i > 0
+        capacity = format_size(lv.capacity_bytes) if lv.bounded else "unbounded"
+        if lv.reserved:
+            capacity = ", ".join([f"{k} {format_size(v)}" for k, v in lv.reserved]
+                                 + ([f"shared {format_size(lv.shared_bytes)}"]
+                                    if lv.shared_bytes else []))
+        name = lv.name if lv.holds is None else f"{lv.name} (holds {', '.join(lv.holds)})"
         levels.add_row(
-            str(i), lv.name, format_size(lv.capacity_bytes) if lv.bounded else "unbounded",
+            str(i), name, capacity,
             str(lv.instances), banks, format_size(lv.block_bytes),
             format_bandwidth(lv.read_bandwidth) if link else "—",
             format_bandwidth(lv.write_bandwidth) if link else "—",

@@ -126,7 +126,9 @@ def _print(workload, arch, mapping, cost, mismatches) -> None:
 
     out = console()
     out.print(f"[bold]{escape(str(workload))}[/bold] on [bold]{escape(arch.name)}[/bold]")
-    out.print(f"mapping: {escape(str(mapping))}")
+    from ..model.batch import stated
+
+    out.print(f"mapping: {escape(str(stated(workload, arch, mapping)))}")
     levels = list(cost.footprint)
     memory = Table(title="levels (bytes per instance; link l joins level l to its parent)")
     for col in ("level", "footprint B", "capacity B", "used", "link time", "𝔽"):

@@ -61,7 +61,7 @@ from ..tiles.kernels import conv_tile, einsum_tile, online_softmax, read_tile
 from ..tiles.layernorm import Moments, merge_moments, normalize_tile, tile_moments
 from .reference import (array_shape, check_inputs, check_supported, gather, letters,
                         normalization, output_tensors, random_inputs, reference, visibility)
-from ..simulation.walker import Compute, walk
+from ..simulation.walker import Compute, kept_tensors, tensor_box, walk
 
 
 # --------------------------------------------------------------------------- public API
@@ -219,8 +219,7 @@ class _Executor:
         self.shared = in_place(workload)
         self.tiles = [lv.sizes for lv in mapping.levels]
         self.ways = ways_of(mapping)
-        self.kept = [{t.name for t in self.st.moved} - mapping.levels[l].bypass
-                     for l in range(self.n)]
+        self.kept = kept_tensors(self.st, mapping)
         self.split_reduction = {op.output.name for op in workload.ops
                                 if any(sp and sp.dim in op.reduction_dims
                                        for sp in (mapping.rows, mapping.cols))}
@@ -261,13 +260,18 @@ class _Executor:
         lv = self.arch.levels[level]
         db = t.name in self.m.levels[level].double_buffer
         buf[t.name] = self.problem.buffer_bytes(t.name, level, self.tiles, self.ways, db)
-        cap = self.problem.levels.capacity[level]  # the model's rule (per instance below the array)
+        # the model's rule (per instance below the array), per part of the level
+        part = self.problem.buffer_part(t.name, level)
+        cap = self.problem.levels.part_cap[level, part]
         if not np.isfinite(cap):
             return
         cap = int(cap)
-        need = sum(buf.values())
+        need = sum(v for k, v in buf.items() if self.problem.buffer_part(k, level) == part)
         if need > cap:
             where = f"level {lv.name}" + (f" (core {inst})" if inst is not None and self.arch.array else "")
+            if lv.reserved:
+                where += (" (shared part)" if part == 0 else
+                          f" (the part reserved for {lv.reserved[part - 1][0]})")
             held = ", ".join(f"{k} {v}" + (" (double-buffered)" if k in self.m.levels[level].double_buffer
                                            else "") for k, v in buf.items())
             raise CapacityError(f"{where}: allocating {t.name} ({buf[t.name]} bytes) needs {need} bytes "
@@ -329,6 +333,11 @@ class _Executor:
         getattr(self, "_" + op.kind)(op, ev.core, r)
 
     def _resident(self, t, core, r) -> _Buffer:
+        """The buffer compute reads ``t``'s tile over ranges ``r`` from: the innermost level's
+        resident tile, or where the innermost level does not keep ``t`` (``Level.holds``) the
+        nearest level above that does (its resident tile contains the box)."""
+        if t.name not in self.kept[self.n - 1]:
+            return self._source(self.n - 1, t, core)
         buf = self.buffers[(self.n - 1, core, t.name)]
         if buf.ident != tuple(r[d] for d in self.dims[t.name]):
             raise MappingError(f"internal: {t.name} tile {buf.ident} resident, {r} needed")
@@ -372,7 +381,10 @@ class _Executor:
         t = op.output
         if t.name in self.inter:
             return self._fused(t, core, r, create=True, dtype=dtype, zero=zero)
-        return self._resident(t, core, r).data
+        buf = self._resident(t, core, r)
+        if t.name not in self.kept[self.n - 1]:  # accumulate in place in the keeping level
+            return buf.data[buf.region(tensor_box(t, r))]
+        return buf.data
 
     def _mac(self, op, core, r) -> None:
         self.fresh = None

@@ -3,7 +3,8 @@
 ``tiles[b, i, j]``: tile of dim ``j`` at level ``i`` (elements, int64); ``orders[b, i, p]``: the
 dim index of loop position ``p`` (outermost first) at level ``i`` (levels 0 .. n-2);
 ``bypass`` / ``double_buffer[b, i, t]``: flags per level and tensor (``Structure.tensors``
-order); ``rows_dim`` / ``cols_dim[b]``: the split dim index or -1, with ``rows_ways`` /
+order; a tensor its level does not hold, ``Structure.held``, is bypassed whatever the flag
+says, and :meth:`MappingBatch.mapping` writes it so); ``rows_dim`` / ``cols_dim[b]``: the split dim index or -1, with ``rows_ways`` /
 ``cols_ways[b]``. Build it from :class:`~tilewise.mapping.Mapping` objects with
 :meth:`MappingBatch.from_mappings`, or directly from arrays (the search does)::
 
@@ -51,6 +52,8 @@ class MappingBatch:
         db = np.zeros((B, L, T), bool)
         sp = np.full((4, B), -1, np.int64)
         sp[1] = sp[3] = 1
+        moved = {t.name for t in st.moved}
+        forced = ~st.held & np.array([n in moved for n in names])[None, :]
         for b, m in enumerate(mappings):
             if validate:
                 check_legal(workload, arch, m)
@@ -58,7 +61,7 @@ class MappingBatch:
                 tiles[b, i] = [lv.sizes[d] for d in dims]
                 if i < L - 1:
                     orders[b, i] = [dims.index(d) for d in lv.order]
-                bypass[b, i] = [t in lv.bypass for t in names]
+                bypass[b, i] = [t in lv.bypass for t in names] | forced[i]
                 db[b, i] = [t in lv.double_buffer for t in names]
             for j, s in enumerate((m.rows, m.cols)):
                 if s:
@@ -69,6 +72,7 @@ class MappingBatch:
         """Candidate ``i`` as a :class:`Mapping`."""
         st = Structure(workload, arch)
         dims, names = st.dims, [t.name for t in st.tensors]
+        moved = {t.name for t in st.moved}
         if not 0 <= i < len(self):
             raise MappingError(f"candidate {i} out of range: batch has {len(self)}")
         levels = []
@@ -76,7 +80,8 @@ class MappingBatch:
             order = tuple(dims[j] for j in self.orders[i, k]) if k < st.n_levels - 1 else ()
             levels.append(LevelMapping(
                 lv.name, tuple((d, int(self.tiles[i, k, j])) for j, d in enumerate(dims)), order,
-                frozenset(n for t, n in enumerate(names) if self.bypass[i, k, t]),
+                frozenset(n for t, n in enumerate(names)
+                          if self.bypass[i, k, t] or (n in moved and not st.held[k, t])),
                 frozenset(n for t, n in enumerate(names) if self.double_buffer[i, k, t])))
         rows = Spatial(dims[self.rows_dim[i]], int(self.rows_ways[i])) if self.rows_dim[i] >= 0 else None
         cols = Spatial(dims[self.cols_dim[i]], int(self.cols_ways[i])) if self.cols_dim[i] >= 0 else None
@@ -90,3 +95,10 @@ class MappingBatch:
             has = dim >= 0
             w[idx[has], dim[has]] = ways[has]
         return w
+
+
+def stated(workload, arch, mapping: Mapping) -> Mapping:
+    """``mapping`` with the bypass its arch forces written out (a tensor a level does not hold,
+    ``Level.holds``): what the mapping text and JSON of a cost report show."""
+    return MappingBatch.from_mappings(workload, arch, [mapping], validate=False).mapping(
+        0, workload, arch)

@@ -48,6 +48,7 @@ from ..errors import CapacityError, MappingError, SpecError, TilewiseError
 from .batch import MappingBatch
 from .breakdown import energy_breakdown, fixed_seconds
 from .kernel import CostArrays, evaluate_into
+from .legality import ways_of
 from .problem import Problem
 
 
@@ -155,11 +156,27 @@ def evaluate(workload, arch, mapping, check_capacity: bool = True) -> Cost:
     cost = replace(cost, energy_breakdown=energy_breakdown(cost, problem, batch.bypass[0]),
                    fixed_s=fixed_seconds(cost, problem, batch))
     if check_capacity and not cost.fits:
-        for name, fp in cost.footprint.items():
-            if fp > cost.capacity[name]:
-                raise CapacityError(f"level {name}: the tiles need {fp} bytes per instance but it "
-                                    f"holds {int(cost.capacity[name])}")
+        raise CapacityError(_overflow(problem, mapping, cost))
     return cost
+
+
+def _overflow(problem: Problem, mapping, cost: Cost) -> str:
+    """The first level (and part of it, where it reserves bytes for some tensors) whose
+    buffers exceed its capacity, with the bytes."""
+    names = problem.buffer_names()
+    for l, name in enumerate(cost.footprint):
+        lv = problem.arch.levels[l]
+        for p, cap in enumerate(problem.levels.part_cap[l]):
+            held = [n for f, n in enumerate(names) if problem.buffers.part[f, l] == p]
+            need = sum(problem.buffer_bytes(n, l, [m.sizes for m in mapping.levels],
+                                            ways_of(mapping), n in mapping.levels[l].double_buffer)
+                       for n in held if n not in mapping.levels[l].bypass)
+            if need > cap:
+                what = ("" if not lv.reserved else " (shared part)" if p == 0 else
+                        f" (the part reserved for {lv.reserved[p - 1][0]})")
+                return (f"level {name}{what}: the tiles need {need} bytes per instance but it "
+                        f"holds {int(cap)}")
+    return "the tiles do not fit"
 
 
 def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
@@ -201,7 +218,8 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
                            f"{only_arr.shape}")
     out = _empty_outputs(B, L, T, O)  # the kernel writes every element
     flags = np.zeros(3, np.int64)
-    evaluate_into(tiles, orders, flag(b.bypass), flag(b.double_buffer), i64(b.rows_dim),
+    bypass = flag(b.bypass | p.forced[None]) if p.forced.any() else flag(b.bypass)
+    evaluate_into(tiles, orders, bypass, flag(b.double_buffer), i64(b.rows_dim),
                   i64(b.rows_ways), i64(b.cols_dim), i64(b.cols_ways), only_arr,
                   *p.kernel_args, out, flags)
     _raise_flags(flags, st, arch, D)

@@ -36,7 +36,8 @@ this order (all exact int64 except times):
    unless the arch broadcasts along it. An input read by several ops of a chain (LayerNorm's
    X) moves once per reader into a level below a real private loop (each op walks its own
    tiles there), once above it.
-4. *Footprint* (buffers at full tile size, rounded to blocks and banks, x2 double-buffered),
+4. *Footprint* (buffers at full tile size, rounded to blocks and banks, x2 double-buffered,
+   checked per part of a level that reserves bytes for some tensors),
    *compute* (steps, padded points, cycles), *link times and latency*
    (:mod:`tilewise.model.cost` states the formulas), off-chip bytes.
 
@@ -276,7 +277,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     gi, mono, axes = groups.gi, groups.mono, groups.axes
     moved, psum, tbytes, tmask = tensors.moved, tensors.psum, tensors.tbytes, tensors.tmask
     oth, plain, affine = tensors.oth, tensors.plain, tensors.affine
-    capacity, f_tensor = levels.capacity, buffers.tensor
+    part_cap, f_tensor, f_part = levels.part_cap, buffers.tensor, buffers.part
+    pf = np.zeros(part_cap.shape[1], np.int64)    # bytes per part of one level (_fit)
     op_pp, op_rate, clock, call = compute.op_pp, compute.op_rate, compute.clock, compute.call
     e_read, e_write, e_link = levels.e_read, levels.e_write, levels.e_link
     e_point, ideal = compute.e_point, compute.ideal
@@ -315,7 +317,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
                              f_red, step, block, bank, op_mask, op_pp, op_rate, call, count, P,
                              nbraw, op_s, op_busy, op_pad, iters)
-        _fit(b, dbuf, bypass, capacity, f_tensor, nbraw, footprint, fits)
+        _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, nbraw, pf, footprint, fits)
         _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
         _links(b, dbuf, bypass, rows_ways[b] * cols_ways[b], inst, link_a, no_read, no_write,
                read_bw, write_bw, xfer_s, ideal, lk, src, iters, out, flags)
@@ -754,21 +756,26 @@ def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psu
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _fit(b, dbuf, bypass, capacity, f_tensor, nbraw, footprint, fits):
-    """Step 4: footprint per level (x2 double-buffered, nothing for a bypass) against the
-    capacity (:func:`.rules.level_capacity`)."""
+def _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, nbraw, pf, footprint, fits):
+    """Step 4: footprint per level (x2 double-buffered, nothing for a bypass) and per part of
+    the level (``pf [P]`` work sums) against the parts' capacities (:func:`.rules.part_capacity`:
+    one part, the level's capacity, unless it reserves bytes for some tensors)."""
     fit = True
-    for l in range(capacity.shape[0]):
+    for l in range(part_cap.shape[0]):
         fp = 0
+        for p in range(pf.shape[0]):
+            pf[p] = 0
         for f in range(f_tensor.shape[0]):
             nb = nbraw[l, f]
             ti = f_tensor[f]
             if ti >= 0:
                 nb *= (1 + dbuf[b, l, ti]) * (1 - bypass[b, l, ti])
             fp += nb
+            pf[f_part[f, l]] += nb
         footprint[b, l] = fp
-        if fp > capacity[l]:
-            fit = False
+        for p in range(pf.shape[0]):
+            if pf[p] > part_cap[l, p]:
+                fit = False
     fits[b] = fit
 
 

@@ -50,7 +50,8 @@ def validate(workload, arch, mapping) -> None:
     level 0 and do not exceed the parent tile (at the array level: ways x tile, and the
     innermost tile may round the parent up to the alignment); the innermost tile meets
     ``arch.alignment``; orders are permutations; bypass/double-buffer name real tensors at
-    legal levels; spatial splits fit the array; and the chain rules of the module doc.
+    legal levels (a tensor a level does not hold, ``Level.holds``, is bypassed there whether
+    the mapping says so or not, and cannot be double-buffered there); spatial splits fit the array; and the chain rules of the module doc.
     """
     check_mapping(workload, arch, mapping)
 
@@ -94,9 +95,15 @@ def check_mapping(workload, arch, mapping) -> None:
                 if i == 0:
                     raise MappingError(f"level {lv.level} is outermost and holds every tensor; "
                                        f"it cannot {kind} {tn}")
-        if lv.bypass and i == n - 1:
+        unheld = {t.name for ti, t in enumerate(st.tensors) if not st.held[i, ti]}
+        if lv.bypass - unheld and i == n - 1:
             raise MappingError(f"level {lv.level} is innermost: compute reads its operands there, "
-                               f"so {', '.join(sorted(lv.bypass))} cannot be bypassed")
+                               f"so {', '.join(sorted(lv.bypass - unheld))} cannot be bypassed "
+                               "(unless the arch's level does not hold them)")
+        if lv.double_buffer & unheld:
+            raise MappingError(f"level {lv.level} does not hold "
+                               f"{', '.join(sorted(lv.double_buffer & unheld))} (it holds "
+                               f"{', '.join(arch.levels[i].holds)}), so it cannot double-buffer it")
         if lv.double_buffer and not arch.levels[i].double_buffer:
             raise MappingError(f"level {lv.level} cannot double-buffer ({', '.join(sorted(lv.double_buffer))})")
         both = lv.bypass & lv.double_buffer

@@ -21,6 +21,9 @@ parts:
   only the first and last p tiles can be clipped.
 - *Footprint items*: each buffer (a kept tensor per level, or a state tensor in the innermost
   level) with its element bytes per level and its axes, each a range of ``(dim, coeff)`` terms.
+  A level that does not hold a tensor (``Level.holds``) keeps no buffer of it, and the tensor
+  bypasses it in every mapping (:attr:`Problem.forced`, or-ed into every batch's ``bypass``);
+  each buffer is allocated in a part of its level's capacity (``Level.reserved``).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from ..ir.workload import Tensor
 from .footprint import element_bytes, in_place, partial_sum_bytes
 from .rules import (buffer_bytes, compute_bound_s, energy_per_point, energy_table,
                     transfer_seconds,
-                    holds_partial_sums, level_capacity, loop_step, ops_per_point, rate, rates)
+                    holds_partial_sums, level_capacity, loop_step, ops_per_point,
+                    part_capacity, rate, rates)
 from .structure import Structure
 
 
@@ -155,7 +159,9 @@ class Levels(NamedTuple):
     ``e_read``/``e_write``/``e_link [L]`` joules per byte read from / written into level ``l``
     and moved over link ``l`` (:func:`.rules.energy_table`; ``e_link`` NaN: unknown);
     ``xfer_s [L]`` seconds of fixed cost per DMA transfer on link ``l`` on one instance (its
-    channels share the transfers), ``has_xfer`` whether any link has one."""
+    channels share the transfers), ``has_xfer`` whether any link has one; ``part_cap [L, P]``
+    bytes of each part of a level (:func:`.rules.part_capacity`: part 0 shared, the others
+    reserved for some tensors)."""
 
     array: int
     link_array: int
@@ -173,6 +179,7 @@ class Levels(NamedTuple):
     e_link: np.ndarray
     xfer_s: np.ndarray
     has_xfer: bool
+    part_cap: np.ndarray
 
 
 class Tensors(NamedTuple):
@@ -216,10 +223,13 @@ class Buffers(NamedTuple):
     range of ``terms [*, 2]`` (dim, coefficient); per level ``block``/``bank [L]`` bytes (the
     rounding; ``bank`` 0 unless bank granular). ``psum [F, L]``: bytes per point while the
     buffer holds partial sums, where ``red [F, D]`` (the reduction dims of the op producing a
-    final output) are split above the level (:func:`.rules.holds_partial_sums`)."""
+    final output) are split above the level (:func:`.rules.holds_partial_sums`). ``part [F, L]``:
+    the part of the level's capacity it is allocated in (:attr:`.structure.Structure.part`; 0
+    the shared part)."""
 
     tensor: np.ndarray
     level: np.ndarray
+    part: np.ndarray
     bytes: np.ndarray
     psum: np.ndarray
     red: np.ndarray
@@ -274,6 +284,7 @@ class Problem:
     compute: Compute
     chain: ChainRules
     useful_points: np.ndarray  # [ops] real iteration points
+    forced: np.ndarray         # [L, T] a moved tensor its level does not hold: always bypassed
 
     @property
     def workload(self):
@@ -300,6 +311,12 @@ class Problem:
         state = iter(self.workload.state)
         return tuple(self.st.tensors[ti].name if ti >= 0 else next(state).name
                      for ti in self.buffers.tensor)
+
+    def buffer_part(self, tensor: str, level: int) -> int:
+        """The part of ``level``'s capacity ``tensor``'s buffer is allocated in (0 shared;
+        :attr:`Levels.part_cap`)."""
+        names = self.buffer_names()
+        return int(self.buffers.part[names.index(tensor), level]) if tensor in names else 0
 
     def buffer_bytes(self, tensor: str, level: int, tiles: list, ways: dict,
                      double_buffered: bool) -> int:
@@ -328,13 +345,14 @@ class Problem:
         """Describe ``workload`` on ``arch`` (see the module docstring)."""
         st = Structure(workload, arch)
         moved = np.array([t.name not in st.intermediate_names for t in st.tensors])
+        forced = ~st.held & moved[None, :]
         grp = [(ti, g) for ti, t in enumerate(st.tensors) if moved[ti]
                for g in groups(t, st.dims)]
         align = workload.alignment(arch.alignment)
         useful = _i64([int(np.prod([workload.sizes[d] for d in op.dims])) for op in workload.ops])
         return cls(st, DimsInfo(_i64(st.sizes), _i64([align[d] for d in st.dims])),
                    _levels(st), _tensors(st, moved, grp), _affine_groups(st, grp),
-                   _buffers(st), _compute(st), chain_rules(st), useful)
+                   _buffers(st), _compute(st), chain_rules(st), useful, forced)
 
 
 def _levels(st: Structure) -> Levels:
@@ -355,7 +373,7 @@ def _levels(st: Structure) -> Levels:
         no_read=np.array([lv.read_bandwidth <= 0 for lv in arch.levels]),
         no_write=np.array([lv.write_bandwidth <= 0 for lv in arch.levels]),
         e_read=energy.read, e_write=energy.write, e_link=energy.link,
-        xfer_s=xfer, has_xfer=bool(np.any(xfer > 0)))
+        xfer_s=xfer, has_xfer=bool(np.any(xfer > 0)), part_cap=part_capacity(arch))
 
 
 def _tensors(st: Structure, moved: np.ndarray, grp: list) -> Tensors:
@@ -436,13 +454,15 @@ def _buffers(st: Structure) -> Buffers:
     workload, arch, dims, L = st.workload, st.arch, st.dims, st.n_levels
     shared = in_place(workload)
     f_tensor, f_level, f_bytes, f_ax, ax_terms, terms = [], [], [], [], [], []
-    f_psum, f_red = [], []
+    f_psum, f_red, f_part = [], [], []
+    held, part = st.held, st.part
     items = [(ti, t) for ti, t in enumerate(st.tensors) if t.name not in shared]
     items += [(-1, t) for t in workload.state]
     for ti, t in items:
         inner_only = ti < 0 or t.name in st.intermediate_names
         f_tensor.append(ti)
-        f_level.append([not inner_only or l == L - 1 for l in range(L)])
+        f_level.append([l == L - 1 if inner_only else bool(held[l, ti]) for l in range(L)])
+        f_part.append([0 if ti < 0 else int(part[l, ti]) for l in range(L)])
         f_bytes.append([t.element_bytes if ti < 0 else element_bytes(t, workload, l == L - 1)
                         for l in range(L)])
         final = ti >= 0 and t.name in st.outputs
@@ -455,8 +475,10 @@ def _buffers(st: Structure) -> Buffers:
             ax_terms.append((len(terms), len(terms) + len(ax.terms)))
             terms += [(dims.index(d), c) for d, c in ax.terms]
     return Buffers(
-        _i64(f_tensor), np.array(f_level, bool).reshape(-1, L), _i64(f_bytes, (-1, L)),
-        _i64(f_psum, (-1, L)), np.array(f_red, bool).reshape(-1, len(dims)), _i64(f_ax, (-1, 2)), _i64(ax_terms, (-1, 2)), _i64(terms, (-1, 2)),
+        _i64(f_tensor), np.array(f_level, bool).reshape(-1, L), _i64(f_part, (-1, L)),
+        _i64(f_bytes, (-1, L)),
+        _i64(f_psum, (-1, L)), np.array(f_red, bool).reshape(-1, len(dims)), _i64(f_ax, (-1, 2)),
+        _i64(ax_terms, (-1, 2)), _i64(terms, (-1, 2)),
         _i64([max(int(lv.block_bytes), 1) for lv in arch.levels]),
         _i64([int(lv.bank_bytes) if lv.bank_granular and lv.bank_bytes else 0
               for lv in arch.levels]))

@@ -11,7 +11,9 @@ them per candidate. Units: bytes, elements, cycles, seconds, joules.
 
 The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` compute seconds)::
 
-    capacity_l   = capacity x instances   above the array (one logical memory), else capacity
+    capacity_l   = capacity x instances   above the array (one logical memory), else capacity;
+                   per part where the level reserves bytes for some tensors (each part's
+                   buffers within its bytes, the shared part the rest)
     buffer bytes = prod over axes of min(sum c*(t-1) + 1, span) x bytes per point,
                    rounded up to the block, then (bank granular) to whole banks; an output's
                    bytes per point are its accumulator type's where it holds partial sums
@@ -56,6 +58,24 @@ def level_capacity(arch) -> np.ndarray:
     return np.array([np.inf if lv.capacity_bytes is None else
                      float(lv.capacity_bytes) * (lv.instances if l < a else 1)
                      for l, lv in enumerate(arch.levels)], float)
+
+
+def part_capacity(arch) -> np.ndarray:
+    """Bytes of each part of each level ``[L, P]`` float, scaled like :func:`level_capacity`:
+    part 0 the bytes shared by the tensors without a reserved part, part ``i + 1`` the
+    ``i``-th of ``Level.reserved`` (``inf``: unbounded, or no such part). A level fits when
+    every part holds the buffers allocated in it (:attr:`.structure.Structure.part`)."""
+    total = level_capacity(arch)
+    P = 1 + max((len(lv.reserved) for lv in arch.levels), default=0)
+    out = np.full((len(arch.levels), P), np.inf)
+    for l, lv in enumerate(arch.levels):
+        if lv.capacity_bytes is None:
+            continue
+        scale = total[l] / lv.capacity_bytes
+        out[l, 0] = lv.shared_bytes * scale
+        for i, (_, nb) in enumerate(lv.reserved):
+            out[l, i + 1] = nb * scale
+    return out
 
 
 def rate(arch, op) -> float:

@@ -3,7 +3,9 @@
 ``Structure`` names the dims (workload order), the tensors that move (everything but fused
 intermediates and state), the level holding the core array and, per moved tensor, the op whose
 loop nest decides its reuse (its first reader or its writer) and, for a tensor read by several
-ops of a chain, how many passes walk its tiles (:meth:`Structure.passes`).
+ops of a chain, how many passes walk its tiles (:meth:`Structure.passes`); which level keeps
+which tensor (:attr:`Structure.held`, from the levels' ``holds``) and in which part of its
+capacity (:attr:`Structure.part`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from ..errors import MappingError
+import numpy as np
+
+from ..errors import MappingError, SpecError
 from ..ir.workload import Chain, Op, Tensor
 
 
@@ -67,6 +71,55 @@ class Structure:
     @cached_property
     def spine(self) -> frozenset[str]:
         return frozenset(self.workload.spine)
+
+    def holders(self, word: str) -> tuple[int, ...]:
+        """Indices (into :attr:`tensors`) of the moved tensors a level's ``holds`` word names:
+        a tensor name, else a role (``in1`` / ``in2`` / ``in3``: that input of every op, where
+        it moves; ``out``: every final output). SpecError naming the valid words otherwise."""
+        names = [t.name for t in self.tensors]
+        if word in names:
+            return (names.index(word),)
+        moved = {t.name for t in self.moved}
+        if word == "out":
+            return tuple(i for i, n in enumerate(names) if n in self.outputs)
+        if word in ("in1", "in2", "in3"):
+            k = int(word[2]) - 1
+            hit = {op.inputs[k].name for op in self.workload.ops
+                   if len(op.inputs) > k and op.inputs[k].name in moved}
+            return tuple(i for i, n in enumerate(names) if n in hit)
+        raise SpecError(f"arch {self.arch.name}: a level holds {word!r}, but workload "
+                        f"{self.workload.name} has no tensor or role of that name; tensors: "
+                        f"{', '.join(t.name for t in self.moved)}; roles: in1, in2, in3, out")
+
+    @cached_property
+    def held(self) -> np.ndarray:
+        """``[L, T]`` bool: level ``l`` keeps tensor ``t`` (every level keeps every tensor
+        unless it declares ``holds``; fused intermediates live innermost whatever it says).
+        A moved tensor a level does not hold bypasses it."""
+        out = np.ones((self.n_levels, len(self.tensors)), bool)
+        moved = [t.name not in self.intermediate_names for t in self.tensors]
+        for l, lv in enumerate(self.arch.levels):
+            if lv.holds is not None:
+                keep = {i for w in lv.holds for i in self.holders(w)}
+                out[l] = [i in keep or not moved[i] for i in range(len(self.tensors))]
+        return out
+
+    @cached_property
+    def part(self) -> np.ndarray:
+        """``[L, T]`` int: the part of level ``l``'s capacity tensor ``t`` is allocated in: 0
+        the shared part, ``i + 1`` the ``i``-th reserved part of ``Level.reserved``."""
+        out = np.zeros((self.n_levels, len(self.tensors)), np.int64)
+        for l, lv in enumerate(self.arch.levels):
+            owner: dict[int, str] = {}
+            for i, (word, _) in enumerate(lv.reserved):
+                for t in self.holders(word):
+                    if t in owner:
+                        raise SpecError(
+                            f"arch {self.arch.name}: level {lv.name} reserves bytes for "
+                            f"{self.tensors[t].name} twice (as {owner[t]!r} and {word!r})")
+                    owner[t] = word
+                    out[l, t] = i + 1
+        return out
 
     def passes(self, tensor: str) -> int:
         """How many times the tiles of a moved input are walked below a real private loop:

@@ -101,6 +101,50 @@ class Engine:
         self._stages()
         self._tries: dict = {}
         self.buf = BufferTable(self.space, self.problem)
+        self._held_tables()
+
+    def _held_tables(self) -> None:
+        """Levels that hold only some tensors (``Level.holds``): the level whose bytes of each
+        tensor cross each link (``link_src [L, T]``, the nearest level at or below the link
+        that keeps the tensor; ``L``: none) and the part of each level's capacity each moved
+        tensor's buffer is allocated in (``slot_part [L, Tm]``; fused intermediates and state
+        in part 0), with the parts' bytes (``part_cap [L, P]``)."""
+        L, T = self.L, self.T
+        held = ~self.problem.forced
+        self.folded = bool(self.problem.forced.any())
+        self.link_src = np.full((L, T), L, np.int64)
+        for t in range(T):
+            for l in range(L - 1, -1, -1):
+                self.link_src[l, t] = l if held[l, t] else (self.link_src[l + 1, t] if l < L - 1 else L)
+        self.part_cap = self.problem.levels.part_cap
+        self.slot_part = np.zeros((L, self.buf.n_moved), np.int64)
+        for f, i in enumerate(self.buf.slot):
+            if i >= 0:
+                self.slot_part[:, i] = self.problem.buffers.part[f]
+
+    def over_capacity(self, bufs: np.ndarray, other: np.ndarray) -> np.ndarray:
+        """``[..., L]`` bool: levels whose buffers (bytes per moved tensor ``bufs [..., L, Tm]``,
+        other buffers ``other [..., L]``) exceed a part of their capacity (the model's rule,
+        :func:`tilewise.model.rules.part_capacity`; one part, the level, unless it reserves
+        bytes for some tensors)."""
+        over = bufs.sum(-1) + other > self.cap
+        for p in range(1 if self.part_cap.shape[1] == 1 else 0, self.part_cap.shape[1]):
+            mine = (bufs * (self.slot_part == p)).sum(-1) + (other if p == 0 else 0)
+            over |= mine > self.part_cap[:, p]
+        return over
+
+    def link_traffic(self, tr: Traffic) -> Traffic:
+        """``tr`` (bytes and transfers into each level) as what crosses each link: a tensor's
+        bytes into the nearest level at or below the link that keeps it (:attr:`link_src`;
+        the model's rule for bypassed levels, :func:`tilewise.model.kernel._links`)."""
+        if not self.folded:
+            return tr
+        return Traffic(*(self._fold(x) for x in tr))
+
+    def _fold(self, x: np.ndarray) -> np.ndarray:
+        """``x [n, L, T]`` per level -> per link by :attr:`link_src` (0 where none keeps it)."""
+        pad = np.concatenate([x, np.zeros_like(x[:, :1])], 1)
+        return pad[:, self.link_src, np.arange(self.T)[None, :]]
 
     def _split_tables(self) -> None:
         """Per split: the tile ladders and their groups per dim, the ladder counts, the split as
@@ -362,7 +406,7 @@ class Engine:
     def _alive(self, nd: Nodes, si: StandIns, stage: int, stats: SearchStats, leaf) -> np.ndarray:
         """``[n]``: the nodes whose smallest buffers fit every level and, in a chain, whose
         fixed tiles the chain rules allow; counts the others (or, at leaves, the evaluated)."""
-        over = si.buffers.sum(2) + si.other > self.cap[None, :]
+        over = self.over_capacity(si.buffers, si.other)
         alive = ~over.any(1)
         if leaf:
             stats.evaluated += len(nd)
@@ -589,7 +633,8 @@ class Engine:
         bi, vi = np.nonzero(fits)
         if len(bi) == 0:
             return Pool()
-        lat = variant_latencies(cb.compute_s, tr, rbw, wbw, self.xfs[s], iterations, self.db)
+        lat = variant_latencies(cb.compute_s, self.link_traffic(tr), rbw, wbw, self.xfs[s],
+                                iterations, self._fold(self.db) if self.folded else self.db)
         ratio = cb.ratio[:, 1:]
         F = np.where(np.isfinite(ratio), ratio, np.inf).min(1) if L > 1 else np.full(B, np.inf)
         traffic = cb.offchip_bytes.astype(float)
@@ -607,5 +652,8 @@ class Engine:
         levels 1 .. L-1 summed, float)."""
         bufs, fixed = self.buf.bytes(tiles, self.ways[s])
         total = np.einsum("blt,vlt->bvl", bufs, self.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
-        fits = ~(total > self.cap[None, None, :]).any(2) & legal[:, None]
+        over = total > self.cap[None, None, :]
+        if self.part_cap.shape[1] > 1:  # some level reserves bytes for some tensors
+            over = self.over_capacity(bufs[:, None] * (1 + self.dbm[None]), fixed[:, None])
+        fits = ~over.any(2) & legal[:, None]
         return fits, total[:, :, 1:].sum(2).astype(float)

@@ -242,9 +242,13 @@ class Space:
                 for tn in tensors:
                     if tn not in names:
                         raise TilewiseError(f"double_buffer: {tn!r} is not a moved tensor; valid: {', '.join(names)}")
+                    if not self.st.held[k, self.moved[names.index(tn)]]:
+                        raise TilewiseError(f"double_buffer: level {lvname} does not hold {tn} "
+                                            f"(it holds {', '.join(self.st.arch.levels[k].holds)})")
                     v[0, k, names.index(tn)] = True
             return v
-        slots = [(k, t) for k in self.db_levels for t in range(T)]
+        # a level double-buffers only tensors it holds (Level.holds)
+        slots = [(k, t) for k in self.db_levels for t in range(T) if self.st.held[k, self.moved[t]]]
         if self.db_mode == "none" or not slots:
             return np.zeros((1, L, T), bool)
         if self.db_mode == "all":

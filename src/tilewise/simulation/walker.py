@@ -11,6 +11,9 @@ of a tensor loaded into a level, reloaded as a partial sum, or stored back) and
 - Chains: the loops over spine dims run first (in nest order); at each spine point every op in
   turn runs the loops over its private dims (Chimera's fused loop tree, legal by
   :mod:`tilewise.model.legality`).
+- A level keeps a tensor unless the mapping bypasses it there or the level does not hold it
+  (``Level.holds``); an input the innermost level does not keep is read by compute from the
+  nearest level above that keeps it, an output accumulated there.
 - A tile of tensor T at level l (l >= 1, T kept there) is identified by the ranges of T's dims
   at level l. Each instance (the one logical memory above the array, each core at the array)
   holds one resident tile per tensor: when an op needs a different tile, an output's resident
@@ -97,6 +100,13 @@ def box_bytes(t: Tensor, box: Box) -> int:
     return n
 
 
+def kept_tensors(st: Structure, mapping) -> list[set[str]]:
+    """Per level, the moved tensors it keeps: not bypassed by the mapping and held by the
+    level (``Structure.held``: a level that does not hold a tensor is bypassed by it)."""
+    return [{t.name for t in st.moved if st.held[l, st.tensors.index(t)]}
+            - mapping.levels[l].bypass for l in range(st.n_levels)]
+
+
 def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
     """Yield the transfers and computes of ``mapping`` in execution order (validates first)."""
     validate(workload, arch, mapping)
@@ -114,7 +124,7 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
     cores = [(r, c) for r in range(n_rows) for c in range(n_cols)]
     loops = [(k, d) for k in range(n - 1) for d in mapping.levels[k].order]
     spine = st.spine
-    kept = [{t.name for t in st.moved} - mapping.levels[l].bypass for l in range(n)]
+    kept = kept_tensors(st, mapping)
     ranges = [dict() for _ in range(n)]
     ranges[0] = {d: (0, s) for d, s in workload.sizes.items()}
     resident: dict = {}
