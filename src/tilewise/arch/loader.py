@@ -29,7 +29,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import yaml
 
@@ -154,14 +154,7 @@ def _mac_energy(data: Any, where: _Where) -> tuple[float | None, dict[str, float
         return None, {}
     if not isinstance(data, Mapping):
         return _unit(parse_energy, data, where, "MAC"), {}
-    table: dict[str, float] = {}
-    for key, value in data.items():
-        try:
-            name = lookup_dtype(str(key)).name
-        except DTypeError as e:
-            raise where.error(str(e)) from None
-        table[name] = _unit(parse_energy, value, where.key(str(key)), "MAC")
-    return None, table
+    return None, _dtype_table(data, where, lambda v, w: _unit(parse_energy, v, w, "MAC"))
 
 
 def _rates(data: Any, where: _Where) -> dict[str, int]:
@@ -169,7 +162,13 @@ def _rates(data: Any, where: _Where) -> dict[str, int]:
     if not isinstance(data, Mapping):
         raise where.error(f"expected a mapping dtype -> count per cycle such as {{i8: 256}}; "
                           f"got {data!r}")
-    out: dict[str, int] = {}
+    return _dtype_table(data, where, lambda v, w: _int(v, w, "a positive integer count per cycle"))
+
+
+def _dtype_table(data: Mapping, where: _Where, parse: Callable[[Any, _Where], Any]) -> dict:
+    """``{dtype: parse(value)}`` with dtype names made canonical (``int8`` -> ``i8``); an
+    unknown dtype or one given twice is an error at its key."""
+    out: dict = {}
     for key, value in data.items():
         try:
             name = lookup_dtype(str(key)).name
@@ -177,7 +176,7 @@ def _rates(data: Any, where: _Where) -> dict[str, int]:
             raise where.error(str(e)) from None
         if name in out:
             raise where.error(f"dtype {name!r} given twice (as {key!r} too)")
-        out[name] = _int(value, where.key(str(key)), "a positive integer count per cycle")
+        out[name] = parse(value, where.key(str(key)))
     return out
 
 
