@@ -10,11 +10,32 @@ whether it is double-buffered. Nothing is bypassed. The *declared* space:
   column); chains split only spine dims no op reduces (the model's rules). Needs the array at
   the innermost level.
 - tiles, per level ``l >= 1`` and dim ``d`` of size ``S`` split ``w`` ways at the array
-  (``Q = ceil(S / w)``), with ``a`` the dim's alignment: the divisors of ``Q`` and the
-  *balanced* tiles ``ceil(Q / j)`` for ``j = 1 .. Q`` rounded up to ``a``, and the divisors of
-  ``Q`` that are multiples of ``a``; above the innermost level capped at ``Q`` (so ``Q`` itself
-  is always there), at the innermost level possibly over ``Q`` (padded). A tile is
-  used below a parent tile ``P`` only if it fits it (``t x w <= P``, innermost
+  (``Q = ceil(S / w)``), with ``a`` the dim's alignment (every value rounded up to ``a``):
+
+  1. the *balanced* tiles ``ceil(Q / j)`` for ``j = 1 ..`` :data:`PARTS` (32): ``Q`` cut into
+     up to 32 near-equal parts;
+  2. every balanced tile ``ceil(Q / j)`` (any ``j``) up to :data:`SMALL` x ``a`` (32 x ``a``);
+  3. the divisors of ``Q`` that are multiples of ``a`` (tilings with no padding);
+  4. for a *large* dim, ``Q > PARTS x SMALL x a`` (over 16384 elements at ``a = 16``), the
+     power-of-two multiples ``a x 2^i``: its middle range, where a tile is a small share of
+     ``Q`` and pads it by at most that share.
+
+  Where ``Q <= PARTS x SMALL x a`` (1 .. 3 then give every ``ceil(Q / j)``, ``j = 1 .. Q``:
+  a ``j > 32`` gives a value under ``Q / 32 <= 32 a``) this is exactly the space before
+  issue 18, every balanced tile (tested against that enumeration); above, the values in
+  ``(32 a, Q / 32)`` are thinned to 3 and 4, and the optimum is exact over this declared
+  space, not over every balanced tile. None of it loops over ``Q``: 1 and 3 cost
+  ``O(min(sqrt(Q), H))``, 2 ``O(min(sqrt(Q), 32))`` (:func:`balanced_tiles`), with ``H`` the
+  level's limit below. Above the innermost level values are capped at ``Q`` (so ``Q`` itself
+  is there), at the innermost possibly over ``Q`` (padded). Then each level keeps only the
+  values that can fit it: at most ``H``, the largest tile whose buffers fit the level's
+  capacity with every other dim at its smallest value, single-buffered at the final widths
+  (:func:`fit_limits`; a mapping's buffers only grow with every tile, double buffers and
+  partial sums, so no mapping that fits is left out: the optimum is unchanged by this cap),
+  keeping the smallest value when none fits (for the empty-space message). Sizes past what
+  int64 counts hold are refused up front (:func:`check_sizes`: a dim over :data:`MAX_DIM`
+  = 2^40, or an op's padded points x bytes per point over 2^62).
+  A tile is used below a parent tile ``P`` only if it fits it (``t x w <= P``, innermost
   ``t <= roundup(ceil(P / w), a)``). Example: S=512, a=16: 512 256 176 128 112 96 80 64 48 32 16.
 - loop orders: every permutation of the dims at every level above the innermost;
 - double buffering: every subset of the moved tensors at every level that can double-buffer.
