@@ -108,10 +108,17 @@ def _maximal(c):
     order = np.argsort(-c.sum(1))   # a dominating row has a larger sum: it comes first
     keep = np.empty(c.shape[0], np.int64)
     n = 0
+    D = c.shape[1]
     for i in order:
         dom = False
         for q in range(n):
-            if (c[keep[q]] >= c[i]).all():
+            r = keep[q]
+            ge = True
+            for d in range(D):
+                if c[r, d] < c[i, d]:
+                    ge = False
+                    break
+            if ge:
                 dom = True
                 break
         if not dom:

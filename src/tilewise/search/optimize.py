@@ -67,7 +67,7 @@ from .walk import pareto_front, search_top
 
 OBJECTIVES = METRICS
 CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles")
-MAX_TOP = 1000  # the most mappings one search ranks (a top-k walk keeps k candidates alive)
+MAX_TOP = 10_000  # the most mappings one search ranks (a top-k walk keeps k candidates alive)
 
 
 def _arch(arch):
