@@ -24,11 +24,11 @@ import numpy as np
 from ..errors import SpecError
 from ..model.batch import MappingBatch
 from ..model.cost import evaluate_batch
-from ..model.problem import Problem
 from ..model.rules import link_instances, require_energy
 from .bound import (OBJ_CODE, Traffic, best_variant, favorable_orders, level_subsets,
                     variant_latencies)
 from .buffers import BufferTable
+from .calls import CallFloors
 from .chain_rules import ChainRules
 from .custom import BASE, Custom
 from .floors import MAX_ORDERS, maximal_combos
@@ -89,7 +89,7 @@ class Engine:
         self.L, self.D = st.n_levels, len(st.dims)
         self.T = len(st.tensors)
         self.set_db_variants(self.space.db_variants())
-        self.problem = Problem.build(workload, arch)
+        self.problem = self.space.problem  # the model's description, built once
         self.problem.require_rates()
         self.min_time_s = self.problem.compute.ideal  # the compute-bound minimum (s)
         self.op_dims = [[st.dims.index(d) for d in op.dims] for op in workload.ops]
@@ -102,6 +102,7 @@ class Engine:
         self._tries: dict = {}
         self.buf = BufferTable(self.space, self.problem)
         self._held_tables()
+        self._call_floors: tuple | None = None
 
     def _held_tables(self) -> None:
         """Levels that hold only some tensors (``Level.holds``): the level whose bytes of each
@@ -204,6 +205,19 @@ class Engine:
         self.dbm = dbv
         self.db_subs = level_subsets(dbv)
 
+    def call_floors(self) -> CallFloors | None:
+        """The floors of the kernel calls (:mod:`.calls`) for the current double-buffer
+        choices, built once per choice set; None where calls cost nothing or the floor is
+        off (too many combos)."""
+        if self.problem.compute.call <= 0:
+            return None
+        subs, nsub, _ = self.db_subs
+        if self._call_floors is None or self._call_floors[0] is not subs:
+            cf = CallFloors(self.space, self.problem, self.buf.slot, subs[self.L - 1],
+                            int(nsub[self.L - 1]))
+            self._call_floors = (subs, cf if cf.ok else None)
+        return self._call_floors[1]
+
     def tile_combos(self) -> int:
         """The size of the tile space: ladder combinations summed over the splits."""
         return int(sum(np.prod(self.n_ladders[s], dtype=np.int64) for s in range(len(self.n_ladders))))
@@ -253,10 +267,34 @@ class Engine:
             tm[:, :, j] = g.small[gid[:, j]]
             cnt[:, :, j] = g.max_counts[gid[:, j]]
             pad[:, j] = g.min_padded[gid[:, j]]
+        if s is not None:
+            self._keep_whole(tt, s, stage)
         if s is not None and self.chain_rules is not None:
             self.chain_rules.force_small(tm, self.fixed_real_loops(tt, s, stage), self.ways[s],
                                          self.depth[stage], self.st.array_level)
         return tt, tm, cnt, pad
+
+    def _keep_whole(self, tt: np.ndarray, s: np.ndarray, stage: int) -> None:
+        """Raise, in place, the traffic stand-ins ``tt [n, L, D]`` of the open levels below a
+        dim's first open one to the largest tile legal under the stand-in above (the model's
+        :func:`~tilewise.model.rules.innermost_limit` at the innermost, ``tile // ways``
+        elsewhere): the dim kept whole below its first open level (:mod:`.bound`, fact 2).
+        The group's largest tile there can be smaller where the space leaves out tiles that
+        cannot fit the level (:func:`.space.fit_limits`); a stand-in with a real loop there
+        would lose the reuse of the loops above that a mapping with a smaller tile at the
+        first open level keeps, and could bound above it."""
+        L, a = self.L, self.st.array_level
+        align = self.problem.dims.align
+        for j in range(self.D):
+            w = self.ways[s, j]
+            for k in range(int(self.depth[stage, j]) + 2, L):
+                ww = w if k == a else 1
+                up = tt[:, k - 1, j]
+                if k == L - 1:
+                    lim = -(-(-(-up // ww)) // align[j]) * align[j]
+                else:
+                    lim = up // ww
+                np.maximum(tt[:, k, j], lim, out=tt[:, k, j])
 
     def fixed_real_loops(self, tt: np.ndarray, s: np.ndarray, stage: int) -> np.ndarray:
         """``[n, L-1, D]``: the loops of nodes at ``stage`` (splits ``s``, tiles ``tt``) known
@@ -446,12 +484,16 @@ class Engine:
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
         rfl, wfl = (np.zeros((m, self.L)), np.zeros((m, self.L))) if fl is None else fl
+        cf = self.call_floors() if custom or any(o in ("latency", "edp")
+                                                  for o in run.objectives) else None
+        calls = None if cf is None else cf.steps(s, si.padded, si.small[:, -1], inner,
+                                                 self.problem.compute.op_mask)
 
         def least(o, col):
             best_variant(OBJ_CODE[o], points, steps, points_all, tr, rfl, wfl, self.rbw[s],
                          self.wbw[s], self.xfs[s], it, si.buffers, si.other, *self.db_subs,
                          self.moved_idx, self.problem.levels, self.problem.compute, col, nfit,
-                         points_max, steps_max)
+                         points_max, steps_max, calls)
             return col
 
         for i, o in enumerate(run.objectives):

@@ -67,6 +67,7 @@ from .walk import pareto_front, search_top
 
 OBJECTIVES = METRICS
 CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles")
+MAX_TOP = 10_000  # the most mappings one search ranks (a top-k walk keeps k candidates alive)
 
 
 def _arch(arch):
@@ -102,6 +103,9 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     objective = _objective(objective, monotone)
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise TilewiseError(f"top={top!r} must be a positive integer")
+    if top > MAX_TOP:
+        raise TilewiseError(f"top={top} is above the limit of {MAX_TOP} mappings: the exact "
+                            "top-k keeps every candidate that may still enter it; ask for fewer")
     then, tolerance = parse_then(then), parse_tolerance(tolerance)
     t0 = time.perf_counter()
     engine = Engine(workload, arch, constraints)

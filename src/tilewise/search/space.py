@@ -11,11 +11,32 @@ whether it is double-buffered. Nothing is bypassed. The *declared* space:
   column); chains split only spine dims no op reduces (the model's rules). Needs the array at
   the innermost level.
 - tiles, per level ``l >= 1`` and dim ``d`` of size ``S`` split ``w`` ways at the array
-  (``Q = ceil(S / w)``), with ``a`` the dim's alignment: the divisors of ``Q`` and the
-  *balanced* tiles ``ceil(Q / j)`` for ``j = 1 .. Q`` rounded up to ``a``, and the divisors of
-  ``Q`` that are multiples of ``a``; above the innermost level capped at ``Q`` (so ``Q`` itself
-  is always there), at the innermost level possibly over ``Q`` (padded). A tile is
-  used below a parent tile ``P`` only if it fits it (``t x w <= P``, innermost
+  (``Q = ceil(S / w)``), with ``a`` the dim's alignment (every value rounded up to ``a``):
+
+  1. the *balanced* tiles ``ceil(Q / j)`` for ``j = 1 ..`` :data:`PARTS` (32): ``Q`` cut into
+     up to 32 near-equal parts;
+  2. every balanced tile ``ceil(Q / j)`` (any ``j``) up to :data:`SMALL` x ``a`` (32 x ``a``);
+  3. the divisors of ``Q`` that are multiples of ``a`` (tilings with no padding);
+  4. for a *large* dim, ``Q > PARTS x SMALL x a`` (over 16384 elements at ``a = 16``), the
+     power-of-two multiples ``a x 2^i``: its middle range, where a tile is a small share of
+     ``Q`` and pads it by at most that share.
+
+  Where ``Q <= PARTS x SMALL x a`` (1 .. 3 then give every ``ceil(Q / j)``, ``j = 1 .. Q``:
+  a ``j > 32`` gives a value under ``Q / 32 <= 32 a``) this is exactly the space before
+  issue 18, every balanced tile (tested against that enumeration); above, the values in
+  ``(32 a, Q / 32)`` are thinned to 3 and 4, and the optimum is exact over this declared
+  space, not over every balanced tile. None of it loops over ``Q``: 1 and 3 cost
+  ``O(min(sqrt(Q), H))``, 2 ``O(min(sqrt(Q), 32))`` (:func:`balanced_tiles`), with ``H`` the
+  level's limit below. Above the innermost level values are capped at ``Q`` (so ``Q`` itself
+  is there), at the innermost possibly over ``Q`` (padded). Then each level keeps only the
+  values that can fit it: at most ``H``, the largest tile whose buffers fit the level's
+  capacity with every other dim at its smallest value, single-buffered at the final widths
+  (:func:`fit_limits`; a mapping's buffers only grow with every tile, double buffers and
+  partial sums, so no mapping that fits is left out: the optimum is unchanged by this cap),
+  keeping the smallest value when none fits (for the empty-space message). Sizes past what
+  int64 counts hold are refused up front (:func:`check_sizes`: a dim over :data:`MAX_DIM`
+  = 2^40, or an op's padded points x bytes per point over 2^62).
+  A tile is used below a parent tile ``P`` only if it fits it (``t x w <= P``, innermost
   ``t <= roundup(ceil(P / w), a)``). Example: S=512, a=16: 512 256 176 128 112 96 80 64 48 32 16.
 - loop orders: every permutation of the dims at every level above the innermost;
 - double buffering: every subset of the moved tensors at every level that can double-buffer.
@@ -38,30 +59,130 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from math import ceil
+from math import ceil, isqrt
 from typing import Iterator
 
 import numpy as np
 
 from ..errors import TilewiseError
 from ..mapping import LevelMapping, Mapping, Spatial
+from ..model.problem import Problem
+from ..model.rules import level_bytes
 from ..model.structure import Structure
 
 
-def _divisors(n: int) -> list[int]:
-    small = [d for d in range(1, int(n ** 0.5) + 1) if n % d == 0]
-    return sorted(set(small + [n // d for d in small]))
+MAX_DIM = 2 ** 40    # elements: the largest dim size the search takes (module doc)
+MAX_BYTES = 2 ** 62  # bytes: the int64 headroom the cost kernel keeps for its byte counts
+PARTS = 32           # balanced tiles ceil(q / j) for j = 1 .. PARTS (module doc)
+SMALL = 32           # ... and every balanced tile up to SMALL x the alignment
 
 
-def tile_values(size: int, ways: int, align: int, innermost: bool) -> list[int]:
-    """Candidate tiles (elements) of a dim of ``size`` split ``ways`` ways (see module doc)."""
+def check_sizes(workload, arch) -> None:
+    """Refuse, with one line naming the value and the limit, a problem whose numbers the
+    search cannot represent: a dim over :data:`MAX_DIM`, or an op whose padded points x the
+    widest bytes per point of its tensors (partial sums at the accumulator width) exceed
+    :data:`MAX_BYTES` (int64 byte counts could overflow). Padded: each dim rounded up by its
+    alignment once per core of the array (the most any mapping pads)."""
+    from ..model.footprint import partial_sum_bytes
+
+    cores = arch.array.rows * arch.array.cols if arch.array is not None else 1
+    align = {d: 1 for d in workload.sizes}
+    try:
+        align = workload.alignment(arch.alignment)
+    except TilewiseError:
+        pass
+    for d, n in workload.sizes.items():
+        if n > MAX_DIM:
+            raise TilewiseError(f"dim {d} = {n} is above the search's limit of {MAX_DIM:,} "
+                                "(2^40) elements per dim")
+    for op in workload.ops:
+        points = 1
+        for d in op.dims:
+            points *= workload.sizes[d] + align[d] * cores
+        width = max(partial_sum_bytes(t, workload) for t in (op.output,) + tuple(op.inputs))
+        if points * width > MAX_BYTES:
+            sizes = " x ".join(f"{d}={workload.sizes[d]}" for d in op.dims)
+            raise TilewiseError(f"op {op.name} ({sizes}) has ~{points:.3g} padded points x {width} "
+                                f"B = {points * width:.3g} B, above the int64 limit of 2^62 "
+                                f"= {MAX_BYTES:.3g} B the cost model counts bytes in")
+
+
+def balanced_tiles(q: int, align: int, limit: int) -> np.ndarray:
+    """The distinct ``ceil(q / j)`` for ``j = 1 .. q`` rounded up to ``align`` that are at
+    most ``limit`` (elements), ascending ``int64``, in ``O(min(sqrt(q), limit))``: for
+    ``j <= sqrt(q)`` directly; below, a value ``v`` is one iff ``ceil(q / ceil(q / v)) == v``."""
+    r = isqrt(q)
+    lim = limit // align * align      # up(v) <= limit  <=>  v <= lim
+    if lim < 1:
+        return np.zeros(0, np.int64)
+    j = np.arange(max(1, -(-q // lim)), r + 2, dtype=np.int64)
+    v = np.arange(1, min(r + 1, lim) + 1, dtype=np.int64)
+    vals = np.concatenate([-(-q // j), v[-(-q // (-(-q // v))) == v]])
+    vals = np.unique(-(-vals // align) * align)
+    return vals[vals <= limit]
+
+
+def aligned_divisors(q: int, align: int, limit: int) -> np.ndarray:
+    """The divisors of ``q`` that are multiples of ``align`` and at most ``limit``, ascending
+    ``int64``, by trial division up to ``min(sqrt(q), limit)``."""
+    d = np.arange(1, min(isqrt(q), limit) + 1, dtype=np.int64)
+    d = d[q % d == 0]
+    d = np.unique(np.concatenate([d, q // d]))
+    return d[(d % align == 0) & (d <= limit)]
+
+
+def tile_values(size: int, ways: int, align: int, innermost: bool,
+                limit: int | None = None) -> list[int]:
+    """Candidate tiles (elements) of a dim of ``size`` split ``ways`` ways (the module doc's
+    rule: balanced tiles for up to :data:`PARTS` parts, those up to :data:`SMALL` x ``align``,
+    aligned divisors and, for a large dim, power-of-two multiples of ``align``), descending;
+    those over ``limit`` (the largest that can fit the level, :func:`fit_limits`; None: no
+    limit) left out, but never the smallest. Never a loop over the size."""
     q = -(-size // ways)
-    up = lambda t: -(-t // align) * align
-    vals = {up(-(-q // j)) for j in range(1, q + 1)}
-    vals |= {d for d in _divisors(q) if d % align == 0}
+    up_q = -(-q // align) * align     # above the innermost, values over q count as q
+    top = up_q if innermost else q
+    hi = top if limit is None else max(1, min(limit, top))
+    lim = up_q if hi >= q else hi
+    j = np.arange(1, min(PARTS, q) + 1, dtype=np.int64)
+    parts = [-(-(-(-q // j)) // align) * align,
+             balanced_tiles(q, align, min(lim, SMALL * align)),
+             aligned_divisors(q, align, lim)]
+    if q > PARTS * SMALL * align:     # a large dim: its middle range by powers of two
+        parts.append(align << np.arange(max(0, lim // align).bit_length(), dtype=np.int64))
+    vals = np.concatenate(parts)
     if not innermost:
-        vals = {min(v, q) for v in vals}
-    return sorted(vals, reverse=True)
+        vals = np.minimum(vals, q)
+    vals = np.unique(vals[vals <= hi])
+    return [int(x) for x in vals[::-1]] if len(vals) else [min(align, top)]
+
+
+def fit_limits(problem: Problem, k: int, ways: list[int], align: list[int],
+               innermost: bool) -> list[int | None]:
+    """Per dim, the largest tile (elements) that level ``k`` can hold with every other dim at
+    its smallest candidate (``min(align, ceil(size / ways))``; the alignment at the innermost)
+    and single buffers at their final widths (:func:`~tilewise.model.rules.level_bytes`, the
+    model's rule; a mapping's buffers are never smaller: they grow with every tile, double
+    buffers and partial sums only add); 0 when not even the smallest fits, None when the
+    level is unbounded. No tile over it is in a mapping that fits (module doc)."""
+    cap = float(problem.levels.capacity[k])
+    sizes, desc = problem.dims.sizes, problem.buffers
+    D = len(ways)
+    q = [-(-int(sizes[j]) // ways[j]) for j in range(D)]
+    top = [-(-q[j] // align[j]) * align[j] if innermost else q[j] for j in range(D)]
+    small = np.array([align[j] if innermost else min(align[j], q[j]) for j in range(D)], np.int64)
+    if not np.isfinite(cap):
+        return [None] * D
+    fits = lambda tl: level_bytes(k, tl, sizes, desc) <= cap
+    out = []
+    for j in range(D):
+        tl = small.copy()
+        lo, hi = 0, top[j]      # the largest fitting tile lies in [lo, hi]
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            tl[j] = mid
+            lo, hi = (mid, hi) if fits(tl) else (lo, mid - 1)
+        out.append(lo)
+    return out
 
 
 @dataclass(frozen=True)
@@ -169,15 +290,18 @@ class Space:
     orders_allowed: list | None = None
     fixed: dict = field(default_factory=dict)
     max_core: dict = field(default_factory=dict)
+    problem: Problem | None = field(default=None, repr=False)  # the model's description
     ladder_cache: dict = field(default_factory=dict, repr=False)  # (dim, ways, values) -> ladders
 
     @classmethod
     def build(cls, workload, arch, spatial="any", double_buffer="any", orders=None,
               tiles=None, max_core_tile=None) -> "Space":
+        check_sizes(workload, arch)
         st = Structure(workload, arch)
         dims, L = st.dims, st.n_levels
         if L < 2:
             raise TilewiseError(f"arch {arch.name} has one memory level; tiling needs two")
+        problem = Problem.build(workload, arch)
         fixed = {}
         align = workload.alignment(arch.alignment)
         for lvname, tt in (tiles or {}).items():
@@ -206,10 +330,11 @@ class Space:
             per = {}
             for k in range(1, L):
                 inner = k == L - 1
+                ways = [int(w[j]) if k == st.array_level else 1 for j in range(len(dims))]
+                limits = fit_limits(problem, k, ways, [align[d] for d in dims], inner)
                 vd = {}
                 for j, d in enumerate(dims):
-                    ww = int(w[j]) if k == st.array_level else 1
-                    v = tile_values(workload.sizes[d], ww, align[d], inner)
+                    v = tile_values(workload.sizes[d], ways[j], align[d], inner, limits[j])
                     if inner and d in max_core:
                         v = [x for x in v if x <= max_core[d]]
                     if (k, d) in fixed:
@@ -224,7 +349,8 @@ class Space:
         if double_buffer not in ("any", "all", "none") and not isinstance(double_buffer, dict):
             raise TilewiseError(f"double_buffer={double_buffer!r}; valid: 'any', 'all', 'none' or "
                                 "a dict {level: [tensors]}")
-        return cls(st, splits, values, moved, db_levels, double_buffer, orders, fixed, max_core)
+        return cls(st, splits, values, moved, db_levels, double_buffer, orders, fixed, max_core,
+                   problem=problem)
 
     # ----- double buffering -----
 

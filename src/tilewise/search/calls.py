@@ -1,0 +1,214 @@
+"""Floors of the kernel calls of a node: the fewest that innermost tiles which fit can make.
+
+The latency bound (:mod:`.bound`, fact 3) counts ``call`` cycles per innermost kernel
+invocation. With the innermost tiles open it took, per dim, the largest tile of the node that
+fits the innermost level *with every other dim at its smallest* (:meth:`.BufferTable.cap_tiles`),
+so it credited a GEMM node on aie-4x2 with m512 n256 k2048-like calls that no 48 KiB core holds
+together: the bound sat at the compute-bound minimum while the optimum pays ~1.7 % in calls,
+and every memtile tiling within that 1.7 % was expanded down to its core tiles.
+
+The floor is joint, per double-buffer choice of the innermost level. Per split and per set
+``u`` of moved tensors double-buffered there (:func:`.bound.level_subsets`), the *maximal*
+innermost tile combos ``c`` whose buffers fit the innermost capacity (single buffers at the
+final widths, the tensors of ``u`` twice: the model's :func:`~tilewise.model.rules.buffer_bytes`,
+a lower bound of any mapping's bytes) are listed once per engine (:func:`maximal_inner`: the
+declared innermost candidates, all but the last dim enumerated while they fit with the rest at
+their smallest, the last at its largest that fits, then the dominated ones dropped). A mapping
+below a node, with double-buffer set ``u`` at the innermost level, has innermost tiles ``t``
+that fit, so ``t <= c`` for some listed ``c`` and ``t <= w`` (the node's largest innermost
+tiles) and ``t >= s`` (its smallest); its padded extent per dim is at least the node's least
+``P``, so its calls per op are at least
+
+    min over listed c with c >= s of  prod_{d in op} ceil(P_d / min(c_d, w_d))
+
+(calls per dim = padded extent / tile, which only falls as the tile grows). Per op the least
+is taken separately: a bound of the sum of the ops' call cycles. A choice ``u`` with no listed
+combo above ``s`` cannot fit: its bound is ``inf`` for that choice.
+
+Only where calls cost something (``compute.call > 0``) and the objective counts latency; an
+engine whose enumeration would exceed :data:`MAX_PREFIXES` fitting prefixes per split keeps
+the per-dim bound (still valid).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ..model.rules import buffer_bytes
+
+MAX_PREFIXES = 1 << 15   # fitting prefixes per (split, double-buffer set); beyond: no floor
+
+
+@njit(cache=True)
+def _inner_bytes(tl, sizes, desc, slot, dbl):
+    """Bytes of the innermost level for tiles ``tl [D]``: every buffer it keeps, the moved
+    tensors in ``dbl`` (by slot) twice."""
+    k = desc.level.shape[1] - 1
+    tot = 0
+    for f in range(desc.level.shape[0]):
+        if desc.level[f, k]:
+            nb = buffer_bytes(f, k, tl, sizes, desc)
+            tot += nb * 2 if slot[f] >= 0 and dbl[slot[f]] else nb
+    return tot
+
+
+@njit(cache=True)
+def _enumerate(vals, lo, hi, cap, sizes, desc, slot, dbl, out):
+    """The fitting innermost combos with the last dim at its largest fitting value, every
+    prefix (dims ``0 .. D-2``) that fits with the rest at their smallest; candidates of dim
+    ``j`` are ``vals[lo[j]:hi[j]]`` ascending. Writes ``out [m, D]``; returns ``m`` (-1: more
+    than ``out`` holds)."""
+    D = lo.shape[0]
+    idx = lo.copy()
+    tl = np.empty(D, np.int64)
+    m = 0
+    last = D - 1
+    while True:
+        for j in range(D):
+            tl[j] = vals[idx[j]] if j < last else vals[lo[j]]
+        ok = _inner_bytes(tl, sizes, desc, slot, dbl) <= cap
+        if ok:
+            a, z = lo[last], hi[last]   # the largest last value that fits
+            while a < z:
+                mid = (a + z) // 2
+                tl[last] = vals[mid]
+                if _inner_bytes(tl, sizes, desc, slot, dbl) <= cap:
+                    a = mid + 1
+                else:
+                    z = mid
+            tl[last] = vals[a - 1]
+            if m >= out.shape[0]:
+                return -1
+            out[m] = tl
+            m += 1
+        # next prefix: advance dim last-1; where a prefix does not fit, larger values of its
+        # deepest advanced dim cannot either: reset it and carry
+        j = last - 1
+        if not ok:
+            while j >= 0 and idx[j] == lo[j]:
+                j -= 1
+            if j < 0:
+                return m
+            idx[j] = lo[j]
+            j -= 1
+        while j >= 0:
+            idx[j] += 1
+            if idx[j] < hi[j]:
+                break
+            idx[j] = lo[j]
+            j -= 1
+        if j < 0:
+            return m
+
+
+@njit(cache=True)
+def _maximal(c):
+    """The rows of ``c [m, D]`` no other row dominates (>= in every dim, > in one)."""
+    order = np.argsort(-c.sum(1))   # a dominating row has a larger sum: it comes first
+    keep = np.empty(c.shape[0], np.int64)
+    n = 0
+    D = c.shape[1]
+    for i in order:
+        dom = False
+        for q in range(n):
+            r = keep[q]
+            ge = True
+            for d in range(D):
+                if c[r, d] < c[i, d]:
+                    ge = False
+                    break
+            if ge:
+                dom = True
+                break
+        if not dom:
+            keep[n] = i
+            n += 1
+    return c[keep[:n]]
+
+
+def maximal_inner(values: list[np.ndarray], cap: float, sizes, desc, slot,
+                  dbl: np.ndarray) -> np.ndarray | None:
+    """``[m, D]`` the maximal innermost tile combos from the candidates ``values[j]`` whose
+    buffers fit ``cap`` bytes with the moved tensors ``dbl [Tm]`` double-buffered (module
+    doc); None when the enumeration is over :data:`MAX_PREFIXES`."""
+    vals = np.concatenate([np.sort(np.asarray(v, np.int64)) for v in values])
+    n = np.array([len(v) for v in values], np.int64)
+    hi = np.cumsum(n)
+    lo = hi - n
+    out = np.empty((MAX_PREFIXES, len(values)), np.int64)
+    m = _enumerate(vals, lo, hi, float(cap), sizes, desc, slot, np.asarray(dbl, np.bool_), out)
+    if m < 0:
+        return None
+    return _maximal(out[:m]) if m else out[:0]
+
+
+class CallFloors:
+    """Per split and innermost double-buffer set the maximal fitting innermost combos
+    (:func:`maximal_inner`, concatenated: ``combos [M, D]``, ``lo/hi [S, U]`` ranges), and
+    :meth:`steps`, the fewest calls per op of nodes (module doc)."""
+
+    def __init__(self, space, problem, slot, subs: np.ndarray, nsub: int):
+        st = space.st
+        L = st.n_levels
+        cap = float(problem.levels.capacity[L - 1])
+        S, U = len(space.splits), nsub
+        self.lo = np.zeros((S, U), np.int64)
+        self.hi = np.zeros((S, U), np.int64)
+        self.ok = np.isfinite(cap)
+        parts, pos, seen = [], 0, {}
+        name = st.arch.levels[L - 1].name
+        for s in range(S):
+            values = tuple(tuple(space.values[s][name][d]) for d in st.dims)
+            for u in range(U):
+                key = (values, u)
+                if key not in seen:
+                    c = maximal_inner([np.array(v) for v in values], cap, problem.dims.sizes,
+                                      problem.buffers, slot, subs[u]) if self.ok else None
+                    if c is None:
+                        self.ok = False
+                        return
+                    seen[key] = (pos, pos + len(c))
+                    parts.append(c)
+                    pos += len(c)
+                self.lo[s, u], self.hi[s, u] = seen[key]
+        self.combos = np.concatenate(parts) if parts else np.zeros((0, len(st.dims)), np.int64)
+
+    def steps(self, s, padded, small, whole, op_mask) -> np.ndarray:
+        """``[n, U, O]`` the fewest kernel calls per op of nodes of splits ``s [n]`` with least
+        padded extents ``padded [n, D]`` and smallest / largest innermost tiles ``small,
+        whole [n, D]`` under each innermost double-buffer set (``inf``: none fits)."""
+        n, U = len(s), self.lo.shape[1]
+        out = np.empty((n, U, op_mask.shape[0]))
+        _steps(np.ascontiguousarray(s, np.int64), np.ascontiguousarray(padded, np.int64),
+               np.ascontiguousarray(small, np.int64), np.ascontiguousarray(whole, np.int64),
+               op_mask, self.combos, self.lo, self.hi, out)
+        return out
+
+
+@njit(cache=True)
+def _steps(s, padded, small, whole, op_mask, combos, lo, hi, out):
+    n, U, O = out.shape
+    D = padded.shape[1]
+    cnt = np.empty(D)
+    for b in range(n):
+        for u in range(U):
+            for o in range(O):
+                out[b, u, o] = np.inf
+            for i in range(lo[s[b], u], hi[s[b], u]):
+                ok = True
+                for d in range(D):
+                    if combos[i, d] < small[b, d]:
+                        ok = False
+                        break
+                if not ok:
+                    continue
+                for d in range(D):
+                    t = min(combos[i, d], whole[b, d])
+                    cnt[d] = (padded[b, d] + t - 1) // t
+                for o in range(O):
+                    v = 1.0
+                    for d in range(D):
+                        if op_mask[o, d]:
+                            v *= cnt[d]
+                    out[b, u, o] = min(out[b, u, o], v)
