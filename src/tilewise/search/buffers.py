@@ -109,6 +109,23 @@ def _bytes(tiles, ways, exact, a, sizes, slot, desc, bufs, other):
                     other[i, k] += nb
 
 
+@njit(cache=True, inline="always")
+def fitting_end(values, lo, hi, tl, j, k, sizes, desc, cap):
+    """The end ``a`` of the values ``values[lo:hi]`` (ascending) of dim ``j`` that fit level
+    ``k`` with the other dims at ``tl``: ``values[a - 1]`` is the largest that fits (none when
+    ``a == lo``); the footprint grows with the tile, so a binary search (:func:`level_bytes`).
+    Leaves ``tl[j]`` at the last value tried."""
+    a, z = lo, hi
+    while a < z:
+        mid = (a + z) // 2
+        tl[j] = values[mid]
+        if level_bytes(k, tl, sizes, desc) <= cap:
+            a = mid + 1
+        else:
+            z = mid
+    return a
+
+
 @njit(cache=True)
 def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, desc):
     n, L, D = tt.shape
@@ -125,13 +142,6 @@ def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, desc):
             # largest value <= tt that fits: values ascending, the footprint monotone
             lo = v_lo[s[i], j, k]
             hi = lo + np.searchsorted(values[lo:v_hi[s[i], j, k]], tt[i, k, j], side="right")
-            a, z = lo, hi  # values[a - 1] fits (unless a == lo); the answer is below z
-            while a < z:
-                mid = (a + z) // 2
-                tl[j] = values[mid]
-                if level_bytes(k, tl, sizes, desc) <= cap:
-                    a = mid + 1
-                else:
-                    z = mid
+            a = fitting_end(values, lo, hi, tl, j, k, sizes, desc, cap)
             if a > lo and values[a - 1] < tt[i, k, j]:
                 tt[i, k, j] = max(values[a - 1], tm[i, k, j])

@@ -35,7 +35,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..model.rules import level_bytes
+from .buffers import fitting_end
 
 MAX_COMBOS = 512  # per node: above this many maximal tile combos, no floor
 MAX_ORDERS = 24   # per node: above this many orders of the level being fixed, no order floor
@@ -45,7 +45,7 @@ MAX_ORDERS = 24   # per node: above this many orders of the level being fixed, n
 def _enumerate(vals, v_lo, v_hi, l, cap, sizes, desc, max_combos, out_owner, out_tiles):
     """Per node ``i`` the maximal fitting level-``l`` tile combos: per dim the candidates
     ``vals[v_lo[i, j]:v_hi[i, j]]`` (ascending), the last dim with several candidates at its
-    largest that fits ``cap`` bytes (:func:`level_bytes`) for each choice of the others.
+    largest that fits ``cap`` bytes (:func:`.buffers.fitting_end`) for each choice of the others.
     Writes ``out_owner [m]`` and ``out_tiles [m, D]`` up to their size; returns ``m`` (or -1
     when they are too small). A node with more than ``max_combos`` choices gets none."""
     n, D = v_lo.shape
@@ -68,14 +68,7 @@ def _enumerate(vals, v_lo, v_hi, l, cap, sizes, desc, max_combos, out_owner, out
             for j in range(D):
                 tl[j] = vals[idx[j]]
             # the largest value of the last open dim that fits (footprint monotone)
-            a, z = v_lo[i, last], v_hi[i, last]
-            while a < z:
-                mid = (a + z) // 2
-                tl[last] = vals[mid]
-                if level_bytes(l, tl, sizes, desc) <= cap:
-                    a = mid + 1
-                else:
-                    z = mid
+            a = fitting_end(vals, v_lo[i, last], v_hi[i, last], tl, last, l, sizes, desc, cap)
             if a > v_lo[i, last]:
                 tl[last] = vals[a - 1]
                 if m >= out_owner.shape[0]:
