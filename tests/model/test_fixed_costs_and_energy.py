@@ -120,3 +120,19 @@ def test_energy_table_round_trips_through_yaml():
     assert [(lv.read_energy_pj, lv.write_energy_pj, lv.transfer_overhead_cycles)
             for lv in again.levels] == [(lv.read_energy_pj, lv.write_energy_pj,
                                          lv.transfer_overhead_cycles) for lv in arch.levels]
+
+
+def test_energy_objective_needs_the_workloads_mac_dtype():
+    """A per-dtype MAC energy table without the workload's dtype is refused up front (it used
+    to pass the check and rank by NaN)."""
+    import tilewise as tw
+
+    spec = {"name": "e", "compute": {"clock": "1 GHz", "macs_per_cycle": {"i8": 64, "i16": 32},
+                                     "energy_per_mac": {"i8": "0.2 pJ"}},
+            "levels": [{"name": "gm", "capacity": "unbounded"},
+                       {"name": "ub", "capacity": "64 KiB", "bandwidth": "100 GB/s",
+                        "energy_per_byte": "1 pJ"}]}
+    arch = arch_from_dict(spec, source="test")
+    with pytest.raises(SpecError, match=re.escape("energy_per_mac[i16]")):
+        tw.search(gemm(64, 64, 64, dtype="i16"), arch, objective="energy")
+    assert tw.search(gemm(64, 64, 64, dtype="i8"), arch, objective="energy", top=1).best.energy_j > 0

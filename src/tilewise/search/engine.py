@@ -56,17 +56,19 @@ class RunConfig:
 
     @classmethod
     def of(cls, arch, objectives: tuple[str, ...], rank: str,
-           ranking: Ranking | None = None) -> "RunConfig":
-        """SpecError naming the missing numbers when an objective needs energy the arch lacks."""
+           ranking: Ranking | None = None, workload=None) -> "RunConfig":
+        """SpecError naming the missing numbers when an objective needs energy the arch lacks
+        (for ``workload``: an energy per MAC for each of its ops' dtypes)."""
         if any(o in ("energy", "edp") for o in objectives + (rank,)):
-            require_energy(arch)
+            require_energy(arch, workload)
         return cls(objectives, rank, ranking)
 
 
-def has_energy(arch) -> bool:
-    """Whether ``arch`` gives the energy numbers the model needs (:func:`require_energy`)."""
+def has_energy(arch, workload=None) -> bool:
+    """Whether ``arch`` gives the energy numbers the model needs (:func:`require_energy`),
+    for ``workload``'s dtypes when given."""
     try:
-        require_energy(arch)
+        require_energy(arch, workload)
     except SpecError:
         return False
     return True
@@ -84,6 +86,7 @@ class Engine:
 
     def __init__(self, workload, arch, constraints: dict):
         self.workload, self.arch = workload, arch
+        self.has_energy = has_energy(arch, workload)  # every energy number this workload needs
         self.space = Space.build(workload, arch, **constraints)
         st = self.st = self.space.st
         self.L, self.D = st.n_levels, len(st.dims)
@@ -229,7 +232,8 @@ class Engine:
                ranking: Ranking | None = None) -> RunConfig:
         """The run configuration bounding ``objectives`` and ranking leaves by ``rank``
         (default the first objective); ``ranking`` the top-k walk's rank order."""
-        return RunConfig.of(self.arch, tuple(objectives), rank or objectives[0], ranking)
+        return RunConfig.of(self.arch, tuple(objectives), rank or objectives[0], ranking,
+                            self.workload)
 
     def ranking(self, objective: str, then=None, tolerance: float = 0.0) -> Ranking:
         """The rank order for ``objective``: secondary keys ``then`` (None: latency, energy,
@@ -237,7 +241,7 @@ class Engine:
         energy), objectives within ``tolerance`` (relative) of the optimum tied."""
         if then is None:
             then = tuple(k for k in ("latency", "energy", "traffic")
-                         if k != objective and (k != "energy" or has_energy(self.arch)))
+                         if k != objective and (k != "energy" or self.has_energy))
         then = tuple(dict.fromkeys(k for k in then if k != objective))
         return Ranking(objective, then, float(tolerance))
 
@@ -498,7 +502,7 @@ class Engine:
 
         for i, o in enumerate(run.objectives):
             if isinstance(o, Custom):  # monotone: its function of the metrics' own bounds
-                base = {k: least(k, np.empty(m)) if k != "energy" or has_energy(self.arch)
+                base = {k: least(k, np.empty(m)) if k != "energy" or self.has_energy
                         else np.full(m, np.nan) for k in BASE}
                 sub[:, i] = np.where(np.isfinite(base["latency"]), o(**base), np.inf)
             else:

@@ -110,7 +110,7 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     t0 = time.perf_counter()
     engine = Engine(workload, arch, constraints)
     if isinstance(objective, Custom):
-        _check_custom(objective, arch)
+        _check_custom(objective, arch, engine.has_energy)
     proven = not isinstance(objective, Custom) or objective.monotone
     if proven:
         pool, stats, run = search_top(engine, objective, top, progress, then, tolerance)
@@ -146,19 +146,17 @@ def _objective(objective, monotone):
     return as_custom(objective, monotone)
 
 
-def _check_custom(objective: Custom, arch) -> None:
+def _check_custom(objective: Custom, arch, energy_known: bool) -> None:
     """The function gives a number for plain metrics; it may use energy only where the arch
-    gives energy numbers."""
-    from .engine import has_energy
-
-    energy = 1.0 if has_energy(arch) else float("nan")
+    gives the workload's energy numbers (``energy_known``)."""
+    energy = 1.0 if energy_known else float("nan")
     try:
         value = objective(1.0, 1.0, energy, 1.0, 1.0)
     except Exception as e:  # the user's function: say what it raised
         raise TilewiseError(f"custom objective {objective.name!r} failed on sample metrics: "
                             f"{type(e).__name__}: {e}") from None
     if not np.isfinite(value).all():
-        extra = "" if has_energy(arch) else f" (arch {arch.name} gives no energy numbers)"
+        extra = "" if energy_known else f" (arch {arch.name} gives no energy numbers)"
         raise TilewiseError(f"custom objective {objective.name!r} is not a finite number for "
                             f"sample metrics{extra}")
     if objective.closest not in OBJECTIVES:
