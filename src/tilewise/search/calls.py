@@ -173,42 +173,69 @@ class CallFloors:
                     pos += len(c)
                 self.lo[s, u], self.hi[s, u] = seen[key]
         self.combos = np.concatenate(parts) if parts else np.zeros((0, len(st.dims)), np.int64)
+        # the combos as indices into each dim's distinct values (few: a node's calls per
+        # value are then worked out once per dim, not once per combo and double-buffer set)
+        D = self.combos.shape[1]
+        uv = [np.unique(self.combos[:, d]) for d in range(D)]
+        self.value_lo = np.concatenate([[0], np.cumsum([len(v) for v in uv])]).astype(np.int64)
+        self.values = np.concatenate(uv).astype(np.int64) if D else np.zeros(0, np.int64)
+        self.combo_idx = np.empty_like(self.combos)
+        for d in range(D):
+            self.combo_idx[:, d] = self.value_lo[d] + np.searchsorted(uv[d], self.combos[:, d])
 
     def steps(self, s, padded, small, whole, op_mask) -> np.ndarray:
         """``[n, U, O]`` the fewest kernel calls per op of nodes of splits ``s [n]`` with least
         padded extents ``padded [n, D]`` and smallest / largest innermost tiles ``small,
         whole [n, D]`` under each innermost double-buffer set (``inf``: none fits)."""
         n, U = len(s), self.lo.shape[1]
-        out = np.empty((n, U, op_mask.shape[0]))
-        _steps(np.ascontiguousarray(s, np.int64), np.ascontiguousarray(padded, np.int64),
-               np.ascontiguousarray(small, np.int64), np.ascontiguousarray(whole, np.int64),
-               op_mask, self.combos, self.lo, self.hi, out)
+        key = np.ascontiguousarray(np.concatenate(
+            [np.asarray(s, np.int64)[:, None], padded, small, whole], 1).astype(np.int64))
+        # nodes that differ only in their loop orders (an order stage's children) share it
+        _, first, inv = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))),
+                                  return_index=True, return_inverse=True)
+        D = padded.shape[1]
+        uk = key[first]
+        out = np.empty((len(first), U, op_mask.shape[0]))
+        _steps(uk[:, 0].copy(), uk[:, 1:1 + D].copy(), uk[:, 1 + D:1 + 2 * D].copy(),
+               uk[:, 1 + 2 * D:].copy(), op_mask, self.combo_idx, self.values, self.value_lo,
+               self.lo, self.hi, out)
+        out = out[inv.ravel()]
         return out
 
 
 @njit(cache=True)
-def _steps(s, padded, small, whole, op_mask, combos, lo, hi, out):
+def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, out):
+    """Fill ``out [n, U, O]`` (:meth:`CallFloors.steps`). Per node, first the calls per dim
+    of each distinct combo value ``calls[v] = ceil(P_d / min(value, w_d))`` (``inf`` where
+    the value is under the node's smallest tile ``s_d``: such a combo holds no mapping
+    below the node), then per combo the product over the op's dims of looked-up counts."""
     n, U, O = out.shape
     D = padded.shape[1]
-    cnt = np.empty(D)
+    calls = np.empty(values.shape[0])
     for b in range(n):
+        for d in range(D):
+            for v in range(value_lo[d], value_lo[d + 1]):
+                c = values[v]
+                if c < small[b, d]:
+                    calls[v] = np.inf
+                else:
+                    t = min(c, whole[b, d])
+                    calls[v] = (padded[b, d] + t - 1) // t
         for u in range(U):
             for o in range(O):
                 out[b, u, o] = np.inf
             for i in range(lo[s[b], u], hi[s[b], u]):
                 ok = True
                 for d in range(D):
-                    if combos[i, d] < small[b, d]:
+                    if calls[cidx[i, d]] == np.inf:
                         ok = False
                         break
                 if not ok:
                     continue
-                for d in range(D):
-                    t = min(combos[i, d], whole[b, d])
-                    cnt[d] = (padded[b, d] + t - 1) // t
                 for o in range(O):
                     v = 1.0
                     for d in range(D):
                         if op_mask[o, d]:
-                            v *= cnt[d]
-                    out[b, u, o] = min(out[b, u, o], v)
+                            v *= calls[cidx[i, d]]
+                    if v < out[b, u, o]:
+                        out[b, u, o] = v
