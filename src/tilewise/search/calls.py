@@ -41,47 +41,70 @@ MAX_PREFIXES = 1 << 15   # fitting prefixes per (split, double-buffer set); beyo
 
 
 @njit(cache=True)
-def _inner_bytes(tl, sizes, desc, slot, dbl):
-    """Bytes of the innermost level for tiles ``tl [D]``: every buffer it keeps, the moved
-    tensors in ``dbl`` (by slot) twice."""
+def _inner_bytes(tl, perm, nat, sizes, desc, slot, dbl):
+    """Bytes of the innermost level for tiles ``tl [D]`` (dim ``perm[j]`` at ``j``; ``nat``
+    scratch for them in dim order): every buffer it keeps, the moved tensors in ``dbl`` (by
+    slot) twice."""
+    for j in range(tl.shape[0]):
+        nat[perm[j]] = tl[j]
     k = desc.level.shape[1] - 1
     tot = 0
     for f in range(desc.level.shape[0]):
         if desc.level[f, k]:
-            nb = buffer_bytes(f, k, tl, sizes, desc)
+            nb = buffer_bytes(f, k, nat, sizes, desc)
             tot += nb * 2 if slot[f] >= 0 and dbl[slot[f]] else nb
     return tot
 
 
+@njit(cache=True, inline="always")
+def _dominates_previous(prev, tl):
+    """Whether combo ``tl`` dominates ``prev``, the one listed just before it: the same
+    values but in dim ``D-2`` (which the enumeration advances fastest, so ``tl``'s is not
+    smaller there) — then ``prev`` need not be listed."""
+    D = tl.shape[0]
+    if D < 2 or prev[D - 1] != tl[D - 1]:
+        return False
+    for j in range(D - 2):
+        if prev[j] != tl[j]:
+            return False
+    return True
+
+
 @njit(cache=True)
-def _enumerate(vals, lo, hi, cap, sizes, desc, slot, dbl, out):
-    """The fitting innermost combos with the last dim at its largest fitting value, every
-    prefix (dims ``0 .. D-2``) that fits with the rest at their smallest; candidates of dim
-    ``j`` are ``vals[lo[j]:hi[j]]`` ascending. Writes ``out [m, D]``; returns ``m`` (-1: more
+def _enumerate(vals, lo, hi, perm, cap, sizes, desc, slot, dbl, out):
+    """The fitting innermost combos (dims in the order ``perm``: position ``j`` holds dim
+    ``perm[j]``) with the last dim at its largest fitting value, every
+    prefix (dims ``0 .. D-2``) that fits with the rest at their smallest, less a combo that
+    the next one listed dominates (:func:`_dominates_previous`); candidates of dim ``j`` are
+    ``vals[lo[j]:hi[j]]`` ascending. Writes ``out [m, D]``; returns ``m`` (-1: more
     than ``out`` holds)."""
     D = lo.shape[0]
     idx = lo.copy()
     tl = np.empty(D, np.int64)
+    nat = np.empty(D, np.int64)
     m = 0
     last = D - 1
     while True:
         for j in range(D):
             tl[j] = vals[idx[j]] if j < last else vals[lo[j]]
-        ok = _inner_bytes(tl, sizes, desc, slot, dbl) <= cap
+        ok = _inner_bytes(tl, perm, nat, sizes, desc, slot, dbl) <= cap
         if ok:
             a, z = lo[last], hi[last]   # the largest last value that fits
             while a < z:
                 mid = (a + z) // 2
                 tl[last] = vals[mid]
-                if _inner_bytes(tl, sizes, desc, slot, dbl) <= cap:
+                if _inner_bytes(tl, perm, nat, sizes, desc, slot, dbl) <= cap:
                     a = mid + 1
                 else:
                     z = mid
             tl[last] = vals[a - 1]
-            if m >= out.shape[0]:
+            if m and _dominates_previous(out[m - 1], tl):
+                out[m - 1] = tl   # same outer prefix and last value, a larger dim D-2
+            elif m >= out.shape[0]:
                 return -1
-            out[m] = tl
-            m += 1
+            else:
+                out[m] = tl
+                m += 1
         # next prefix: advance dim last-1; where a prefix does not fit, larger values of its
         # deepest advanced dim cannot either: reset it and carry
         j = last - 1
@@ -132,15 +155,21 @@ def maximal_inner(values: list[np.ndarray], cap: float, sizes, desc, slot,
     """``[m, D]`` the maximal innermost tile combos from the candidates ``values[j]`` whose
     buffers fit ``cap`` bytes with the moved tensors ``dbl [Tm]`` double-buffered (module
     doc); None when the enumeration is over :data:`MAX_PREFIXES`."""
-    vals = np.concatenate([np.sort(np.asarray(v, np.int64)) for v in values])
-    n = np.array([len(v) for v in values], np.int64)
+    # the dims with the most candidates last: the last is binary searched and dim D-2
+    # advanced fastest (its dominated combos dropped as listed), so the prefixes
+    # enumerated are the product of the other dims' counts
+    perm = np.argsort([len(v) for v in values], kind="stable")
+    vals = np.concatenate([np.sort(np.asarray(values[j], np.int64)) for j in perm])
+    n = np.array([len(values[j]) for j in perm], np.int64)
     hi = np.cumsum(n)
     lo = hi - n
     out = np.empty((MAX_PREFIXES, len(values)), np.int64)
-    m = _enumerate(vals, lo, hi, float(cap), sizes, desc, slot, np.asarray(dbl, np.bool_), out)
+    m = _enumerate(vals, lo, hi, perm.astype(np.int64), float(cap), sizes, desc, slot,
+                   np.asarray(dbl, np.bool_), out)
     if m < 0:
         return None
-    return _maximal(out[:m]) if m else out[:0]
+    inv = np.argsort(perm)
+    return (_maximal(out[:m]) if m else out[:0])[:, inv]
 
 
 class CallFloors:
