@@ -237,10 +237,12 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, out
     """Fill ``out [n, U, O]`` (:meth:`CallFloors.steps`). Per node, first the calls per dim
     of each distinct combo value ``calls[v] = ceil(P_d / min(value, w_d))`` (``inf`` where
     the value is under the node's smallest tile ``s_d``: such a combo holds no mapping
-    below the node), then per combo the product over the op's dims of looked-up counts."""
+    below the node), then per combo the product over the op's dims of looked-up counts,
+    stopping once every op is at the calls of the node's largest tiles (none fewer)."""
     n, U, O = out.shape
     D = padded.shape[1]
     calls = np.empty(values.shape[0])
+    least = np.empty(O)
     for b in range(n):
         for d in range(D):
             for v in range(value_lo[d], value_lo[d + 1]):
@@ -250,6 +252,11 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, out
                 else:
                     t = min(c, whole[b, d])
                     calls[v] = (padded[b, d] + t - 1) // t
+        for o in range(O):  # no combo makes fewer calls than the node's largest tiles
+            least[o] = 1.0
+            for d in range(D):
+                if op_mask[o, d]:
+                    least[o] *= (padded[b, d] + whole[b, d] - 1) // whole[b, d]
         for u in range(U):
             for o in range(O):
                 out[b, u, o] = np.inf
@@ -261,6 +268,7 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, out
                         break
                 if not ok:
                     continue
+                at_least = 0
                 for o in range(O):
                     v = 1.0
                     for d in range(D):
@@ -268,3 +276,6 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, out
                             v *= calls[cidx[i, d]]
                     if v < out[b, u, o]:
                         out[b, u, o] = v
+                    at_least += out[b, u, o] <= least[o]
+                if at_least == O:
+                    break
