@@ -198,7 +198,8 @@ class CallFloors:
                         self.ok = False
                         return
                     seen[key] = (pos, pos + len(c))
-                    parts.append(c)
+                    # largest first: a small call count found early cuts the others short
+                    parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1), kind="stable")])
                     pos += len(c)
                 self.lo[s, u], self.hi[s, u] = seen[key]
         self.combos = np.concatenate(parts) if parts else np.zeros((0, len(st.dims)), np.int64)
@@ -232,6 +233,30 @@ class CallFloors:
         return out
 
 
+@njit(cache=True, inline="always")
+def _least_calls(calls, cidx, lo, hi, mask, least):
+    """One op's fewest calls over the combos ``lo .. hi``: the product of each combo's calls
+    per dim of the op (``inf`` where a dim's value is under the node's smallest), each
+    product cut short once it reaches the best so far, the scan once that is ``least``."""
+    best = np.inf
+    D = cidx.shape[1]
+    for i in range(lo, hi):
+        v = 1.0
+        for d in range(D):
+            x = calls[cidx[i, d]]
+            if x == np.inf:
+                v = np.inf
+            elif mask[d]:
+                v *= x
+            if v >= best:
+                break
+        if v < best:
+            best = v
+            if best <= least:
+                break
+    return best
+
+
 @njit(cache=True)
 def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, out):
     """Fill ``out [n, U, O]`` (:meth:`CallFloors.steps`). Per node, first the calls per dim
@@ -260,6 +285,10 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, out
         for u in range(U):
             for o in range(O):
                 out[b, u, o] = np.inf
+            if O == 1:
+                out[b, u, 0] = _least_calls(calls, cidx, lo[s[b], u], hi[s[b], u], op_mask[0],
+                                            least[0])
+                continue
             for i in range(lo[s[b], u], hi[s[b], u]):
                 ok = True
                 for d in range(D):
