@@ -26,7 +26,7 @@ is taken separately: a bound of the sum of the ops' call cycles. A choice ``u`` 
 combo above ``s`` cannot fit: its bound is ``inf`` for that choice.
 
 Only where calls cost something (``compute.call > 0``) and the objective counts latency; an
-engine whose enumeration would exceed :data:`MAX_PREFIXES` fitting prefixes per split keeps
+split whose enumeration would exceed :data:`MAX_PREFIXES` fitting prefixes keeps
 the per-dim bound (still valid).
 """
 
@@ -180,44 +180,77 @@ class CallFloors:
     def __init__(self, space, problem, slot, subs: np.ndarray, nsub: int):
         st = space.st
         L = st.n_levels
-        cap = float(problem.levels.capacity[L - 1])
+        self.space, self.problem, self.slot, self.subs = space, problem, slot, subs
+        self.cap = float(problem.levels.capacity[L - 1])
+        self.name = st.arch.levels[L - 1].name
         S, U = len(space.splits), nsub
+        # the sets in order of size, and which are strict subsets of which: a set that
+        # double-buffers more fits fewer combos, so its fewest calls are at least a subset's
+        sets = np.asarray(subs[:U], bool)
+        self.u_order = np.argsort(sets.sum(1), kind="stable").astype(np.int64)
+        self.sub_of = ((sets[:, None, :] >= sets[None, :, :]).all(2)
+                       & (sets.sum(1)[:, None] > sets.sum(1)[None, :]))  # [u, u2]: u2 < u
         self.lo = np.zeros((S, U), np.int64)
         self.hi = np.zeros((S, U), np.int64)
-        self.ok = np.isfinite(cap)
-        parts, pos, seen = [], 0, {}
-        name = st.arch.levels[L - 1].name
-        for s in range(S):
-            values = tuple(tuple(space.values[s][name][d]) for d in st.dims)
+        self.ready = np.zeros(S, bool)    # splits whose combos are listed (on first use)
+        self.floored = np.zeros(S, bool)  # ... and not over MAX_PREFIXES (no floor then)
+        self.ok = np.isfinite(self.cap)
+        self._parts: list[np.ndarray] = []
+        self._seen: dict = {}
+        self._pos = 0
+        self._tables(np.zeros((0, len(st.dims)), np.int64))
+
+    def _ensure(self, splits: np.ndarray) -> None:
+        """List the combos of the ``splits`` not listed yet (each split's once: a search
+        bounds the calls of few of them beyond the root)."""
+        new = [int(x) for x in splits if not self.ready[x]]
+        if not new:
+            return
+        U = self.lo.shape[1]
+        dims = self.space.st.dims
+        for s in new:
+            self.ready[s] = True
+            values = tuple(tuple(self.space.values[s][self.name][d]) for d in dims)
             for u in range(U):
                 key = (values, u)
-                if key not in seen:
-                    c = maximal_inner([np.array(v) for v in values], cap, problem.dims.sizes,
-                                      problem.buffers, slot, subs[u]) if self.ok else None
+                if key not in self._seen:
+                    c = maximal_inner([np.array(v) for v in values], self.cap,
+                                      self.problem.dims.sizes, self.problem.buffers, self.slot,
+                                      self.subs[u])
                     if c is None:
-                        self.ok = False
-                        return
-                    seen[key] = (pos, pos + len(c))
-                    # largest first: a small call count found early cuts the others short
-                    parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1), kind="stable")])
-                    pos += len(c)
-                self.lo[s, u], self.hi[s, u] = seen[key]
-        self.combos = np.concatenate(parts) if parts else np.zeros((0, len(st.dims)), np.int64)
-        # the combos as indices into each dim's distinct values (few: a node's calls per
-        # value are then worked out once per dim, not once per combo and double-buffer set)
-        D = self.combos.shape[1]
-        uv = [np.unique(self.combos[:, d]) for d in range(D)]
+                        self._seen[key] = None
+                    else:
+                        self._seen[key] = (self._pos, self._pos + len(c))
+                        # largest first: a small call count found early cuts the others short
+                        self._parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1),
+                                                        kind="stable")])
+                        self._pos += len(c)
+                if self._seen[key] is None:
+                    break
+                self.lo[s, u], self.hi[s, u] = self._seen[key]
+            else:
+                self.floored[s] = True
+        self._tables(np.concatenate(self._parts) if self._parts else self.combos)
+
+    def _tables(self, combos: np.ndarray) -> None:
+        """``combos [M, D]`` as indices into each dim's distinct values (few: a node's calls
+        per value are then worked out once per dim, not once per combo and set)."""
+        self.combos = combos
+        D = combos.shape[1]
+        uv = [np.unique(combos[:, d]) for d in range(D)]
         self.value_lo = np.concatenate([[0], np.cumsum([len(v) for v in uv])]).astype(np.int64)
         self.values = np.concatenate(uv).astype(np.int64) if D else np.zeros(0, np.int64)
-        self.combo_idx = np.empty_like(self.combos)
+        self.combo_idx = np.empty_like(combos)
         for d in range(D):
-            self.combo_idx[:, d] = self.value_lo[d] + np.searchsorted(uv[d], self.combos[:, d])
+            self.combo_idx[:, d] = self.value_lo[d] + np.searchsorted(uv[d], combos[:, d])
 
     def steps(self, s, padded, small, whole, op_mask) -> np.ndarray:
         """``[n, U, O]`` the fewest kernel calls per op of nodes of splits ``s [n]`` with least
         padded extents ``padded [n, D]`` and smallest / largest innermost tiles ``small,
-        whole [n, D]`` under each innermost double-buffer set (``inf``: none fits)."""
+        whole [n, D]`` under each innermost double-buffer set (``inf``: none fits; 0 for a split
+        whose combos are too many to list: no floor)."""
         n, U = len(s), self.lo.shape[1]
+        self._ensure(np.unique(s))
         key = np.ascontiguousarray(np.concatenate(
             [np.asarray(s, np.int64)[:, None], padded, small, whole], 1).astype(np.int64))
         # nodes that differ only in their loop orders (an order stage's children) share it
@@ -228,8 +261,9 @@ class CallFloors:
         out = np.empty((len(first), U, op_mask.shape[0]))
         _steps(uk[:, 0].copy(), uk[:, 1:1 + D].copy(), uk[:, 1 + D:1 + 2 * D].copy(),
                uk[:, 1 + 2 * D:].copy(), op_mask, self.combo_idx, self.values, self.value_lo,
-               self.lo, self.hi, out)
+               self.lo, self.hi, self.u_order, self.sub_of, out)
         out = out[inv.ravel()]
+        out[~self.floored[np.asarray(s)]] = 0.0   # over MAX_PREFIXES: no floor (0 raises nothing)
         return out
 
 
@@ -258,12 +292,15 @@ def _least_calls(calls, cidx, lo, hi, mask, least):
 
 
 @njit(cache=True)
-def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, out):
+def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_order, sub_of,
+           out):
     """Fill ``out [n, U, O]`` (:meth:`CallFloors.steps`). Per node, first the calls per dim
     of each distinct combo value ``calls[v] = ceil(P_d / min(value, w_d))`` (``inf`` where
     the value is under the node's smallest tile ``s_d``: such a combo holds no mapping
     below the node), then per combo the product over the op's dims of looked-up counts,
-    stopping once every op is at the calls of the node's largest tiles (none fewer)."""
+    stopping once every op is at the calls of the node's largest tiles (none fewer) or, for
+    one op, at the fewest of a set of tensors double-buffered that is a subset of this one
+    (those fit every combo this one fits: ``sub_of [u, u2]``, sets in ``u_order`` by size)."""
     n, U, O = out.shape
     D = padded.shape[1]
     calls = np.empty(values.shape[0])
@@ -282,12 +319,16 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, out
             for d in range(D):
                 if op_mask[o, d]:
                     least[o] *= (padded[b, d] + whole[b, d] - 1) // whole[b, d]
-        for u in range(U):
+        for u in u_order:
             for o in range(O):
                 out[b, u, o] = np.inf
             if O == 1:
+                floor = least[0]
+                for u2 in range(U):   # subsets come earlier in u_order
+                    if sub_of[u, u2]:
+                        floor = max(floor, out[b, u2, 0])
                 out[b, u, 0] = _least_calls(calls, cidx, lo[s[b], u], hi[s[b], u], op_mask[0],
-                                            least[0])
+                                            floor)
                 continue
             for i in range(lo[s[b], u], hi[s[b], u]):
                 ok = True
