@@ -123,6 +123,27 @@ def test_i8_output_partial_sums_cascade_and_saturate():
     assert {b.name for b in program.buffers.values()} >= {"ddr.C", "ddr.C.acc", "memtile.C.acc"}
 
 
+@pytest.mark.parametrize("dv", [64, 128])
+def test_seed_003_attention_program_is_checked_and_executes(dv):
+    """Seed 003's attention (i16, L0 = L1 = 512, d = 64, r = dv) on aie-4x2 at the search's
+    optimum: the i16 program is within every limit; the executor has no integer softmax, so the
+    same mapping runs with bf16 data, whose program is the i16 one record for record (same
+    widths: 2-byte inputs, 4-byte accumulators)."""
+    arch = load_arch("aie-4x2")
+    m = Mapping.parse({64: "ddr[h1 m512 n512 k64 e64] mnhke | memtile[h1 m256 n64 k64 e64] hmnke db:K,O,Q,V | "
+                           "core[h1 m32 n64 k64 e64] ; rows=m4 cols=m2",
+                       128: "ddr[h1 m512 n512 k64 e128] mnhke | memtile[h1 m128 n32 k64 e128] hmnke db:K,O,Q,V | "
+                            "core[h1 m16 n32 k64 e128] ; rows=m4 cols=m2"}[dv])
+    program = build_program(mha(512, 512, 64, dtype="i16", dv=dv), arch, m)
+    check_program(program)
+    rates = dict(arch.compute.macs_per_cycle, bf16=64)
+    vec = dict(arch.compute.vector_ops_per_cycle, bf16=128)
+    bf16 = dataclasses.replace(arch, compute=dataclasses.replace(arch.compute, macs_per_cycle=rates,
+                                                                  vector_ops_per_cycle=vec))
+    same = _program_matches(mha(512, 512, 64, dtype="bf16", dv=dv), bf16, m)
+    assert to_records(same) == to_records(program)
+
+
 def test_attention_layernorm_and_conv_execute():
     _program_matches(mha(32, 32, 16, heads=1, dtype="bf16"), "npu1",
                      Mapping.parse("ddr[h1 m32 n32 k16 e16] hmnke | memtile[h1 m32 n32 k16 e16] hmnke | "
