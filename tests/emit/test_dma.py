@@ -38,6 +38,14 @@ def _program_matches(workload, arch, mapping, seed=1):
     for level in program.levels[1:]:
         assert done.reads.get(level, {}) == {t: b for t, b in cost.reads[level].items() if b}, level
         assert done.writes.get(level, {}) == {t: b for t, b in cost.writes[level].items() if b}, level
+    # one move per transfer the model charges a fixed cost for (fills in, drains out)
+    moves = {(mv.link, mv.tensor): 0 for mv in program.moves}
+    for mv in program.moves:
+        moves[(mv.link, mv.tensor)] += 1
+    for (link, tensor), n in moves.items():
+        inner = max(link)
+        table = cost.drains if link[0] == inner else cost.fills
+        assert table[program.levels[inner]][tensor] == n, (link, tensor)
     return program
 
 
@@ -194,10 +202,16 @@ def test_json_has_one_record_per_descriptor():
 @st.composite
 def _cases(draw):
     arch = load_arch(draw(st.sampled_from(AIE)))
-    kind = draw(st.sampled_from(["gemm", "mha", "layernorm"]))
+    kind = draw(st.sampled_from(["gemm", "mha", "layernorm", "conv2d"]))
     four = st.integers(1, 6).map(lambda x: 4 * x)
     float_dt = "bf16" if "bf16" in arch.compute.macs_per_cycle else None
-    if kind == "gemm" or float_dt is None:
+    if kind == "conv2d":  # 4-byte elements: any window is whole words
+        arch = load_arch("aie-4x2")
+        r = draw(st.integers(1, 3))
+        w = conv2d(1, draw(st.integers(1, 8)), draw(st.integers(r, 8)), draw(st.integers(r, 8)),
+                   draw(st.integers(1, 8)), r, r, stride=draw(st.integers(1, 2)),
+                   padding=draw(st.integers(0, 1)), dtype="i32")
+    elif kind == "gemm" or float_dt is None:
         dt = draw(st.sampled_from(sorted(arch.compute.macs_per_cycle)))
         out = draw(st.sampled_from([None, "i8"])) if dt == "i8" else None
         w = gemm(draw(four), draw(four), draw(four), dtype=dt, out_dtype=out)

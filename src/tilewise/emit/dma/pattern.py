@@ -83,7 +83,9 @@ class Descriptor:
 
 def descriptors(access: Access, limits, name: str) -> tuple[Descriptor, ...]:
     """The BDs that move ``access`` on a DMA with ``limits`` (a DmaLimits); ``name`` says which
-    transfer, for errors."""
+    transfer, for errors. An empty access (a window tile wholly in the padding) needs none."""
+    if access.elements == 0:
+        return ()
     w = limits.word_bytes
     offset, dims = _in_bytes(access)
     if offset % w:

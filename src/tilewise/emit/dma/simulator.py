@@ -111,7 +111,8 @@ class _Machine(_Executor):
             self._bind(acc.buffer, mv.tile, mv.box, acc.sizes)
         level = self.program.levels[mv.link[1] if mv.kind != "store" else mv.link[0]]
         table = self.writes if mv.kind == "store" else self.reads
-        table[level][mv.tensor] += mv.nbytes
+        if mv.nbytes:  # a window tile wholly in the padding moves no byte
+            table[level][mv.tensor] += mv.nbytes
 
     def _epilogue(self, mv: Move) -> None:
         """The core side of a store: sum a column's partial sums (each core's tile minus the
@@ -140,6 +141,8 @@ class _Machine(_Executor):
 
     def _scatter(self, mv: Move, side, stream: np.ndarray) -> None:
         mem = self.memory[side.access.buffer].view(np.uint8)
+        if not side.descriptors and not stream.size:
+            return
         idx = np.concatenate([d.byte_indices(self._word(mv, side)) for d in side.descriptors])
         if idx.size != stream.size:
             raise DmaError(f"move {mv.index} ({mv.tensor}): {side.access.buffer}: the destination "
