@@ -133,4 +133,12 @@ def _run_report(program, seed: int) -> str:
                 if b or got:
                     lines.append(f"{level:>8} {kind:<3} {t:<4} moved {got:>10} B, model {b:>10} B "
                                  + ("equal" if got == b else "DIFFERENT"))
+    for i, level in enumerate(program.levels[1:], 1):
+        for kind, table, inward in (("into", cost.fills, True), ("out of", cost.drains, False)):
+            moves = sum(1 for mv in program.moves
+                        if (mv.kind != "store") == inward and mv.link[1 if inward else 0] == i)
+            model = sum(table.get(level, {}).values())
+            if moves or model:
+                lines.append(f"transfers {kind} {level}: {moves} moves, model {model} "
+                             + ("equal" if moves == model else "DIFFERENT"))
     return "\n".join(lines)

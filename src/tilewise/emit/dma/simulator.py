@@ -141,9 +141,8 @@ class _Machine(_Executor):
 
     def _scatter(self, mv: Move, side, stream: np.ndarray) -> None:
         mem = self.memory[side.access.buffer].view(np.uint8)
-        if not side.descriptors and not stream.size:
-            return
-        idx = np.concatenate([d.byte_indices(self._word(mv, side)) for d in side.descriptors])
+        idx = np.concatenate([np.zeros(0, np.int64)] + [d.byte_indices(self._word(mv, side))
+                                                         for d in side.descriptors])
         if idx.size != stream.size:
             raise DmaError(f"move {mv.index} ({mv.tensor}): {side.access.buffer}: the destination "
                            f"descriptors take {idx.size} B, the source sends {stream.size} B")
