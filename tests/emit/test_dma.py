@@ -232,3 +232,26 @@ def test_random_solutions_execute_to_the_reference_and_move_the_models_bytes(cas
         assert "32-bit" in str(e) or "-byte word" in str(e)
         reject()
     _program_matches(w, arch, m)
+
+
+# ----- the CLI
+
+
+def test_cli_emit_dma_lists_writes_json_and_png_and_runs(tmp_path, capsys):
+    import json
+
+    from tilewise.cli import main
+    from tilewise.executor.solution import SolutionFile
+
+    sol = tmp_path / "s.json"
+    sol.write_text(SolutionFile(gemm(64, 64, 64, out_dtype="i8"), "aie-4x2", Mapping.parse(
+        "ddr[m64 n64 k64] kmn | memtile[m64 n64 k32] mnk | core[m16 n16 k32] ; rows=n4 cols=m2")).to_json())
+    out_json, png = tmp_path / "bd.json", tmp_path / "b.png"
+    assert main(["emit", "dma", str(sol), "--json", str(out_json), "--png", str(png), "--tensor", "B",
+                 "--link", "memtile->core", "--run"]) == 0
+    out = capsys.readouterr().out
+    assert "memtile->core" in out and "C i8 (64, 64): max abs error 0" in out and "DIFFERENT" not in out
+    assert json.loads(out_json.read_text())[0]["link"] == "ddr->memtile"
+    assert png.read_bytes()[:4] == b"\x89PNG"
+    assert main(["emit", "dma", str(sol), "--png", str(png), "--tensor", "B", "--link", "core->ddr"]) == 2
+    assert "no move of B over link 'core->ddr'; its links: ddr->memtile, memtile->core" in capsys.readouterr().err

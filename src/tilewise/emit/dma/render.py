@@ -46,8 +46,11 @@ def access_order(program: Program, tensor: str, link: str) -> tuple[np.ndarray, 
 
 
 def render_transfer(program: Program, tensor: str, link: str, path: str, order: bool = False) -> None:
-    """Write the heat map of ``tensor`` over ``link`` to the PNG ``path``."""
-    import matplotlib
+    """Write the heat map of ``tensor`` over ``link`` to the PNG ``path`` (needs matplotlib)."""
+    try:
+        import matplotlib
+    except ImportError:
+        raise DmaError("a DMA picture needs matplotlib: pip install 'tilewise[plot]'") from None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
