@@ -57,11 +57,11 @@ def render_transfer(program: Program, tensor: str, link: str, path: str, order: 
 
     rank, pos = access_order(program, tensor, link)
     rows, cols = rank.shape
-    cell = max(2.0, min(24.0, 900.0 / max(rows, cols)))
+    cell = max(1.0, min(24.0, 900.0 / max(rows, cols)))
     fig, ax = plt.subplots(figsize=(max(4.0, cols * cell / 100 + 1.5), max(3.0, rows * cell / 100 + 1.2)), dpi=100)
     values = np.ma.masked_less(pos if order else rank, 0)
     im = ax.imshow(values, cmap="viridis", interpolation="nearest", aspect="equal")
-    draw_borders(ax, rank, 3.0, cell)
+    draw_borders(ax, rank, 0.0, cell)
     fig.colorbar(im, ax=ax, label="element's place in its move's stream" if order else "move (program order)")
     t = program.workload.tensor(tensor)
     ax.set_title(f"{tensor} {t.dtype.name}{list(t.shape)} over {link}: {int(rank.max()) + 1} moves")
