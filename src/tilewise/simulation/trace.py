@@ -13,7 +13,7 @@ Counting rules:
   tensor share one transfer along a broadcast axis: ``broadcast_rows`` reaches every core of a
   row (cores with the same row index), ``broadcast_cols`` every core of a column. Partial sums of
   one output tile held by a column are summed into one store (and one reload) when the array
-  ``reduce_cols``.
+  ``reduce_cols`` (:func:`~tilewise.simulation.share.share_group`).
 - ``peak``: buffers are allocated at first use (full tile, rounded, x2 when double-buffered,
   :mod:`tilewise.model.footprint`) and live to the end; fused intermediates and state live in the
   innermost level (a softmax result overwrites its input in place). The peak is per instance
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from ..model.footprint import in_place, partial_sum_bytes
 from ..model.problem import Problem
 from ..model.legality import ways_of
+from .share import share_group, store_key
 from .walker import Compute, Transfer, walk
 
 
@@ -89,14 +90,8 @@ def simulate(workload, arch, mapping) -> Trace:
             allocate(ev.level, ev.core, t)
             if ev.kind == "zero":
                 continue
-            group = None
-            if ev.core is not None and arr is not None:
-                r, c = ev.core
-                output = ev.tensor in st.outputs
-                share_r = arr.reduce_cols if output else arr.broadcast_cols
-                share_c = False if output else arr.broadcast_rows
-                group = (ev.step, ev.kind, ev.level, ev.tensor, ev.tile,
-                         None if share_r else r, None if share_c else c)
+            group = share_group(ev, st.outputs, arr)
+            if group is not None:
                 if group in seen_groups:
                     continue
                 seen_groups.add(group)
@@ -104,8 +99,7 @@ def simulate(workload, arch, mapping) -> Trace:
             points = ev.nbytes // t.element_bytes
             moves = all(lo < hi for lo, hi in ev.tile)
             if ev.kind == "store":  # which store of a tile is its last is known at the end
-                ident = (nm, ev.tensor, ev.tile) + ((ev.core,) if group is None else group[5:])
-                stores.setdefault(ident, []).append(points)
+                stores.setdefault(store_key(ev, group), []).append(points)
                 drains[nm][ev.tensor] += moves
             elif ev.kind == "reload":  # a reload brings back partial sums
                 reads[nm][ev.tensor] += points * partial[ev.tensor]
@@ -130,7 +124,8 @@ def simulate(workload, arch, mapping) -> Trace:
                 padded[ev.op] += vol
                 useful[ev.op] += real
                 per_core_steps[(ev.op, ev.core)] += 1
-    for (nm, tensor, *_), points in stores.items():
+    for (level, tensor, *_), points in stores.items():
+        nm = names[level]
         final = workload.tensor(tensor).element_bytes
         writes[nm][tensor] += points[-1] * final + sum(points[:-1]) * partial[tensor]
     for (op_name, _core), k in per_core_steps.items():
