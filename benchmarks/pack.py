@@ -20,6 +20,7 @@ to ``benchmarks/results/pack.json``.
 
     .venv/bin/python benchmarks/pack.py            # full run (~1 min)
     .venv/bin/python benchmarks/pack.py --quick    # a few rounds
+    .venv/bin/python benchmarks/pack.py --sweep    # every size and dtype (see pack_sweep.py)
 """
 
 from __future__ import annotations
@@ -116,8 +117,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few rounds per row")
     ap.add_argument("--rounds", type=int, default=None, help="rounds per row")
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "pack.json"))
+    ap.add_argument("--out", default=None, help="JSON file (default results/pack.json, "
+                    "results/pack_sweep.json with --sweep)")
+    ap.add_argument("--sweep", action="store_true", help="sizes 64 KiB .. 256 MiB, f32/bf16/i8, "
+                    "five tile shapes and NCHW->NCHWc, against np.copyto and a streaming memcpy")
     args = ap.parse_args()
+    if args.sweep:
+        from pack_sweep import sweep
+
+        return sweep(args.quick, args.rounds, args.out)
+    args.out = args.out or str(Path(__file__).parent / "results" / "pack.json")
     results = []
     header = (f"{'op':7} {'dtype':5} {'shape':>10} {'tile':>9} {'memcpy':>7} {'numpy':>7} "
               f"{'tilewise':>8}  {'/memcpy':>7} {'/numpy':>7}   (GB/s, medians)")

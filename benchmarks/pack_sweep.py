@@ -1,0 +1,162 @@
+"""pack / unpack at every size and dtype against the fastest copy (``pack.py --sweep``).
+
+Cells: sizes 64 KiB .. 256 MiB (of the unpacked tensor) x f32/bf16/i8 x tiles T(8,8),
+T(16,32), T(32,32), T(16,2), T(64,64) of a 2-D tensor (power-of-two shapes, rows <= cols) and
+the NCHW -> NCHWc (c = 16) pack of a [1, 64, H, W] tensor, each packed and unpacked. Each
+cell times, interleaved round by round (the same 4 MiB eviction before every timed call):
+
+* ``copyto``: ``np.copyto`` of the same bytes in this process (glibc memcpy, which streams
+  only above ~3/4 of the L3);
+* ``stream``: memcpy with streaming stores from 64 KiB on, in a child process
+  (``copy_baseline.StreamingCopy``);
+* ``tilewise``: ``tilewise.pack`` / ``tilewise.unpack`` with ``out=``, single thread.
+
+``/fastest`` is the median over rounds of ``min(copyto, stream) / tilewise`` (per round);
+``/copyto`` the same against ``copyto`` alone. Results: ``results/pack_sweep.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+import tilewise
+from copy_baseline import NT_THRESHOLD, StreamingCopy
+from tilewise.layout.pack import pack_reference
+
+SIZES = [64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20, 256 << 20]
+QUICK_SIZES = [64 << 10, 1 << 20, 16 << 20]
+TILES = [(8, 8), (16, 32), (32, 32), (16, 2), (64, 64)]
+QUICK_TILES = [(16, 32), (16, 2)]
+DTYPES = {"f32": np.float32, "bf16": ml_dtypes.bfloat16, "i8": np.int8}
+NCHWC = "NCHW16c"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A packing: ``label`` for the table, the unpacked ``shape`` and the pack attributes."""
+
+    label: str
+    shape: tuple[int, ...]
+    pos: tuple[int, ...]
+    tiles: tuple[int, ...]
+
+
+def _layouts(nbytes: int, itemsize: int, tiles_list) -> list[Layout]:
+    """The 2-D tilings and the NCHWc pack of a tensor of ``nbytes`` bytes."""
+    n = nbytes // itemsize
+    rows = 1 << (n.bit_length() - 1) // 2
+    out = [Layout(f"T({a},{b})", (rows, n // rows), (0, 1), (a, b)) for a, b in tiles_list]
+    hw = n // 64
+    h = 1 << (hw.bit_length() - 1) // 2
+    out.append(Layout(NCHWC, (1, 64, h, hw // h), (1,), (16,)))
+    return out
+
+
+def _rounds(nbytes: int, quick: bool, rounds: int | None) -> int:
+    if rounds:
+        return rounds
+    if quick:
+        return 3
+    return 21 if nbytes <= 1 << 20 else 11 if nbytes <= 16 << 20 else 7 if nbytes <= 64 << 20 else 5
+
+
+_SCRATCH = np.zeros(4 << 20, dtype=np.uint8)
+
+
+def _evict() -> None:
+    _SCRATCH.view(np.uint64)[::8] += 1  # one store per 64-byte line, as the child does
+
+
+def _timed(f) -> float:
+    _evict()
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
+def _cell(op: str, x: np.ndarray, packed: np.ndarray, lay: Layout, stream: StreamingCopy,
+          rounds: int) -> dict:
+    """Time one op on one layout interleaved with both copies; check the result."""
+    src, want = (x, packed) if op == "pack" else (packed, x)
+    out = np.empty_like(want)
+    if op == "pack":
+        run = lambda: tilewise.pack(x, lay.pos, lay.tiles, out=out)  # noqa: E731
+    else:
+        run = lambda: tilewise.unpack(packed, lay.pos, lay.tiles, shape=x.shape, out=out)  # noqa: E731
+    mem_src = src.reshape(-1)
+    mem_dst = np.empty_like(mem_src)
+    copy = lambda: np.copyto(mem_dst, mem_src)  # noqa: E731
+    for f in (run, run, copy, copy):  # warm up: JIT, page faults
+        f()
+    if not np.array_equal(out.view(np.uint8), want.view(np.uint8)):
+        raise AssertionError(f"{op} {lay.label} {x.dtype} {x.shape}: wrong bytes")
+    times = {"copyto": [], "stream": [], "tilewise": []}
+    for _ in range(rounds):
+        times["copyto"].append(_timed(copy))
+        times["stream"].append(stream.time())
+        times["tilewise"].append(_timed(run))
+    t = {k: np.array(v) for k, v in times.items()}
+    return dict(seconds={k: float(np.median(v)) for k, v in t.items()},
+                gb_per_s={k: x.nbytes / float(np.median(v)) / 1e9 for k, v in t.items()},
+                ratio_to_copyto=float(np.median(t["copyto"] / t["tilewise"])),
+                ratio_to_fastest=float(np.median(np.minimum(t["copyto"], t["stream"])
+                                                 / t["tilewise"])),
+                rounds=rounds)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes >> 20}M" if nbytes >= 1 << 20 else f"{nbytes >> 10}K"
+
+
+def sweep(quick: bool, rounds: int | None, out: str | None) -> None:
+    """Run every cell, print the table, write the JSON."""
+    out = out or str(Path(__file__).parent / "results" / "pack_sweep.json")
+    load_before = os.getloadavg()
+    stream = StreamingCopy()
+    rows = []
+    print(f"{'op':6} {'dtype':4} {'size':>5} {'shape':>14} {'tile':>8} {'copyto':>6} "
+          f"{'stream':>6} {'tilew':>6}  {'/copyto':>7} {'/fastest':>8}   (GB/s, medians)")
+    try:
+        for nbytes in QUICK_SIZES if quick else SIZES:
+            stream.alloc(nbytes)
+            for dt, dtype in DTYPES.items():
+                itemsize = np.dtype(dtype).itemsize
+                for lay in _layouts(nbytes, itemsize, QUICK_TILES if quick else TILES):
+                    raw = np.random.default_rng(0).bytes(nbytes)
+                    x = np.frombuffer(raw, np.uint8).view(dtype).reshape(lay.shape).copy()
+                    packed = pack_reference(x, lay.pos, lay.tiles)
+                    for op in ("pack", "unpack"):
+                        res = _cell(op, x, packed, lay, stream, _rounds(nbytes, quick, rounds))
+                        rows.append(dict(op=op, dtype=dt, bytes=nbytes, shape=list(lay.shape),
+                                         layout=lay.label, inner_dims_pos=list(lay.pos),
+                                         inner_tiles=list(lay.tiles), **res))
+                        g = res["gb_per_s"]
+                        print(f"{op:6} {dt:4} {_size(nbytes):>5} {'x'.join(map(str, lay.shape)):>14}"
+                              f" {lay.label:>8} {g['copyto']:6.1f} {g['stream']:6.1f} "
+                              f"{g['tilewise']:6.1f}  {res['ratio_to_copyto']:7.2f} "
+                              f"{res['ratio_to_fastest']:8.2f}", flush=True)
+                    del x, packed
+    finally:
+        stream.close()
+    worst = min(rows, key=lambda r: r["ratio_to_fastest"])
+    below = [r for r in rows if r["ratio_to_fastest"] < 0.7]
+    print(f"{len(rows)} cells; {len(below)} below 0.7 of the fastest copy; worst "
+          f"{worst['ratio_to_fastest']:.2f} ({worst['op']} {worst['dtype']} "
+          f"{_size(worst['bytes'])} {worst['layout']}); load average "
+          f"{load_before[0]:.2f} -> {os.getloadavg()[0]:.2f}")
+    meta = dict(machine=platform.machine(), cpus=os.cpu_count(), numpy=np.__version__,
+                threads=1, load_average_before=load_before, load_average_after=os.getloadavg(),
+                quick=quick, streaming_threshold_bytes=NT_THRESHOLD,
+                note="single thread everywhere; GB/s = unpacked bytes / time; 4 MiB evicted "
+                     "before every timed call; ratios are per-round medians")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
+    print(f"wrote {out}")
