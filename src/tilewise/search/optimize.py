@@ -42,8 +42,12 @@ space, ``nodes`` the nodes expanded, ``examined_combos`` nodes with every tile f
 ``valid`` the ones that fit, ``ranked`` those costed as leaves and ranked,
 ``pruned_candidates`` those dropped by their bound before ranking (``candidates = ranked +
 pruned_candidates``),
-``rejected`` nodes dropped per constraint (capacity per level, chain order), ``passes``
-threshold passes, ``seconds``.
+``rejected`` nodes dropped per constraint (capacity per level, chain order; ``"dma limits"``:
+ranked candidates whose DMA program breaks the arch's ``dma:`` limits, :mod:`.programmable`),
+``passes`` threshold passes, ``seconds``; ``dma_check_capped`` (archs with DMA limits) whether
+fewer than ``top`` programmable mappings were found within the check limit, ``dma_unchecked``
+how many returned mappings have programs too long to check. The Pareto front
+(``Result.pareto``) is not checked against DMA limits.
 
     >>> r = search(gemm(512, 768, 768, dtype="i8"), "aie-4x2", objective="latency", top=5)
     >>> print(r.best.mapping); r.best.xslowdown
@@ -55,12 +59,13 @@ import time
 
 import numpy as np
 
+from ..emit.dma.legal import has_dma_limits
 from ..errors import CapacityError, TilewiseError
-from ..model.batch import MappingBatch
 from ..model.cost import evaluate
 from .custom import BASE, Custom, as_custom
 from .engine import Engine, RunConfig
 from .pool import METRICS, Pool
+from .programmable import pool_mappings, programmable_top
 from .result import Result, Solution
 from .stats import SearchStats
 from .walk import pareto_front, search_top
@@ -112,17 +117,21 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     if isinstance(objective, Custom):
         _check_custom(objective, arch, engine.has_energy)
     proven = not isinstance(objective, Custom) or objective.monotone
-    if proven:
-        pool, stats, run = search_top(engine, objective, top, progress, then, tolerance)
-    else:  # no bound: the closest built-in objective's exact top, ranked by the function
-        pool, stats, run = search_top(engine, objective.closest, max(top, objective.pool),
-                                      progress, then, tolerance)
+    walk_objective = objective if proven else objective.closest
+    k = top if proven else max(top, objective.pool)
+    pool, stats, run, capped, unchecked = programmable_top(
+        engine, k, lambda n: search_top(engine, walk_objective, n, progress, then, tolerance),
+        MAX_TOP)
+    if not proven:  # no bound: the closest built-in objective's exact top, ranked by the function
         pool = pool.take(np.argsort(pool.metric(objective), kind="stable")[:top])
     if not len(pool):
         raise CapacityError(explain_empty(stats))
     sols = _solutions(engine, run, pool)  # in rank order
     report = stats.report(time.perf_counter() - t0)
     report["proven_optimal"] = proven
+    if has_dma_limits(arch):
+        report["dma_check_capped"] = capped
+        report["dma_unchecked"] = unchecked
 
     def front(x, y):
         f, run_xy = pareto_front(engine, x, y, progress)
@@ -203,12 +212,8 @@ def _solutions(engine: Engine, run: RunConfig, pool: Pool) -> list[Solution]:
     energy in joules where the arch has energy numbers)."""
     if not len(pool):
         return []
-    db, sp = pool.double_buffer, pool.split
-    batch = MappingBatch(pool.tiles, pool.orders, np.zeros_like(db), db,
-                         sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3])
     out = []
-    for i in range(len(pool)):
-        m = batch.mapping(i, engine.workload, engine.arch)
+    for m in pool_mappings(engine, pool):
         cost = evaluate(engine.workload, engine.arch, m)
         energy = cost.energy_j  # the model's (None: the arch gives no energy numbers)
         out.append(Solution(m, cost, cost.latency_s, cost.offchip_bytes, energy,

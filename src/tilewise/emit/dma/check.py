@@ -66,13 +66,21 @@ def _check_side(mv, side, level) -> None:
     where = f"move {mv.index} ({mv.kind} {mv.tensor}): {side.access.buffer}"
     if lim is None:
         raise DmaError(f"{where}: level {level.name!r} has no dma limits")
-    if len(side.descriptors) > lim.bds:
-        raise DmaError(f"{where}: needs {len(side.descriptors)} buffer descriptors, a "
-                       f"{level.name} tile has {lim.bds}")
-    for i, d in enumerate(side.descriptors):
+    bad = side_violation(side.descriptors, lim, where, level.name)
+    if bad:
+        raise DmaError(bad)
+
+
+def side_violation(bds, lim, where: str, level: str) -> str:
+    """Why the BDs ``bds`` of one side, at ``where`` in a ``level`` tile, break ``lim``
+    (one line), or "" when they fit."""
+    if len(bds) > lim.bds:
+        return f"{where}: needs {len(bds)} buffer descriptors, a {level} tile has {lim.bds}"
+    for i, d in enumerate(bds):
         bad = _field(d, lim)
         if bad is not None:
-            raise DmaError(f"{where} descriptor {i}: field {bad}")
+            return f"{where} descriptor {i}: field {bad}"
+    return ""
 
 
 def _field(d, lim) -> str | None:

@@ -189,8 +189,9 @@ class _Builder:
 
     # ----- the walk
 
-    def build(self) -> Program:
-        events = list(walk(self.w, self.arch, self.m))
+    def build(self, events=None) -> Program:
+        """The program; ``events``: the walk's events, when the caller already has them."""
+        events = list(walk(self.w, self.arch, self.m)) if events is None else events
         groups: dict = {}
         order: list = []
         last_store: dict = {}

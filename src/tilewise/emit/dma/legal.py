@@ -1,0 +1,98 @@
+"""Is a mapping's data movement programmable? The exact answer of ``check_program``, faster.
+
+:func:`dma_violation` builds the program of a mapping as :func:`~.program.build_program` does
+(the same walk, buffers and access patterns) but derives and checks the buffer descriptors of
+each access *shape* once: whether an access fits its DMA's limits, and how many BDs it needs,
+depend on its sizes, strides, element size, padding and its offset only modulo the DMA's word
+(the offset shifts every BD by the same number of words). All tiles of a transfer share one
+shape but for the borders, so a mapping with thousands of moves derives a handful of patterns.
+The search (:func:`tilewise.search`) drops the candidates for which it returns a reason.
+
+The walk itself still visits every tile (about 50 us an event): a program of more than
+``MAX_EVENTS`` walk events is not checked (``UNCHECKED``), which the search reports.
+"""
+
+from __future__ import annotations
+
+from itertools import islice
+
+from ...errors import DmaError
+from ...simulation.walker import walk
+from .check import side_violation
+from .pattern import Access, descriptors
+from .program import _Builder, Side
+
+
+class _Checker(_Builder):
+    """A program builder whose sides are checked against the limits once per access shape."""
+
+    def __init__(self, workload, arch, mapping, memo: dict):
+        super().__init__(workload, arch, mapping)
+        self.memo = memo
+        self.pitch: dict = {}   # buffer name -> row-major strides (elements)
+        self.splits: dict = {}  # tensor name -> Builder.split
+
+    def split(self, t) -> bool:
+        if t.name not in self.splits:
+            self.splits[t.name] = super().split(t)
+        return self.splits[t.name]
+
+    def access(self, buf, box, origin=None, pad_to=None) -> Access:
+        """``Builder.access`` in plain integers (no numpy per tile)."""
+        pitch = self.pitch.get(buf.name)
+        if pitch is None:
+            pitch = self.pitch[buf.name] = super().access(buf, box).strides
+        sizes = tuple(hi - lo for lo, hi in box) + buf.shape[len(box):]
+        offset = sum((lo - (origin[i] if origin else 0)) * pitch[i]
+                     for i, (lo, _) in enumerate(box))
+        pad_after = ()
+        if pad_to is not None:
+            pad_after = tuple(e - s for e, s in zip(pad_to.shape, sizes))
+            pad_after = pad_after if any(pad_after) else ()
+        return Access(buf.name, offset, sizes, pitch, buf.element_bytes, pad_after)
+
+    def side(self, level: int, access: Access, what: str) -> Side:
+        lim = self.arch.levels[level].dma
+        if lim is None:
+            return super().side(level, access, what)  # the builder's error
+        key = (level, access.sizes, access.strides, access.element_bytes, access.pad_after,
+               access.offset * access.element_bytes % lim.word_bytes)
+        found = self.memo.get(key)
+        if found is None:
+            shape = Access(access.buffer, access.offset % max(1, lim.word_bytes), access.sizes,
+                           access.strides, access.element_bytes, access.pad_after)
+            try:
+                found = side_violation(descriptors(shape, lim, what), lim,
+                                       f"{what}: {access.buffer}", self.names[level])
+            except DmaError as e:
+                found = str(e)
+            self.memo[key] = found
+        if found:
+            raise DmaError(found)
+        return Side(access, ())
+
+
+MAX_EVENTS = 8192  # walk events (tiles moved or computed) a checked program may have
+UNCHECKED = "unchecked"  # dma_violation's answer for a program over ``max_events``
+
+
+def dma_violation(workload, arch, mapping, memo: dict | None = None,
+                  max_events: int | None = MAX_EVENTS) -> str | None:
+    """Why ``mapping``'s DMA program breaks ``arch``'s limits (the first DmaError's message),
+    None when every descriptor fits, or ``UNCHECKED`` when its walk has more than
+    ``max_events`` events (None: no limit). ``memo`` (access shape -> verdict) may be shared
+    by the mappings of one (workload, arch)."""
+    events = walk(workload, arch, mapping)
+    events = list(events if max_events is None else islice(events, max_events + 1))
+    if max_events is not None and len(events) > max_events:
+        return UNCHECKED
+    try:
+        _Checker(workload, arch, mapping, {} if memo is None else memo).build(events)
+    except DmaError as e:
+        return str(e)
+    return None
+
+
+def has_dma_limits(arch) -> bool:
+    """Whether any level of ``arch`` declares DMA limits (only then is a program checked)."""
+    return any(lv.dma is not None for lv in arch.levels)

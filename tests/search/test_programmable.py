@@ -1,0 +1,82 @@
+"""DMA limits as legality: search never returns a mapping whose program breaks them."""
+
+import dataclasses
+
+import pytest
+
+import tilewise
+from tilewise.arch.loader import load_arch
+from tilewise.emit.dma.check import check_program
+from tilewise.emit.dma.legal import UNCHECKED, dma_violation
+from tilewise.emit.dma.program import build_program
+from tilewise.errors import DmaError
+from tilewise.ir.library import gemm
+
+
+def _full_check(workload, arch, mapping):
+    """The independent verdict: the whole program built and every descriptor checked."""
+    try:
+        check_program(build_program(workload, arch, mapping), arch)
+    except DmaError as e:
+        return str(e)
+    return None
+
+
+def _with_dma(arch, level, **changes):
+    levels = list(arch.levels)
+    levels[level] = dataclasses.replace(levels[level], dma=dataclasses.replace(levels[level].dma, **changes))
+    return dataclasses.replace(arch, levels=tuple(levels))
+
+
+def test_search_drops_mappings_whose_program_breaks_the_limits():
+    # K = 302 int8: a memtile row of A is 302 B, not whole 4-byte words, for most tilings
+    w, arch = gemm(100, 200, 302, dtype="i8"), load_arch("aie-4x2")
+    r = tilewise.search(w, arch, top=5)
+    assert r.stats["rejected"]["dma limits"] > 0
+    assert len(r.top) == 5
+    for s in r.top:
+        assert _full_check(w, arch, s.mapping) is None
+
+
+def test_fast_verdict_equals_the_full_check():
+    """Both answers (fits / the same first violation), on the limits and on tighter ones."""
+    w, arch = gemm(100, 200, 302, dtype="i8"), load_arch("aie-4x2")
+    verdicts = []
+    for m in [s.mapping for s in tilewise.search(w, arch, top=6).top]:
+        for a in (arch, _with_dma(arch, 0, max_stride_words=64)):
+            fast, full = dma_violation(w, a, m), _full_check(w, a, m)
+            assert (fast is None) == (full is None)
+            if fast is not None:  # the same move, buffer, descriptor and field
+                assert fast.split(" ", 2)[:2] == full.split(" ", 2)[:2]
+                assert fast.split("): ", 1)[1] == full.split("): ", 1)[1]
+            verdicts.append(fast)
+    assert None in verdicts and any(v is not None for v in verdicts)
+
+
+def test_a_tighter_dma_changes_the_answer_and_every_returned_program_fits():
+    w = gemm(256, 256, 256, dtype="i8")
+    arch = load_arch("aie-4x2")
+    tight = _with_dma(arch, 0, max_stride_words=64)  # the shim DMA: strides of 256 B at most
+    r = tilewise.search(w, tight, top=4)
+    assert r.stats["rejected"]["dma limits"] > 0
+    for s in r.top:
+        assert _full_check(w, tight, s.mapping) is None
+    assert r.stats["dma_check_capped"] is False and r.stats["dma_unchecked"] == 0
+
+
+def test_no_programmable_mapping_is_an_error_naming_the_first_violation():
+    arch = _with_dma(load_arch("aie-4x2"), 0, word_bytes=3)
+    with pytest.raises(DmaError, match=r"no mapping's data movement fits the DMA limits of aie-4x2 .*field"):
+        tilewise.search(gemm(32, 32, 32, dtype="i8"), arch, top=2)
+
+
+def test_long_programs_are_reported_unchecked():
+    w, arch = gemm(64, 64, 64, dtype="i8"), load_arch("aie-4x2")
+    m = tilewise.search(w, arch, top=1).best.mapping
+    assert dma_violation(w, arch, m, max_events=1) == UNCHECKED
+    assert dma_violation(w, arch, m, max_events=None) is None
+
+
+def test_archs_without_dma_limits_are_not_checked():
+    r = tilewise.search(gemm(16, 16, 16), "cpu-6core", top=2)
+    assert "dma limits" not in r.stats["rejected"] and "dma_unchecked" not in r.stats
