@@ -122,7 +122,7 @@ def test_documented_nest_and_stream_split():
     nest = _nest(verify((4096, 4096), (0, 1), (16, 2)), 4, 8, False)
     assert nest.unit == 8
     assert nest.table[:, :3].tolist() == [[256, 32768, 32768], [2048, 1, 16], [16, 2048, 1]]
-    # Runs of 512 bytes a page apart are read 8 at a time (4 KiB of destination per pass).
+    # Runs of 512 bytes a page apart are read 8 at a time (the fewest streams).
     nest = _nest(verify((1024, 1024), (0, 1), (128, 128)), 4, 8, True)
     assert nest.table[-2].tolist() == [8, 8192, 64, -1, 0]
     # A partial tile clips the inner loop at its partner's last index.

@@ -15,7 +15,7 @@ into a kernel nest:
 3. picks the widest unsigned unit (8, 4, 2 or 1 bytes) that divides every stride, run,
    clipped run and the base addresses, so dtypes never matter;
 4. caps the concurrent source streams of unclipped copies: runs a page or more apart are
-   read ``SEGMENT // run`` (8 to 32) at a time.
+   read ``SEGMENT // run`` (8 to 32) at a time (1 KiB of destination per pass).
 
 Example: packing f32[4096, 4096] with tiles (16, 2) is the nest ``(256, 2048, 16)`` of
 ``uint64`` with source strides ``(32768, 1, 2048)`` and destination strides
@@ -64,8 +64,12 @@ from numba.extending import intrinsic, overload
 # ahead up to 4 MiB (14.0 vs 12.6 GB/s), even at 6 MiB, streaming ahead from 8 MiB (12.8
 # vs 10.0 GB/s) and far ahead at 64 MiB (6.2 vs 3.5 GB/s, pack f32 T(32,32)).
 STREAMING_BYTES = 6 << 20
-# Source runs at least a page apart are read this many bytes of destination at a time.
-SEGMENT = 4096
+# Source runs at least a page apart are read this many bytes of destination at a time (at
+# least 8 and at most 32 runs). Fewer concurrent source streams are better on AMD Zen 4
+# (EPYC, 1 MiB L2): with 4096 bytes (32 streams of 128 B runs) pack/unpack f32 4096^2
+# T(32,32) ran at 0.3 of memcpy, with 1024 bytes (8 streams) at 1.0-1.3
+# (benchmarks/pack.py --sweep); the earlier Intel Xeon VM was tuned at 4096.
+SEGMENT = 1024
 _PAGE = 4096
 _LINE = 64
 _L1_BYTES = 16384   # source lines a gather may keep live
