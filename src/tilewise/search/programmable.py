@@ -4,12 +4,12 @@ On an arch whose levels declare ``dma:`` limits (the AIE presets), a mapping is 
 every buffer descriptor of its program fits them (:func:`tilewise.emit.dma.legal.dma_violation`,
 the exact verdict of ``check_program``). The limits are not part of the bound, so the check runs
 after the top-k walk: the ranked candidates are checked in rank order, failures dropped
-(counted in ``stats.rejected["dma limits"]``), and when fewer than k remain the walk is run
-again for more (twice as many each time) until k programmable ones are found, the space is
-exhausted, or ``CHECK_LIMIT`` candidates were checked (then the programmable ones found so far
-are returned and ``Result.stats["dma_check_capped"]`` is True). With none programmable the search
-raises DmaError naming the first violation. A mapping whose program is too long to check
-(``legal.MAX_EVENTS``) is kept and counted in ``Result.stats["dma_unchecked"]``.
+(counted in ``stats.rejected["dma limits"]``, absent when none), and when fewer than k remain
+the walk is run again for more (twice as many each time) until k programmable ones are found,
+the space is exhausted, or ``CHECK_LIMIT`` candidates were checked (then the programmable ones
+found so far are returned and ``Result.stats["dma_check_capped"]`` is True). With none
+programmable the search raises DmaError naming the first violation. A mapping whose program is
+too long to check (``legal.MAX_EVENTS``) is kept and counted in ``Result.stats["dma_unchecked"]``.
 """
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def programmable_top(engine, top: int, search_top, max_top: int):
         want = min(max_top, 2 * want)
         pool, stats, run = search_top(want)
     checked = (keep[-1] + 1) if len(keep) == top else len(pool)
-    stats.rejected["dma limits"] = checked - len(keep)
+    if checked > len(keep):
+        stats.rejected["dma limits"] = checked - len(keep)
     if not keep:
         raise DmaError(f"no mapping's data movement fits the DMA limits of {engine.arch.name} "
                        f"({checked} best candidates checked); the first: {first}")
