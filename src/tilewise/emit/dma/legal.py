@@ -9,7 +9,8 @@ shape but for the borders, so a mapping with thousands of moves derives a handfu
 The search (:func:`tilewise.search`) drops the candidates for which it returns a reason.
 
 The walk itself still visits every tile (about 50 us an event): a program of more than
-``MAX_EVENTS`` walk events is not checked (``UNCHECKED``), which the search reports.
+``MAX_EVENTS`` walk events is not checked (``UNCHECKED``), which the search reports; one
+whose model counts more transfers than that is not even walked.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 from itertools import islice
 
 from ...errors import DmaError
+from ...model.cost import evaluate
 from ...simulation.walker import walk
 from .check import side_violation
 from .pattern import Access, descriptors
@@ -82,6 +84,8 @@ def dma_violation(workload, arch, mapping, memo: dict | None = None,
     None when every descriptor fits, or ``UNCHECKED`` when its walk has more than
     ``max_events`` events (None: no limit). ``memo`` (access shape -> verdict) may be shared
     by the mappings of one (workload, arch)."""
+    if max_events is not None and model_transfers(workload, arch, mapping) > max_events:
+        return UNCHECKED  # every transfer is at least one walk event: no need to walk
     events = walk(workload, arch, mapping)
     events = list(events if max_events is None else islice(events, max_events + 1))
     if max_events is not None and len(events) > max_events:
@@ -91,6 +95,13 @@ def dma_violation(workload, arch, mapping, memo: dict | None = None,
     except DmaError as e:
         return str(e)
     return None
+
+
+def model_transfers(workload, arch, mapping) -> int:
+    """Transfers the cost model counts for ``mapping`` (into and out of every level)."""
+    cost = evaluate(workload, arch, mapping, check_capacity=False)
+    return int(sum(sum(per.values()) for side in (cost.fills, cost.drains)
+                   for per in side.values()))
 
 
 def has_dma_limits(arch) -> bool:
