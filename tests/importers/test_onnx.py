@@ -300,7 +300,8 @@ def test_grouped_and_asymmetric_conv_search_model_equals_simulation_and_executes
     from tilewise.model.cost import evaluate
     from tilewise.simulation.trace import simulate
 
-    w = tw.conv2d(1, 8, 7, 6, 8, 3, 3, padding=pads, groups=groups, dtype="i8")
+    # H 6, W 8: i8 rows of whole 4-byte words, so the DMAs can program them (search checks)
+    w = tw.conv2d(1, 8, 6, 8, 8, 3, 3, padding=pads, groups=groups, dtype="i8")
     r = tw.search(w, "aie-4x2", top=1)
     arch = tw.load_arch("aie-4x2")
     cost, trace = evaluate(w, arch, r.best.mapping), simulate(w, arch, r.best.mapping)

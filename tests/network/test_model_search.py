@@ -20,7 +20,8 @@ from ..importers.graphs import F32, model, save  # noqa: E402
 
 
 def tiny_net(tmp_path) -> str:
-    """conv -> relu -> conv -> relu -> conv (the same as the second) -> flatten -> two GEMMs."""
+    """conv -> relu -> conv -> relu -> conv (the same as the second) -> flatten -> two GEMMs;
+    8x8 images: i8 rows of whole 4-byte words, which the AIE DMAs can program (6x6 cannot)."""
     n = helper.make_node
     nodes = [n("Conv", ["X", "W1"], ["Y1"], name="c1", pads=[1, 1, 1, 1]),
              n("Relu", ["Y1"], ["Z1"], name="r1"),
@@ -30,8 +31,8 @@ def tiny_net(tmp_path) -> str:
              n("Flatten", ["Y3"], ["F"], name="flat"),
              n("MatMul", ["F", "M1"], ["G"], name="fc1"),
              n("MatMul", ["G", "M2"], ["H"], name="fc2")]
-    m = model(nodes, [("X", F32, [1, 8, 6, 6]), ("W1", F32, [16, 8, 3, 3]),
-                      ("W2", F32, [16, 16, 3, 3]), ("M1", F32, [576, 32]), ("M2", F32, [32, 16])],
+    m = model(nodes, [("X", F32, [1, 8, 8, 8]), ("W1", F32, [16, 8, 3, 3]),
+                      ("W2", F32, [16, 16, 3, 3]), ("M1", F32, [1024, 32]), ("M2", F32, [32, 16])],
               [("H", F32, None)])
     return save(m, tmp_path, "tiny.onnx")
 
