@@ -548,12 +548,10 @@ def parse_arch(text: str, source: str = "<string>") -> Arch:
 
 def load_file(path: str | os.PathLike) -> Arch:
     """Load and validate a YAML spec file."""
+    from ..textfile import read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SpecError(f"cannot read architecture file {str(path)!r}: {e.strerror}") from None
-    return parse_arch(text, path.name)
+    return parse_arch(read_text(path, "architecture file", SpecError), path.name)
 
 
 def preset_names() -> list[str]:
@@ -595,7 +593,7 @@ def load_arch(spec: str | os.PathLike | Arch, argument: str = "arch") -> Arch:
             write_host(path)
         return load_file(path)
     path = Path(text)
-    if path.is_file():
+    if path.exists():  # a file, or a folder or device that load_file refuses with one line
         return load_file(path)
     raise SpecError(f"unknown architecture {text!r}: no file of that name and not a preset"
                     + _choices(text, preset_names() + [HOST], "presets"))

@@ -66,9 +66,9 @@ def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spat
     constraints = {"double_buffer": double_buffer}
     if spatial:
         constraints["spatial"] = list(spatial)
-    if monotone and not custom:
+    if monotone and custom is None:
         raise click.UsageError("--monotone applies to a --custom objective")
-    if custom:
+    if custom is not None:
         objective = as_custom(custom, monotone)
     bar, cb = progress("searching (tile combos)")
     try:

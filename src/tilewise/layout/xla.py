@@ -42,6 +42,10 @@ from ..dtypes import XLA_DTYPES, DType, dtype as _lookup_dtype
 from ..errors import LayoutError, ParseError
 
 
+# Largest buffer (elements, padding included) whose offsets an int64 holds with room to spare.
+MAX_ELEMENTS = 2**62
+
+
 @dataclass(frozen=True)
 class Tile:
     """One XLA tile: sizes (elements) of the most-minor dims it covers, major to minor.
@@ -230,6 +234,11 @@ class Shape:
             raise LayoutError(
                 f"shape {text}: element size E({bits}) is smaller than the {least} bits a "
                 f"{self.dtype.xla_name} value needs; use E(n) with n >= {least}, or omit it"
+            )
+        if self.size_in_elements > MAX_ELEMENTS:
+            raise LayoutError(
+                f"shape {text}: {self.size_in_elements} buffer elements is above the limit of "
+                f"2^62 = {MAX_ELEMENTS} (offsets are int64); use smaller dims"
             )
 
     # ---- text -------------------------------------------------------------------------------

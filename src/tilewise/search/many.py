@@ -176,11 +176,11 @@ def load_problems(path: str) -> dict:
     problem entry and what is valid."""
     import yaml
 
+    from ..textfile import read_text
+
+    text = read_text(path, "problem list")
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except OSError as e:
-        raise TilewiseError(f"cannot read problem list {path}: {e.strerror}") from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
         raise TilewiseError(f"problem list {path} is not valid YAML: {e}") from None
     if not isinstance(data, dict):
