@@ -246,6 +246,9 @@ class Shape:
     @staticmethod
     def parse(text: str) -> "Shape":
         """Parse XLA's dense shape text, e.g. ``bf16[4,8]{1,0:T(2,4)(2,1)}`` or ``f32[3,5]``."""
+        if not isinstance(text, str):
+            raise LayoutError(f"an XLA shape is text such as 'f32[3,5]{{1,0}}', got "
+                              f"{type(text).__name__} {text!r}")
         return _Parser(text).shape()
 
     def _text(self) -> str:
@@ -334,7 +337,12 @@ class Shape:
         return offset
 
     def linear_index(self, index) -> int:
-        """Buffer offset (elements) of the element at ``index`` (logical dims order)."""
+        """Buffer offset (elements) of the element at ``index`` (logical dims order): a sequence
+        of integers (not bools, floats or a string); LayoutError otherwise."""
+        if isinstance(index, (str, bytes)) or not hasattr(index, "__iter__") or any(
+                isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) for i in index):
+            raise LayoutError(f"index {index!r} for {self}: expected {self.rank} integers, "
+                              "e.g. (0, 1)")
         idx = tuple(int(i) for i in index)
         if len(idx) != self.rank or any(not 0 <= i < d for i, d in zip(idx, self.dims)):
             raise LayoutError(
@@ -351,7 +359,26 @@ class Shape:
     # ---- buffers ----------------------------------------------------------------------------
 
     def _check_array(self, array) -> np.ndarray:
-        a = np.asarray(array)
+        """``array`` as a numpy array of this shape's element type: a numpy array must already
+        have it (an int8 array is not an f32 buffer); a list is converted when no value changes."""
+        want = self.dtype.numpy
+        if isinstance(array, np.ndarray):
+            if array.dtype != want:
+                raise LayoutError(
+                    f"array of dtype {array.dtype} does not match {self}: expected {want} "
+                    f"({self.dtype.name}); convert it first, e.g. array.astype({str(want)!r})"
+                )
+            a = array
+        else:
+            raw = np.asarray(array)
+            try:
+                a = raw.astype(want)
+                same = raw.shape == a.shape and bool(np.all(a.astype(raw.dtype) == raw))
+            except (TypeError, ValueError, OverflowError):
+                same = False
+            if not same:
+                raise LayoutError(f"values {str(array)[:60]} are not {self.dtype.name} values "
+                                  f"of {self}; give a numpy array of dtype {want}")
         if a.shape != self.dims:
             raise LayoutError(
                 f"array of shape {a.shape} does not match {self}: expected logical dims {self.dims}"
@@ -359,7 +386,8 @@ class Shape:
         return a
 
     def to_physical(self, array, fill=0) -> np.ndarray:
-        """The 1-D buffer (``size_in_elements`` long, ``array``'s dtype) holding ``array``.
+        """The 1-D buffer (``size_in_elements`` long, this shape's dtype) holding ``array`` (a
+        numpy array of that dtype, or a list of its values; LayoutError otherwise).
 
         Padding elements (from tiles and ``L(n)``) hold ``fill``. Computed by pad + reshape +
         transpose per tile, independently of :meth:`linear_index`.
