@@ -25,3 +25,13 @@ def read_text(path: str | os.PathLike, what: str, error: type[TilewiseError] = T
     except UnicodeDecodeError as e:
         raise error(f"{what} {name!r} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
                     f"{e.start}); is it a binary file? save it as UTF-8") from None
+
+
+def yaml_problem(error: Exception, source: str) -> str:
+    """One line for a YAML parse error: ``source:line:col: YAML syntax error: what`` (PyYAML's
+    own message spans several lines with a caret picture)."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
+    parts = [getattr(error, "context", None), getattr(error, "problem", None)]
+    problem = " ".join(str(p) for p in parts if p) or str(error).splitlines()[0]
+    return f"{where}: YAML syntax error: {problem}"

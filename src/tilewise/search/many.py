@@ -187,13 +187,13 @@ def load_problems(path: str) -> dict:
     problem entry and what is valid."""
     import yaml
 
-    from ..textfile import read_text
+    from ..textfile import read_text, yaml_problem
 
     text = read_text(path, "problem list")
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise TilewiseError(f"problem list {path} is not valid YAML: {e}") from None
+        raise TilewiseError(f"problem list {yaml_problem(e, str(path))}") from None
     if not isinstance(data, dict):
         raise TilewiseError(f"problem list {path}: expected a mapping with keys {', '.join(_TOP_KEYS)}")
     bad = [k for k in data if k not in _TOP_KEYS]
