@@ -159,3 +159,31 @@ def test_vector_plan_at_the_capacity_edge_checks_the_whole_ub(succeeds):
     whole 192 KiB (every byte outside dst untouched)."""
     out = succeeds(["vector", "plan", "relu", "--rows", "383", "--cols", "128", "--check"])
     assert "equals numpy" in out and "untouched" in out
+
+
+@pytest.mark.parametrize("argv", [["search", "mha", "--lq", "64", "--d", "32"],
+                                  ["search", "layernorm", "--rows", "64", "--cols", "96"]])
+def test_default_dtype_works_on_the_default_arch(capsys, argv):
+    """mha and layernorm default to bf16, which aie-4x2 (the default arch) does not compute:
+    the default then falls back to a type it does, said on stderr (issue 18: a default must
+    work); an explicit --dtype is never replaced."""
+    from tilewise.cli import main
+
+    assert main([*argv, "--top", "1"]) == 0
+    out, err = capsys.readouterr()
+    assert "no bf16 rate; --dtype defaults to i16" in err and ":i16" in out
+    assert main([*argv, "--top", "1", "--dtype", "bf16"]) == 2
+    assert "gives no" in capsys.readouterr().err
+
+
+def test_an_infeasible_problem_says_why_before_searching(fails_clearly, tmp_path):
+    """Nothing fits an 8-byte core: the error names the smallest tile, its bytes and the
+    capacity (found from the smallest tiles, not after enumerating the space)."""
+    arch = tmp_path / "tiny.yaml"
+    arch.write_text("name: tiny\nlevels:\n  - {name: dram, capacity: unbounded}\n"
+                    "  - {name: sram, capacity: 8 B, bandwidth: 16 GB/s, instances: 4}\n"
+                    "array: {level: sram, rows: 2, cols: 2}\n"
+                    "compute: {clock: 1 GHz, macs_per_cycle: {i8: 64, i16: 32}}\n")
+    fails_clearly(["search", "layernorm", "--rows", "16384", "--cols", "8192", "--dtype", "i16",
+                   "--arch", arch], "no mapping fits", "smallest sram tile (r1 c1)", "16 B",
+                  "capacity is 8 B")
