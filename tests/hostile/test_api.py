@@ -13,6 +13,12 @@ S = tw.Shape.parse("f32[4,4]")
 A = np.zeros((4, 4), np.float32)
 
 
+def _isa():
+    import tilewise.isa.ascend as isa
+
+    return isa
+
+
 @pytest.mark.parametrize("call, error, match", [
     (lambda: S.linear_index((1.5, 2)), tw.LayoutError, r"\(1.5, 2\)"),
     (lambda: S.linear_index((True, 2)), tw.LayoutError, r"\(True, 2\)"),
@@ -105,6 +111,21 @@ A = np.zeros((4, 4), np.float32)
      tw.WorkloadError, r"\(5, 8\)"),
     (lambda: tw.blocked_layernorm(np.zeros((4, 8)), np.zeros(3), np.zeros(8), 2, 2),
      tw.WorkloadError, r"\(3,\)"),
+    (lambda: tw.Shape("f32", (True, 2)), tw.LayoutError, "True is not an integer"),
+    (lambda: tw.Shape("f32", (2.5, 2)), tw.LayoutError, "2.5 is not an integer"),
+    (lambda: tw.Layout((1.0, 0)), tw.LayoutError, "1.0 is not an integer"),
+    (lambda: tw.pack(A, (0,), (2,), out=np.zeros((3, 3), np.float32)), tw.PackError, "3x3"),
+    (lambda: tw.pack(A, (0,), (2,), out=[1]), tw.PackError, "list"),
+    (lambda: tw.unpack(np.zeros((2, 4, 2), np.float32), (0,), (2,), shape=(4.0, 4)),
+     tw.PackError, r"\(4.0, 4\)"),
+    (lambda: _isa().Tile(0, True, 8), tw.ISAError, "rows = True"),
+    (lambda: _isa().tile_copies(_isa().GMTensor((10, 10), "f16"), _isa().UBTile((0.5, 0), (5, 5), 0)),
+     tw.ISAError, "0.5 is not an integer"),
+    (lambda: _isa().tile_copies(_isa().GMTensor((10, 10), "f16"), _isa().UBTile((0, 0), (5, 5), 0),
+                                ub_bytes=10), tw.ISAError, "past the unified buffer of 10"),
+    (lambda: _isa().plan("Add", "f16", _isa().Tile(0, 1, 128),
+                         [_isa().Tile(256, 1, 128), _isa().Tile(512, 1, 128)], ub_bytes=600),
+     tw.ISAError, "src1 tile"),
 ])
 def test_api_errors(call, error, match):
     with pytest.raises(error, match=match):

@@ -42,6 +42,19 @@ from ..dtypes import XLA_DTYPES, DType, dtype as _lookup_dtype
 from ..errors import LayoutError, ParseError
 
 
+def _ints(values, what: str) -> tuple[int, ...]:
+    """``values`` as a tuple of ints; LayoutError for a bool, a float or a non-sequence (int()
+    would take True as 1 and 2.5 as 2)."""
+    try:
+        items = tuple(values)
+    except TypeError:
+        raise LayoutError(f"{what} {values!r}: expected a sequence of integers") from None
+    for v in items:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise LayoutError(f"{what} {items!r}: {v!r} is not an integer")
+    return tuple(int(v) for v in items)
+
+
 # Largest buffer (elements, padding included) whose offsets an int64 holds with room to spare.
 MAX_ELEMENTS = 2**62
 
@@ -58,7 +71,7 @@ class Tile:
     COMBINE: ClassVar[int] = -1
 
     def __post_init__(self):
-        object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))
+        object.__setattr__(self, "dims", _ints(self.dims, "tile dims"))
         if not self.dims:
             raise LayoutError("empty tile (); a tile needs at least one dimension")
         for d in self.dims:
@@ -94,7 +107,7 @@ class Layout:
     memory_space: int = 0
 
     def __post_init__(self):
-        object.__setattr__(self, "minor_to_major", tuple(int(d) for d in self.minor_to_major))
+        object.__setattr__(self, "minor_to_major", _ints(self.minor_to_major, "minor_to_major"))
         object.__setattr__(
             self, "tiles", tuple(t if isinstance(t, Tile) else Tile(tuple(t)) for t in self.tiles)
         )
@@ -205,7 +218,7 @@ class Shape:
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", _lookup_dtype(self.dtype))
-        object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))
+        object.__setattr__(self, "dims", _ints(self.dims, "shape dims"))
         rank = len(self.dims)
         object.__setattr__(self, "dynamic", tuple(bool(b) for b in self.dynamic) or (False,) * rank)
         if self.layout is None:

@@ -145,6 +145,7 @@ class GMTensor:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", _dtype(self.dtype))
+        _check_ints("GMTensor", shape=self.shape, base=(self.base,))
         if len(self.shape) != 2 or min(self.shape) < 1 or self.base < 0:
             raise ISAError(f"GMTensor shape {self.shape} must be 2 positive sizes and base "
                            f"{self.base} >= 0")
@@ -160,6 +161,22 @@ class UBTile:
     size: tuple[int, int]
     ub_base: int
     ub_pitch: "int | None" = None
+
+    def __post_init__(self) -> None:
+        _check_ints("UBTile", origin=self.origin, size=self.size, ub_base=(self.ub_base,),
+                    ub_pitch=() if self.ub_pitch is None else (self.ub_pitch,))
+
+
+def _check_ints(owner: str, **fields) -> None:
+    """ISAError naming the first field holding a bool, a float or anything but integers."""
+    for name, values in fields.items():
+        try:
+            bad = [v for v in values if isinstance(v, (bool, np.bool_))
+                   or not isinstance(v, (int, np.integer))]
+        except TypeError:
+            bad = [values]
+        if bad:
+            raise ISAError(f"{owner}.{name} = {values!r}: {bad[0]!r} is not an integer")
 
 
 def _ub_pitch(tile: UBTile, dt: DType) -> int:
