@@ -102,16 +102,19 @@ def _default_dtype_arch(kw: dict):
 
 
 def workload_group(name: str, help: str, options: list[Callable],
-                   run: Callable[..., None]) -> click.Group:
+                   run: Callable[..., None], rated_default: bool = False) -> click.Group:
     """A click group ``name`` with one subcommand per workload kind.
 
     Each subcommand gets the kind's parameters plus ``options`` (click decorators, applied in
-    order) and calls ``run(workload, **remaining_options)``.
+    order) and calls ``run(workload, **remaining_options)``. ``rated_default``: the command
+    costs the workload on its ``--arch``, so a default ``--dtype`` the arch has no rate for
+    falls back to one it has (:func:`pop_workload`).
     """
     group = click.Group(name=name, help=help)
     for kind in KINDS.values():
         def callback(_kind=kind, **kw):
-            return run(pop_workload(_kind, kw, _default_dtype_arch(kw)), **kw)
+            arch = _default_dtype_arch(kw) if rated_default else None
+            return run(pop_workload(_kind, kw, arch), **kw)
 
         f = callback
         for opt in reversed(options):

@@ -226,7 +226,8 @@ def engine_options(f):
 def register(app: click.Group) -> None:
     """Add ``tilewise search`` (a group of workload subcommands) and ``tilewise search-many``."""
     app.add_command(workload_group(
-        "search", "Exact search of the tiling space: optimum, top-k, Pareto front.", _OPTIONS, _run))
+        "search", "Exact search of the tiling space: optimum, top-k, Pareto front.", _OPTIONS, _run,
+        rated_default=True))
 
     @app.command(name="search-many")
     @click.argument("problems", type=click.Path(dir_okay=False))
