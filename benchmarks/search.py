@@ -55,6 +55,10 @@ CASES = [
      "aie-4x2", {"tolerance": "0.5%", "then": "traffic"}),
     ("gemm 512x768x768 i8 --objective space", "gemm", dict(M=512, N=768, K=768, dtype="i8"),
      "aie-4x2", {"objective": "space"}),
+    ("gemm 512x768x768 i8 --objective ratio", "gemm", dict(M=512, N=768, K=768, dtype="i8"),
+     "aie-4x2", {"objective": "ratio"}),
+    ("gemm 512x768x768 i8 --custom latency*traffic", "gemm", dict(M=512, N=768, K=768, dtype="i8"),
+     "aie-4x2", {"objective": "latency * traffic", "monotone": True}),
     # issue 13: attention at long sequence lengths
     ("mha L=16384 d=64 i16", "mha", dict(Lq=16384, Lkv=16384, d=64, dtype="i16"), "aie-4x2", {}),
     ("mha L=16384 d=128 i16", "mha", dict(Lq=16384, Lkv=16384, d=128, dtype="i16"), "aie-4x2", {}),
