@@ -57,7 +57,7 @@ from ..errors import CapacityError, MappingError, WorkloadError
 from ..model.legality import ways_of
 from ..model.footprint import in_place
 from ..model.problem import Problem
-from ..tiles.kernels import conv_tile, einsum_tile, online_softmax, read_tile
+from ..tiles.kernels import conv_tile, einsum_tile, merge_softmax, online_softmax, read_tile
 from ..tiles.layernorm import Moments, merge_moments, normalize_tile, tile_moments
 from .reference import (array_shape, check_inputs, check_supported, gather, input_tensors,
                         letters, normalization, output_tensors, random_inputs, reference,
@@ -239,6 +239,13 @@ class _Executor:
         self.split_reduction = {op.output.name for op in workload.ops
                                 if any(sp and sp.dim in op.reduction_dims
                                        for sp in (mapping.rows, mapping.cols))}
+        # attention outputs whose keys are split over cores: output -> the softmax rescaling it
+        self.key_split = {op.output.name: op.attrs["online_rescale"] for op in workload.ops
+                          if op.output.name in self.split_reduction and "online_rescale" in op.attrs}
+        self.merged: dict = {}      # (output, level, instance, identity, value box) -> [max,
+        #                             denom, box] of the parent tile the cores' partials merge into
+        self.stored: dict = {}      # (core, identity) -> (max, denom) this core merged already
+        self.snapshot: dict = {}    # (core, identity) -> (max, denom) its numerator is scaled by
         self.allocated: dict = {}   # (level, instance) -> {tensor: bytes}
         self.buffers: dict = {}     # (level, instance, tensor) -> _Buffer
         self.fused: dict = {}       # (core, tensor) -> (identity, array or Moments)
@@ -264,6 +271,7 @@ class _Executor:
             else:
                 self._transfer(ev)
         # the one conversion of each output, from its accumulator: integers saturate
+        self._normalize_merged()
         return {t.name: t.dtype.convert(self.buffers[(0, None, t.name)].data)
                 for t in output_tensors(self.w)}
 
@@ -322,18 +330,21 @@ class _Executor:
                 raise MappingError(f"internal: store of {t.name} tile {ev.tile} but {buf.ident} is resident")
             parent = self._source(ev.level, t, ev.core)
             region = parent.region(ev.box)
-            if buf.start is not None:  # partial sums of a column of cores: add this core's part
+            if t.name in self.key_split and ev.level >= self.a:
+                self._merge_partial(ev, t, buf, parent)
+            elif buf.start is not None:  # partial sums of a column of cores: add this core's part
                 acc = parent.data[region].astype(buf.data.dtype) + (buf.data - buf.start)
                 parent.data[region] = acc.astype(parent.data.dtype)
             else:
                 parent.data[region] = buf.data.astype(parent.data.dtype)
             return
-        if ev.kind == "zero":
-            data = np.zeros(shape, dt)
+        if ev.kind == "zero" or (ev.tensor in self.key_split and ev.level >= self.a):
+            data = np.zeros(shape, dt)  # a core's partial numerator starts anew (merged on store)
         else:
             parent = self._source(ev.level, t, ev.core)
             data = parent.data[parent.region(ev.box)].astype(dt, copy=True)
-        start = data.copy() if ev.tensor in self.split_reduction and ev.level >= self.a else None
+        start = (data.copy() if ev.tensor in self.split_reduction - self.key_split.keys()
+                 and ev.level >= self.a else None)
         self.buffers[key] = _Buffer(ev.tile, ev.box, data, start)
 
     # ----- compute
@@ -429,7 +440,10 @@ class _Executor:
                     + "".join(idx[d] for d in op.output.dims))
             einsum_tile(spec, acc,
                         *(self._operand(t, core, r) for t in op.factors), overwrite=fresh)
-        if rescale is not None:
+        if op.output.name in self.key_split:  # the state this partial numerator goes with
+            _, mx, den = self.state[core]
+            self.snapshot[(core, tuple(r[d] for d in op.output.dims))] = (mx.copy(), den.copy())
+        elif rescale is not None:
             self._finish_attention(op, core, r, acc, rescale)
         if op.bias is not None:
             self._add_bias(op, core, r, acc)
@@ -499,6 +513,47 @@ class _Executor:
             _, _, denom = self.state[core]
             d = _broadcast(denom, self._rows_dims(softmax), op.output.dims)
             np.divide(acc, d, out=acc, where=d > 0)  # no visible key: N = 0 stays 0
+
+    def _merge_partial(self, ev, t, buf, parent) -> None:
+        """Store a core's partial attention state for the keys it saw since its last store of
+        this tile, merged (seed 003 Eq. 12, :func:`~tilewise.tiles.kernels.merge_softmax`)
+        into the parent tile's (max, denominator, numerator); :meth:`_normalize_merged`
+        divides by the merged denominator at the end."""
+        rows = self._rows_dims(self.key_split[t.name])
+        dims = self.dims[t.name]
+        if dims[:len(rows)] != rows:
+            raise MappingError(f"internal: {t.name}'s dims {dims} do not start with the rows {rows}")
+        state = self.snapshot.pop((ev.core, ev.tile), None)
+        if state is None:  # an idle core: its key slice is empty
+            return
+        mx, den = state
+        m0, d0 = self.stored.get((ev.core, ev.tile), (np.full_like(mx, -np.inf), np.zeros_like(den)))
+        with np.errstate(invalid="ignore"):
+            fresh = den - d0 * np.where(np.isneginf(m0), 0, np.exp(m0 - np.where(np.isneginf(mx), 0, mx)))
+        self.stored[(ev.core, ev.tile)] = (mx.copy(), den.copy())
+        inst = ev.core if ev.level - 1 >= self.a else None
+        j = max(l for l in range(ev.level) if t.name in self.kept[l])
+        # one merged state per parent tile and value columns (e) of the core's tile: a value
+        # dim tiled in the core merges each column tile's own partial states
+        cols = ev.box[len(rows):]
+        key = (t.name, j, inst, parent.ident, cols)
+        if key not in self.merged:
+            shape = tuple(hi - lo for lo, hi in parent.box[:len(rows)])
+            self.merged[key] = [np.full(shape, -np.inf, mx.dtype), np.zeros(shape, den.dtype),
+                                parent.box[:len(rows)] + cols]
+        side = self.merged[key]
+        region = parent.region(ev.box)
+        merge_softmax(side[0][region[:len(rows)]], side[1][region[:len(rows)]],
+                      parent.data[region], mx, fresh, buf.data)
+
+    def _normalize_merged(self) -> None:
+        """``O = N / D`` on every tile whose partial states were merged (D = 0: no visible
+        key, O stays 0); the parent tiles' numerators reached the outermost level by stores."""
+        for (name, *_), (_, den, box) in self.merged.items():
+            out = self.buffers[(0, None, name)].data
+            region = tuple(slice(lo, hi) for lo, hi in box)
+            d = den.reshape(den.shape + (1,) * (len(box) - den.ndim))
+            np.divide(out[region], d, out=out[region], where=d > 0)
 
     def _norm(self, op, core, r) -> None:
         (x_t,) = op.inputs

@@ -19,7 +19,8 @@ ways at the array) is smaller than its level's tile.
    whole.
 
 Spatial splits need the array at the innermost level; in a chain they may split only spine
-dims that no op reduces; a reduction split is legal only along columns of an array that
+dims that no op reduces, or a reduction whose partials merge (:attr:`.Structure.mergeable`:
+attention's key dim); a reduction split is legal only along columns of an array that
 ``reduce_cols``.
 """
 
@@ -155,9 +156,11 @@ def _check_spatial(st: Structure, mapping) -> dict[str, int]:
             raise MappingError(f"{axis}={sp}: {sp.ways} ways, but the array has {limit} {axis}")
         reducing = [op for op in wl.ops if sp.dim in op.reduction_dims]
         if reducing:
-            if len(wl.ops) > 1:
+            if sp.dim not in st.mergeable:
                 raise MappingError(f"{axis}={sp}: {sp.dim} is reduced by op {reducing[0].name} of a "
-                                   "fused chain; a chain may split only dims no op reduces")
+                                   "fused chain, whose partial results cannot be merged across "
+                                   "cores; a chain may split only dims no op reduces or "
+                                   "attention's key dim (merged by the online softmax)")
             if axis != "rows" or not arch.array.reduce_cols:
                 raise MappingError(
                     f"{axis}={sp}: splitting the reduction dim {sp.dim} needs partial sums summed "

@@ -72,6 +72,24 @@ class Structure:
     def spine(self) -> frozenset[str]:
         return frozenset(self.workload.spine)
 
+    @cached_property
+    def mergeable(self) -> frozenset[str]:
+        """Reduction dims whose partial results from several cores merge exactly, so a
+        spatial split may cut them (partials combined along the array's reduction path):
+        every reduction dim of a single op (partial sums add); in a chain, a dim reduced only
+        by ops rescaled online by a softmax along that dim (attention's keys ``n``: each core
+        keeps a partial (max, denominator, numerator), merged by seed 003's Eq. 12)."""
+        ops = self.workload.ops
+        if len(ops) == 1:
+            return frozenset(ops[0].reduction_dims)
+        by_name = {op.name: op for op in ops}
+        out = set()
+        for d in self.workload.sizes:
+            reducing = [op for op in ops if d in op.reduction_dims]
+            if reducing and all(_online_along(op, by_name) == d for op in reducing):
+                out.add(d)
+        return frozenset(out)
+
     def holders(self, word: str) -> tuple[int, ...]:
         """Indices (into :attr:`tensors`) of the moved tensors a level's ``holds`` word names:
         a tensor name, else a role (``in1`` / ``in2`` / ``in3``: that input of every op, where
@@ -134,3 +152,8 @@ class Structure:
         own = set(self.workload.tensor(tensor).dims)
         return len(readers) if all(set(op.dims) == own for op in readers) else 0
 
+
+def _online_along(op: Op, ops: dict) -> str | None:
+    """The dim of the softmax that rescales ``op`` online (its ``online_rescale``), or None."""
+    sm = ops.get(op.attrs.get("online_rescale", ""))
+    return None if sm is None else sm.attrs.get("along")

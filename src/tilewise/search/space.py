@@ -213,12 +213,12 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
         splits = out
     else:
         chain = len(wl.ops) > 1
-        red = set(wl.ops[0].reduction_dims) if not chain else set()
+        red = {d for op in wl.ops for d in op.reduction_dims}
 
         def axis_opts(axis: str):
             opts: list = [None]
             for j, d in enumerate(dims):
-                if chain and (d not in st.spine or any(d in op.reduction_dims for op in wl.ops)):
+                if chain and (d not in st.spine or (d in red and d not in st.mergeable)):
                     continue
                 if d in red and (axis != "rows" or not arch.array.reduce_cols):
                     continue
