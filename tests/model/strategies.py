@@ -80,7 +80,7 @@ def mappings(draw, workload, arch, legal_only=True):
                 cand = [d for d in dims if d not in ways or ways[d] * getattr(arch.array, axis) <= sizes[d]]
                 red = {d for op in workload.ops for d in op.reduction_dims}
                 if chain:  # attention's key dim merges across cores (Structure.mergeable)
-                    cand = [d for d in cand if d in s.spine and (d not in red or d in s.mergeable)]
+                    cand = [d for d in cand if (d in s.spine and d not in red) or d in s.mergeable]
                 if axis == "cols" or not arch.array.reduce_cols:
                     cand = [d for d in cand if d not in red]
                 if cand:

@@ -246,6 +246,10 @@ class _Executor:
         #                             denom, box] of the parent tile the cores' partials merge into
         self.stored: dict = {}      # (core, identity) -> (max, denom) this core merged already
         self.snapshot: dict = {}    # (core, identity) -> (max, denom) its numerator is scaled by
+        # statistics whose reduction is split over cores (LayerNorm's c): merged per row tile
+        self.moments_split = {op.output.name for op in workload.ops
+                              if op.kind == "norm" and op.output.name in self.split_reduction}
+        self.moments: dict = {}     # (statistics, identity) -> Moments merged over the cores
         self.allocated: dict = {}   # (level, instance) -> {tensor: bytes}
         self.buffers: dict = {}     # (level, instance, tensor) -> _Buffer
         self.fused: dict = {}       # (core, tensor) -> (identity, array or Moments)
@@ -555,6 +559,19 @@ class _Executor:
             d = den.reshape(den.shape + (1,) * (len(box) - den.ndim))
             np.divide(out[region], d, out=out[region], where=d > 0)
 
+    def _merged_moments(self, name: str, ident) -> Moments:
+        """The moments of a row tile merged (Chan) over every core that holds a partial of it
+        (its columns split over the cores); computed once, when the first core normalizes."""
+        merged = self.moments.get((name, ident))
+        if merged is None:
+            parts = [v[1] for (_, n), v in sorted(self.fused.items(), key=lambda kv: kv[0][0])
+                     if n == name and v[0] == ident]
+            merged = parts[0]
+            for part in parts[1:]:
+                merged = merge_moments(merged, part)
+            self.moments[(name, ident)] = merged
+        return merged
+
     def _norm(self, op, core, r) -> None:
         (x_t,) = op.inputs
         x = self._operand(x_t, core, r)
@@ -576,6 +593,8 @@ class _Executor:
         if held is None or held[0] != ident:
             raise MappingError(f"internal: statistics {stats_t.name} missing for {r}")
         moments: Moments = held[1]
+        if stats_t.name in self.moments_split:
+            moments = self._merged_moments(stats_t.name, ident)
         x = self._operand(x_t, core, r)
         rows_dims = [d for d in x_t.dims if d in stats_t.dims]
         cols_dims = [d for d in x_t.dims if d not in stats_t.dims]

@@ -166,7 +166,7 @@ def _check_spatial(st: Structure, mapping) -> dict[str, int]:
                     f"{axis}={sp}: splitting the reduction dim {sp.dim} needs partial sums summed "
                     "along a column: put it on rows" + ("" if arch.array.reduce_cols else
                                                          f", and {arch.name} cannot reduce_cols"))
-        if len(wl.ops) > 1 and sp.dim not in st.spine:
+        if len(wl.ops) > 1 and sp.dim not in st.spine | st.mergeable:
             raise MappingError(f"{axis}={sp}: {sp.dim} is private to one op of the chain; split a "
                                f"shared dim ({', '.join(sorted(st.spine))})")
         ways[sp.dim] = ways.get(sp.dim, 1) * sp.ways  # on both axes: rows x cols ways

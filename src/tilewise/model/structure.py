@@ -86,7 +86,8 @@ class Structure:
         out = set()
         for d in self.workload.sizes:
             reducing = [op for op in ops if d in op.reduction_dims]
-            if reducing and all(_online_along(op, by_name) == d for op in reducing):
+            if reducing and all(_online_along(op, by_name) == d or _moments_over(op, d, ops)
+                                for op in reducing):
                 out.add(d)
         return frozenset(out)
 
@@ -157,3 +158,9 @@ def _online_along(op: Op, ops: dict) -> str | None:
     """The dim of the softmax that rescales ``op`` online (its ``online_rescale``), or None."""
     sm = ops.get(op.attrs.get("online_rescale", ""))
     return None if sm is None else sm.attrs.get("along")
+
+
+def _moments_over(op: Op, d: str, ops) -> bool:
+    """Whether ``op`` reduces ``d`` into mergeable statistics (a ``norm`` op, Welford moments)
+    and every op of the chain walks ``d`` (so every op's tiles split alike)."""
+    return op.kind == "norm" and all(d in o.dims for o in ops)

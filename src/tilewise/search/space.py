@@ -218,7 +218,7 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
         def axis_opts(axis: str):
             opts: list = [None]
             for j, d in enumerate(dims):
-                if chain and (d not in st.spine or (d in red and d not in st.mergeable)):
+                if chain and (d not in st.spine | st.mergeable or (d in red and d not in st.mergeable)):
                     continue
                 if d in red and (axis != "rows" or not arch.array.reduce_cols):
                     continue

@@ -1,6 +1,9 @@
-"""Attention with its key dim split over the cores of a column (seed 003 §V.B): each core keeps
-a partial (max, denominator, numerator) over its keys, merged by Eq. 12. The executor equals a
-float64 softmax-attention reference, the model equals the walk, and the rule is one rule."""
+"""Reductions of fused chains split over the cores of a column, merged exactly.
+
+Attention (seed 003 §V.B): each core keeps a partial (max, denominator, numerator) over its
+keys, merged by Eq. 12. LayerNorm (§V.C): each core's Welford moments over its columns,
+merged by Chan's formula before the normalize pass. The executor equals float64 references
+and the model equals the walk."""
 
 import numpy as np
 import pytest
@@ -101,3 +104,49 @@ def test_key_split_refused_where_partials_cannot_merge():
     chain = tw.gemm_chain(16, 16, 16, 16, dtype="f32")  # its first GEMM's k: no merge rule
     assert "k" not in __import__("tilewise.model.structure", fromlist=["Structure"]).Structure(
         chain, aie_like()).mergeable
+
+
+# ----- LayerNorm: the normalized dim c split over the cores of a column ---------------------
+
+def _float64_layernorm(data, eps=1e-5):
+    x = data["X"].astype(np.float64)
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * data["gamma"].astype(np.float64) + data["beta"]
+
+
+@pytest.mark.parametrize("text", [
+    # each core a quarter of every row: one pass over X (the column holds whole rows)
+    "ddr[r8 c64] rc | memtile[r8 c64] rc | core[r2 c16] ; rows=c4 cols=r2",
+    # a real c loop above the cores: the statistics pass and the normalize pass each read X
+    "ddr[r8 c64] rc | memtile[r8 c64] rc | core[r2 c8] ; rows=c4",
+    # 60 columns in array tiles of 32: the second tile's last core holds 4 columns
+    "ddr[r8 c60] rc | memtile[r8 c60] rc | core[r2 c8] ; rows=c4",
+])
+def test_layernorm_column_split_merges_statistics_with_chan(text):
+    w, arch = tw.layernorm(8, 60 if "c60" in text else 64, dtype="f32"), aie_like()
+    m = tw.Mapping.parse(text)
+    data = random_inputs(w, 5)
+    np.testing.assert_allclose(execute(w, m, data, arch=arch)["Y"], _float64_layernorm(data),
+                               rtol=1e-5, atol=1e-5)
+    c, t = evaluate(w, arch, m, check_capacity=False), simulate(w, arch, m)
+    assert (c.reads, c.writes, c.fills, c.drains) == (t.reads, t.writes, t.fills, t.drains)
+    assert (c.footprint, c.steps, c.padded_points) == (t.peak, t.steps, t.padded_points)
+    one_pass = w.sizes["r"] * w.sizes["c"] * 4
+    assert c.reads["core"]["X"] == (one_pass if "c16" in text else 2 * one_pass)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(st.data())
+def test_random_layernorm_column_splits(data):
+    w = tw.layernorm(data.draw(st.integers(1, 9)), data.draw(st.integers(1, 40)),
+                     dtype=data.draw(st.sampled_from(["f32", "bf16"])))
+    arch = aie_like(4, 2)
+    m = data.draw(mappings(w, arch).filter(lambda m: m.rows is not None and m.rows.dim == "c"))
+    assume(evaluate(w, arch, m, check_capacity=False).fits)
+    report = tw.verify(w, m, seed=data.draw(st.integers(0, 99)), arch=arch)
+    assert report.passed, f"{m}\n{report}"
+    c, t = evaluate(w, arch, m, check_capacity=False), simulate(w, arch, m)
+    assert (c.reads, c.writes, c.fills, c.drains, c.steps) == (
+        t.reads, t.writes, t.fills, t.drains, t.steps), str(m)
