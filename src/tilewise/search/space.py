@@ -8,8 +8,10 @@ whether it is double-buffered. Nothing is bypassed. The *declared* space:
   size: more ways only idle cores), one dim per axis; one dim may take both axes
   (``rows=m4 cols=m2``: cut ``4 x 2`` ways, at most its size);
   a reduction dim only on rows of an array that ``reduce_cols`` (seed 003's K split across a
-  column); chains split only spine dims no op reduces (the model's rules). Needs the array at
-  the innermost level.
+  column); chains split spine dims no op reduces, and reductions whose partials merge
+  (:attr:`tilewise.model.structure.Structure.mergeable`: attention's keys, LayerNorm's
+  columns), on the same rows-only terms (the model's rules). Needs the array at the innermost
+  level.
 - tiles, per level ``l >= 1`` and dim ``d`` of size ``S`` split ``w`` ways at the array
   (``Q = ceil(S / w)``), with ``a`` the dim's alignment (every value rounded up to ``a``):
 
