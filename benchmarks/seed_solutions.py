@@ -125,15 +125,20 @@ def measure(case: SeedCase, arch, optima: dict) -> dict:
 
 
 def _markdown(rows) -> str:
-    out = ["| seed solution | mapping | latency µs | × min | off-chip B | tilewise optimum "
-           "| latency µs | × min | off-chip B |", "|---|---|---:|---:|---:|---|---:|---:|---:|"]
-    for r in rows:
+    """The docs table (numbers), then each case's two mappings."""
+    out = ["| # | seed solution | fits | latency µs | × min | off-chip B | optimum µs | × min "
+           "| off-chip B |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
+    for i, r in enumerate(rows, 1):
         o = r["optimum"]
-        fit = "" if r["fits"] else " (does not fit: " + ", ".join(
-            f"{lv} {a:,} B > {b:,.0f} B" for lv, (a, b) in r["over"].items()) + ")"
-        out.append(f"| {r['case']}{fit} | `{r['mapping']}` | {r['latency_us']:.2f} | "
-                   f"{r['xmin']:.3f} | {r['offchip_bytes']:,} | `{o['mapping']}` | "
-                   f"{o['latency_us']:.2f} | {o['xmin']:.3f} | {o['offchip_bytes']:,} |")
+        fit = "yes" if r["fits"] else "no: " + ", ".join(
+            f"{lv} {a:,} B > {b:,.0f} B" for lv, (a, b) in r["over"].items())
+        out.append(f"| {i} | {r['case']} | {fit} | {r['latency_us']:.2f} | {r['xmin']:.3f} | "
+                   f"{r['offchip_bytes']:,} | {o['latency_us']:.2f} | {o['xmin']:.3f} | "
+                   f"{o['offchip_bytes']:,} |")
+    out.append("")
+    for i, r in enumerate(rows, 1):
+        out.append(f"{i}. {r['source']}  \n   seed: `{r['mapping']}`  \n"
+                   f"   optimum: `{r['optimum']['mapping']}`")
     return "\n".join(out)
 
 
