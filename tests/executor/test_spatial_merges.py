@@ -14,6 +14,7 @@ from tilewise.errors import MappingError
 from tilewise.executor.interpreter import execute
 from tilewise.executor.reference import random_inputs
 from tilewise.model.cost import evaluate
+from tilewise.model.structure import Structure
 from tilewise.simulation.trace import simulate
 from tilewise.tiles.kernels import SoftmaxState, attention_tile, merge_softmax
 
@@ -93,17 +94,87 @@ def test_random_key_splits_with_causal_masks(data):
         t.reads, t.writes, t.fills, t.drains, t.steps), str(m)
 
 
-def test_key_split_refused_where_partials_cannot_merge():
-    w = tw.mha(32, 64, 16, dtype="f32")
-    base = "ddr[h1 m32 n64 k16 e16] mnhke | memtile[h1 m32 n64 k16 e16] hmnke | core[h1 m32 n16 k16 e16]"
-    with pytest.raises(MappingError, match="put it on rows"):
-        evaluate(w, aie_like(), tw.Mapping.parse(base + " ; cols=n2"), check_capacity=False)
-    with pytest.raises(MappingError, match="cannot reduce_cols"):
-        evaluate(w, aie_like(reduce_cols=False), tw.Mapping.parse(base + " ; rows=n4"),
-                 check_capacity=False)
+def test_splits_refused_where_partials_cannot_merge():
     chain = tw.gemm_chain(16, 16, 16, 16, dtype="f32")  # its first GEMM's k: no merge rule
-    assert "k" not in __import__("tilewise.model.structure", fromlist=["Structure"]).Structure(
-        chain, aie_like()).mergeable
+    assert "k" not in Structure(chain, aie_like()).mergeable
+    ln = tw.layernorm(8, 64, dtype="f32")  # fused statistics: only along the reduction path
+    base = "ddr[r8 c64] rc | memtile[r8 c64] rc | core[r8 c32]"
+    assert Structure(ln, aie_like()).parent_mergeable == frozenset()
+    with pytest.raises(MappingError, match="put it on rows"):
+        evaluate(ln, aie_like(), tw.Mapping.parse(base + " ; cols=c2"), check_capacity=False)
+    with pytest.raises(MappingError, match="cannot reduce_cols"):
+        evaluate(ln, aie_like(reduce_cols=False),
+                 tw.Mapping.parse(base.replace("c32]", "c16]") + " ; rows=c4"),
+                 check_capacity=False)
+
+
+# ----- partials merged through the parent level (no reduction path on that axis) ------------
+
+THROUGH = [
+    # keys over all 8 cores: 4 rows merge along the column, the 2 columns through the memtile
+    (aie_like(), "mha", "ddr[h1 m32 n64 k16 e16] mnhke | memtile[h1 m32 n64 k16 e16] hmnke | core[h1 m16 n8 k16 e16] ; rows=n4 cols=n2"),
+    # the key loop outside the query loop, the value dim tiled, keys over the columns only
+    (aie_like(), "mha", "ddr[h1 m32 n64 k16 e16] nmhke | memtile[h1 m32 n32 k16 e16] hmnke | core[h1 m16 n8 k16 e8] ; rows=m2 cols=n2"),
+    # an array that cannot reduce along its columns: the rows' partials go through the memtile
+    (aie_like(reduce_cols=False), "gemm", "ddr[m32 n16 k64] kmn | memtile[m32 n16 k32] mnk | core[m8 n16 k8] ; rows=k4 cols=m2"),
+    (aie_like(), "gemm", "ddr[m32 n16 k64] mnk | memtile[m32 n16 k32] mnk | core[m16 n16 k8] ; rows=k2 cols=k2"),
+]
+
+
+@pytest.mark.parametrize("arch,kind,text", THROUGH)
+def test_partials_through_the_parent_execute_and_model_equals_walk(arch, kind, text):
+    w = tw.mha(32, 64, 16, dtype="f32") if kind == "mha" else tw.gemm(32, 16, 64, dtype="i8")
+    m = tw.Mapping.parse(text)
+    data = random_inputs(w, 11)
+    got = execute(w, m, data, arch=arch)
+    if kind == "mha":
+        np.testing.assert_allclose(got["O"], _float64_attention(data), rtol=1e-5, atol=1e-6)
+    else:
+        want = data["A"].astype(np.int64) @ data["B"].astype(np.int64)
+        np.testing.assert_array_equal(got["C"], want)
+    c, t = evaluate(w, arch, m, check_capacity=False), simulate(w, arch, m)
+    assert (c.reads, c.writes, c.reloads) == (t.reads, t.writes, t.reloads)
+    assert (c.fills, c.drains, c.footprint) == (t.fills, t.drains, t.peak)
+
+
+def test_partials_through_the_parent_hand_counted():
+    """K of a 16x16x32 GEMM over the 2 columns: the second column writes its 16x16 i32
+    partial to the memtile, the first reads it back, merges and writes the i8 result."""
+    w = tw.gemm(16, 16, 32, dtype="i8", out_dtype="i8")
+    m = tw.Mapping.parse("ddr[m16 n16 k32] mnk | memtile[m16 n16 k32] mnk | core[m16 n16 k16] ; cols=k2")
+    c = evaluate(w, aie_like(), m, check_capacity=False)
+    assert c.writes["core"]["C"] == 16 * 16 * 4 + 16 * 16 * 1
+    assert c.reloads["core"]["C"] == 16 * 16 * 4
+    assert (c.drains["core"]["C"], c.fills["core"]["C"]) == (2, 1)
+    assert c.writes["memtile"]["C"] == 16 * 16 * 1  # one converted store to DDR
+    np.testing.assert_array_equal(
+        execute(w, m, seed=2, arch=aie_like())["C"],
+        tw.reference(w, random_inputs(w, 2))["C"])
+
+
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.filter_too_much])
+@given(st.data())
+def test_random_splits_through_the_parent(data):
+    arch = data.draw(st.sampled_from([aie_like(4, 2, alignment={"m": 2, "k": 2}),
+                                      aie_like(2, 3, broadcast=False, reduce_cols=False)]))
+    if data.draw(st.booleans()):
+        w = attention(*(data.draw(st.integers(1, 9)) for _ in range(3)), dtype="f32",
+                      causal=data.draw(st.booleans()))
+    else:
+        w = tw.gemm(*(data.draw(st.integers(1, 9)) for _ in range(3)),
+                    dtype=data.draw(st.sampled_from(["i8", "f32"])))
+    red = set(w.ops[-1].reduction_dims)
+    through = lambda m: (m.cols is not None and m.cols.dim in red) or (
+        m.rows is not None and m.rows.dim in red and not arch.array.reduce_cols)
+    m = data.draw(mappings(w, arch, through=True).filter(through))
+    assume(evaluate(w, arch, m, check_capacity=False).fits)
+    with np.errstate(invalid="raise", divide="raise"):
+        report = tw.verify(w, m, seed=data.draw(st.integers(0, 99)), arch=arch)
+    assert report.passed, f"{m}\n{report}"
+    c, t = evaluate(w, arch, m, check_capacity=False), simulate(w, arch, m)
+    assert (c.reads, c.writes, c.reloads, c.fills, c.drains, c.footprint) == (
+        t.reads, t.writes, t.reloads, t.fills, t.drains, t.peak), str(m)
 
 
 # ----- LayerNorm: the normalized dim c split over the cores of a column ---------------------

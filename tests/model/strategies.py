@@ -60,8 +60,10 @@ ARCHS = st.sampled_from([
 
 
 @st.composite
-def mappings(draw, workload, arch, legal_only=True):
-    """A mapping of ``workload`` onto ``arch``; legal (by construction) unless asked otherwise."""
+def mappings(draw, workload, arch, legal_only=True, through=False):
+    """A mapping of ``workload`` onto ``arch``; legal (by construction) unless asked otherwise.
+    ``through``: reductions may also be split where their partials merge through the parent
+    level (cols, or rows without ``reduce_cols``)."""
     s = Structure(workload, arch)
     dims, sizes, n = s.dims, workload.sizes, s.n_levels
     chain = len(workload.ops) > 1
@@ -82,7 +84,8 @@ def mappings(draw, workload, arch, legal_only=True):
                 if chain:  # attention's key dim merges across cores (Structure.mergeable)
                     cand = [d for d in cand if (d in s.spine and d not in red) or d in s.mergeable]
                 if axis == "cols" or not arch.array.reduce_cols:
-                    cand = [d for d in cand if d not in red]
+                    cand = [d for d in cand if d not in red
+                            or (through and d in s.parent_mergeable)]
                 if cand:
                     d = draw(st.sampled_from(cand))
                     top = min(getattr(arch.array, axis), max(1, sizes[d] // ways.get(d, 1)))

@@ -54,7 +54,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import CapacityError, MappingError, WorkloadError
-from ..model.legality import ways_of
+from ..model.legality import merged_ways
 from ..model.footprint import in_place
 from ..model.problem import Problem
 from ..tiles.kernels import conv_tile, einsum_tile, merge_softmax, online_softmax, read_tile
@@ -234,7 +234,7 @@ class _Executor:
         self.inter = self.st.intermediate_names
         self.shared = in_place(workload)
         self.tiles = [lv.sizes for lv in mapping.levels]
-        self.ways = ways_of(mapping)
+        self.ways = merged_ways(mapping, arch)  # the partial-sum width rule's view
         self.kept = kept_tensors(self.st, mapping)
         self.split_reduction = {op.output.name for op in workload.ops
                                 if any(sp and sp.dim in op.reduction_dims

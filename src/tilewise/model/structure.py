@@ -91,6 +91,15 @@ class Structure:
                 out.add(d)
         return frozenset(out)
 
+    @cached_property
+    def parent_mergeable(self) -> frozenset[str]:
+        """The :attr:`mergeable` dims whose partials may also merge *through the parent
+        level* (a split on an axis without a reduction path): those whose reducing ops write
+        final outputs, so that the partials are moved tensors the model counts (GEMM/conv
+        sums, attention's numerator), not fused statistics (LayerNorm's moments)."""
+        return frozenset(d for d in self.mergeable
+                         if _final_outputs(self.workload.ops, d, self.outputs))
+
     def holders(self, word: str) -> tuple[int, ...]:
         """Indices (into :attr:`tensors`) of the moved tensors a level's ``holds`` word names:
         a tensor name, else a role (``in1`` / ``in2`` / ``in3``: that input of every op, where
@@ -152,6 +161,11 @@ class Structure:
             return 1
         own = set(self.workload.tensor(tensor).dims)
         return len(readers) if all(set(op.dims) == own for op in readers) else 0
+
+
+def _final_outputs(ops, d: str, outputs) -> bool:
+    """Whether every op reducing ``d`` writes a final output (its partials are moved)."""
+    return all(op.output.name in outputs for op in ops if d in op.reduction_dims)
 
 
 def _online_along(op: Op, ops: dict) -> str | None:
