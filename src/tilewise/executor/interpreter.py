@@ -10,8 +10,11 @@ real numpy tiles:
   (the logical memory above the array, one buffer per core at the array); ``zero`` starts an
   output tile at 0; ``store`` writes the tile back into the parent's resident tile, cast to the
   tensor's dtype there (the innermost level holds an op's output in its accumulator type, i32
-  or f32). Partial sums of one tile held by several cores of a column (a reduction split over
-  the array's rows) are summed into the parent;
+  or f32). Partial sums of one tile held by several cores (a reduction split over the array)
+  are summed into the parent, each core adding what it accumulated since its last store;
+  attention's partial states (its keys split over cores) are merged into the parent tile by
+  seed 003's Eq. 12 and divided by the merged denominator once, at the end; LayerNorm's
+  statistics of a row tile split over cores merge (Chan) before the normalize pass;
 - buffers are allocated at first use with the model's byte count (full tile, rounded to blocks
   and whole banks, x2 when double-buffered, accumulator types in the innermost level; see
   :mod:`tilewise.model.footprint`) and live to the end; the allocation that would take a level
@@ -532,8 +535,8 @@ class _Executor:
             return
         mx, den = state
         m0, d0 = self.stored.get((ev.core, ev.tile), (np.full_like(mx, -np.inf), np.zeros_like(den)))
-        with np.errstate(invalid="ignore"):
-            fresh = den - d0 * np.where(np.isneginf(m0), 0, np.exp(m0 - np.where(np.isneginf(mx), 0, mx)))
+        # the denominator of the keys since the last store, at this state's max (m0 <= mx)
+        delta = den - d0 * np.where(np.isneginf(m0), 0, np.exp(m0 - np.where(np.isneginf(mx), 0, mx)))
         self.stored[(ev.core, ev.tile)] = (mx.copy(), den.copy())
         inst = ev.core if ev.level - 1 >= self.a else None
         j = max(l for l in range(ev.level) if t.name in self.kept[l])
@@ -548,7 +551,7 @@ class _Executor:
         side = self.merged[key]
         region = parent.region(ev.box)
         merge_softmax(side[0][region[:len(rows)]], side[1][region[:len(rows)]],
-                      parent.data[region], mx, fresh, buf.data)
+                      parent.data[region], mx, delta, buf.data)
 
     def _normalize_merged(self) -> None:
         """``O = N / D`` on every tile whose partial states were merged (D = 0: no visible
