@@ -27,6 +27,7 @@ LAYERS = {
     "tilewise.model": 3,
     "tilewise.simulation": 4,
     "tilewise.search": 5, "tilewise.executor": 5, "tilewise.emit": 5,
+    "tilewise.emit.dma": 5,  # AIE DMA programs: build on the walker (simulation), run on the executor
     "tilewise.network": 5.5,  # whole networks and sweeps call search_many
     "tilewise.cli": 6,
     "tilewise": 7, "tilewise.__main__": 7,

@@ -2,7 +2,7 @@
 
 ``import tilewise`` gives the user's vocabulary: workload constructors, ``load_arch``,
 ``Mapping``, the entry points ``search``, ``search_many``, ``evaluate``, ``simulate``,
-``execute``, ``verify``, ``emit_mlir`` and ``compile`` (IREE), the network ones ``import_onnx``,
+``execute``, ``verify``, ``emit_mlir`` and ``compile`` (IREE), ``emit_dma`` (AIE DMA programs), the network ones ``import_onnx``,
 ``search_model`` and ``sweep``, their results (``Result``, ``Solution``, ``Cost``, ``Trace``,
 ``VerifyReport``), the errors and the layout helpers. Internals (``MappingBatch``,
 ``CostBatch``, ``evaluate_batch``, the search engine) are imported from their submodules.
@@ -95,6 +95,10 @@ _EXPORTS: dict[str, str] = {
     "VerifyReport": "tilewise.executor.interpreter",
     "random_inputs": "tilewise.executor.reference",
     "reference": "tilewise.executor.reference",
+    # --- AIE data-movement programs (issue 17) ---
+    "DmaError": "tilewise.errors",
+    "check_program": "tilewise.emit.dma.check",
+    "run_program": "tilewise.emit.dma.simulator",
     # --- search (issue 4) ---
     "Problem": "tilewise.search.many",
     "Result": "tilewise.search.result",
@@ -115,7 +119,7 @@ _EXPORTS: dict[str, str] = {
     "naive_attention": "tilewise.tiles.attention",
 }
 
-_ENTRY_POINTS = ["compile", "emit_mlir", "evaluate", "execute", "search", "simulate", "verify"]
+_ENTRY_POINTS = ["compile", "emit_dma", "emit_mlir", "evaluate", "execute", "search", "simulate", "verify"]
 __all__ = sorted([*_EXPORTS, *_ENTRY_POINTS]) + ["__version__"]
 
 
@@ -217,6 +221,16 @@ def emit_mlir(workload, arch=None, mapping=None, lanes: int | None = None):
     from .emit.mlir import emit_mlir as run
 
     return run(workload, arch, mapping, host_lanes() if lanes is None else lanes)
+
+
+def emit_dma(workload, arch=None, mapping=None):
+    """The AIE data-movement program of a solution (a :class:`~tilewise.emit.dma.program.Program`:
+    buffers, moves with access patterns and buffer descriptors within the arch's DMA limits):
+    ``workload`` may be a search :class:`Result` or a :class:`SolutionFile`. Run it with
+    :func:`run_program`, check it with :func:`check_program`."""
+    from .emit.dma.api import emit_dma as run
+
+    return run(workload, arch, mapping)
 
 
 def compile(workload, arch=None, mapping=None, lanes: int | None = None):

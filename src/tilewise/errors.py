@@ -69,3 +69,8 @@ class ModelError(TilewiseError):
 
 class StoreError(TilewiseError):
     """A solution store that cannot be opened or is not a tilewise store."""
+
+
+class DmaError(TilewiseError):
+    """A data-movement program the DMAs cannot run: an access pattern beyond a declared limit,
+    out of a buffer's bounds, or writing one element twice; names the descriptor and field."""

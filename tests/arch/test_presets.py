@@ -164,6 +164,8 @@ def test_to_dict_is_plain_data():
     assert d["levels"][2] == {
         "name": "core", "capacity": "48 KiB", "instances": 8, "banks": 6, "bank_size": "8 KiB",
         "bank_granular": True, "bandwidth": "8 GiB/s", "channels": 2, "double_buffer": True,
-        "read_energy": "2.5 pJ", "write_energy": "2.5 pJ", "transfer_overhead": 32.0}
+        "read_energy": "2.5 pJ", "write_energy": "2.5 pJ", "transfer_overhead": 32.0,
+        "dma": {"dims": 3, "max_wrap": 255, "max_stride": 8192, "word": "4 B", "repeat": 1,
+                "bds": 16, "channels": 2, "zero_padding": False}}
     assert d["compute"]["clock"] == "1 GHz"
     assert yaml.safe_load(yaml.safe_dump(d)) == d

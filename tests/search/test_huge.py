@@ -114,11 +114,21 @@ def test_maximal_inner_combos_cover_every_fitting_combo(w):
             c = maximal_inner(vals, eng.cap[L - 1], p.dims.sizes, p.buffers, eng.buf.slot,
                               subs[L - 1][u])
             assert c is not None
+            ident = np.arange(len(vals))
+
+            def fits(t):
+                return _inner_bytes(t, ident, np.empty_like(t), p.dims.sizes, p.buffers,
+                                    eng.buf.slot, subs[L - 1][u]) <= eng.cap[L - 1]
+
             for t in itertools.product(*vals):
                 t = np.array(t)
-                if _inner_bytes(t, p.dims.sizes, p.buffers, eng.buf.slot,
-                                subs[L - 1][u]) <= eng.cap[L - 1]:
+                if fits(t):
                     assert (c >= t).all(1).any(), (s, u, t)
+            # every listed combo fits (in dim order: the enumeration permutes the dims) and
+            # none dominates another
+            assert all(fits(row.copy()) for row in c)
+            ge = (c[:, None, :] >= c[None, :, :]).all(2)
+            assert ge.sum() == len(c), (s, u)
 
 
 def test_bounds_on_the_path_to_a_large_gemm_optimum_stay_below_it():

@@ -35,7 +35,7 @@ import yaml
 
 from ..dtypes import dtype as lookup_dtype
 from ..errors import DTypeError, SpecError
-from .spec import Arch, Compute, Level, SpatialArray
+from .spec import Arch, Compute, DmaLimits, Level, SpatialArray
 from .units import (
     format_bandwidth, format_energy, format_frequency, format_size, parse_bandwidth,
     parse_energy, parse_frequency, parse_size,
@@ -48,8 +48,12 @@ TOP_KEYS = ("name", "description", "levels", "array", "compute", "alignment")
 LEVEL_KEYS = (
     "name", "capacity", "instances", "banks", "bank_size", "bank_granular", "block",
     "bandwidth", "read_bandwidth", "write_bandwidth", "channels", "double_buffer",
-    "energy_per_byte", "read_energy", "write_energy", "transfer_overhead", "holds",
+    "energy_per_byte", "read_energy", "write_energy", "transfer_overhead", "holds", "dma",
 )
+# the limits of the DMA that addresses a level's memory (DmaLimits): YAML key -> field
+DMA_KEYS = {"dims": "dims", "max_wrap": "max_wrap", "max_stride": "max_stride_words",
+            "word": "word_bytes", "repeat": "max_repeat", "max_length": "max_length_words",
+            "bds": "bds", "channels": "channels", "zero_padding": "zero_padding"}
 # operand roles a level's ``holds`` / per-tensor capacity may name besides tensor names
 # (Level.holds): an op's first / second / third input, every final output
 ROLES = ("in1", "in2", "in3", "out")
@@ -225,8 +229,26 @@ def _level(data: Any, where: _Where, index: int, clock_hz: float) -> Level:
                 "overhead; it belongs to the inner level a link feeds")
         level["transfer_overhead_cycles"] = _cycles(d["transfer_overhead"],
                                                     where.key("transfer_overhead"), "DMA transfer")
+    if "dma" in d:
+        level["dma"] = _dma(d["dma"], where.key("dma"))
     level.update(_bandwidths(d, where, index, name, clock_hz))
     return Level(**level)
+
+
+def _dma(data: Any, where: _Where) -> DmaLimits:
+    """``dma: {dims, max_wrap, max_stride, word, repeat, max_length, bds, channels,
+    zero_padding}``: counts are positive integers (strides and lengths in words), ``word`` a
+    size (``4 B``)."""
+    d = _mapping(data, where, tuple(DMA_KEYS), required=("dims", "max_wrap", "max_stride"))
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        if key == "word":
+            out["word_bytes"] = _unit(parse_size, value, where.key(key))
+        elif key == "zero_padding":
+            out["zero_padding"] = _bool(value, where.key(key))
+        else:
+            out[DMA_KEYS[key]] = _int(value, where.key(key))
+    return DmaLimits(**out)
 
 
 def _holds(value: Any, where: _Where, index: int) -> tuple[str, ...]:
@@ -449,6 +471,18 @@ def _validate_level(lv: Level, where: _Where, index: int, parent: Level | None) 
     if lv.energy_pj_per_byte is not None and lv.energy_pj_per_byte < 0:
         raise where.key("energy_per_byte").error(
             f"{lv.energy_pj_per_byte!r} is not valid; expected pJ >= 0")
+    if lv.dma is not None:
+        _validate_dma(lv.dma, where.key("dma"))
+
+
+def _validate_dma(dma: DmaLimits, where: _Where) -> None:
+    """Every count of a DMA's limits is a finite positive integer (None: no length limit)."""
+    for key, name in DMA_KEYS.items():
+        value = getattr(dma, name)
+        if key == "zero_padding" or (key == "max_length" and value is None):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise where.key(key).error(f"{value!r} is not valid; expected a positive integer")
 
 
 def _validate_holds(lv: Level, where: _Where, index: int) -> None:
@@ -732,6 +766,9 @@ def _level_to_dict(lv: Level, index: int) -> dict[str, Any]:
             d[key] = format_energy(value)
     if lv.transfer_overhead_cycles:
         d["transfer_overhead"] = lv.transfer_overhead_cycles
+    if lv.dma is not None:
+        d["dma"] = {key: (format_size(lv.dma.word_bytes) if key == "word" else getattr(lv.dma, name))
+                    for key, name in DMA_KEYS.items() if getattr(lv.dma, name) is not None}
     return d
 
 

@@ -55,6 +55,33 @@ def _frozen(d: Mapping | None) -> Mapping:
 
 
 @dataclass(frozen=True)
+class DmaLimits:
+    """What one buffer descriptor (BD) of the DMA that addresses a level's memory can express
+    (AIE: the shim DMA for DDR, the memtile DMA, the core tile's DMA).
+
+    ``dims``: strided address dimensions per BD (innermost first in hardware; tilewise writes
+    them innermost last). ``max_wrap``: the largest size of every dim but the outermost (whose
+    size only the buffer length bounds), in words for the innermost dim, in steps for the others.
+    ``max_stride_words``: the largest step of a dim, in words. ``word_bytes``: the address and
+    length granule (an offset, an innermost length and every stride are whole words).
+    ``max_repeat``: how often one BD may run again with an iteration offset (1: no repeat).
+    ``max_length_words``: words one BD may move (None: not limited below the address space).
+    ``bds``: buffer descriptors per tile; ``channels``: DMA channels per direction per tile.
+    ``zero_padding``: the read side (MM2S) can insert zeros before/after each dim.
+    """
+
+    dims: int
+    max_wrap: int
+    max_stride_words: int
+    word_bytes: int = 4
+    max_repeat: int = 1
+    max_length_words: int | None = None
+    bds: int = 16
+    channels: int = 2
+    zero_padding: bool = False
+
+
+@dataclass(frozen=True)
 class Level:
     """One memory level. Bytes, bytes per second; all per instance.
 
@@ -71,7 +98,9 @@ class Level:
     lock hand-off) on the link into this level, per transfer and direction, on one channel.
     ``holds``: the tensor names or roles kept here (None: every tensor); ``reserved``:
     ``((name or role, bytes), ...)`` per instance set apart for those tensors, included in
-    ``capacity_bytes`` (the others share ``capacity_bytes - sum(reserved)``).
+    ``capacity_bytes`` (the others share ``capacity_bytes - sum(reserved)``). ``dma``: the
+    limits of the DMA that addresses this level's memory (:class:`DmaLimits`; None: not
+    described), used by the AIE data-movement program (:mod:`tilewise.emit.dma`).
     """
 
     name: str
@@ -91,6 +120,7 @@ class Level:
     transfer_overhead_cycles: float = 0.0
     holds: tuple[str, ...] | None = None
     reserved: tuple[tuple[str, int], ...] = ()
+    dma: DmaLimits | None = None
 
     def __post_init__(self):
         if self.holds is not None:

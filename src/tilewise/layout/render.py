@@ -204,7 +204,9 @@ def _colors(block: np.ndarray, padding: np.ndarray) -> np.ndarray:
     return rgb
 
 
-def _borders(ax, block: np.ndarray, min_cell_px: float, cell_px: float) -> None:
+def draw_borders(ax, block: np.ndarray, min_cell_px: float, cell_px: float) -> None:
+    """Black lines between neighbouring cells of different ``block`` (2-D ids) on a matplotlib
+    ``ax`` whose cells are ``cell_px`` pixels, none when below ``min_cell_px``."""
     from matplotlib.collections import LineCollection
 
     if cell_px < min_cell_px:
@@ -242,7 +244,7 @@ def render_png(shapes, path: str, max_text_cells: int = 1024) -> None:
         rows, cols = g.offset.shape
         ax_l.imshow(_colors(g.block, g.padding), interpolation="nearest", aspect="equal")
         cell_px = min(fig_w / 2 * dpi / max(cols, 1), 9.0 * dpi / max(rows, 1))
-        _borders(ax_l, g.block if g.tiled else np.zeros_like(g.block), 4.0, cell_px)
+        draw_borders(ax_l, g.block if g.tiled else np.zeros_like(g.block), 4.0, cell_px)
         if rows * cols <= max_text_cells:
             fs = max(5.0, min(11.0, cell_px * 0.28))
             for r in range(rows):
@@ -279,7 +281,7 @@ def render_png(shapes, path: str, max_text_cells: int = 1024) -> None:
         ax_m.imshow(img, interpolation="nearest", aspect="equal" if mem_rows <= 4 * width else "auto")
         mem_px = min(fig_w / 2 * dpi / width, 9.0 * dpi / mem_rows)
         if g.tiled:
-            _borders(ax_m, np.where(mem_pad, -2, held_block).reshape(mem_rows, width), 4.0, mem_px)
+            draw_borders(ax_m, np.where(mem_pad, -2, held_block).reshape(mem_rows, width), 4.0, mem_px)
         if mem_rows * width <= max_text_cells:
             fs = max(4.5, min(9.0, mem_px * 0.22))
             for k in range(n):

@@ -192,10 +192,11 @@ def _variant_latencies(cs, tr, rbw, wbw, xfs, it, db, out):
 
 
 @njit(cache=True)
-def best_variant(obj, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, it, bufs, fixed,
+def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, it, bufs, fixed,
                  subs, nsub, var_sub, moved, levels, compute, out, nfit, points_max, steps_max,
                  calls=None):
-    """Per node ``b``: the least objective over the double-buffer choices (per level the set
+    """Per node ``b`` and objective ``objs[k]`` (codes, :data:`OBJ_CODE`), into ``out [n,
+    K]``: the least objective over the double-buffer choices (per level the set
     ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
     single-buffer bytes of the moved tensors, ``fixed [n, L]`` the other buffers, against
     ``levels.capacity``), with padded points and kernel calls per op of the busiest core
@@ -204,7 +205,8 @@ def best_variant(obj, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, it
     (:class:`Traffic`) and floors of the bytes summed over tensors ``rfl, wfl [n, L]``
     (:mod:`.floors`; 0: none), link bandwidths ``rbw, wbw [n, L]`` (B/s), seconds per
     transfer ``xfs [n, L]`` and iterations ``it [n, L]``; every formula is the model's
-    (:mod:`tilewise.model.rules`). ``obj``: 0 latency (s), 1 off-chip bytes, 2 energy (J), 3
+    (:mod:`tilewise.model.rules`). One pass serves every objective: the per-level sums and the
+    fit of each choice are the same for all of them. Codes: 0 latency (s), 1 off-chip bytes, 2 energy (J), 3
     energy x latency, 4 space: bytes of the on-chip buffers summed over levels 1 .. L-1
     (each buffer doubled where double-buffered; the least over the choices that fit), 5 the
     inverse of seed 003's ratio, ``1/𝔽 = max_l T_l / T_c``, with ``T_c`` at its most: the
@@ -263,6 +265,7 @@ def best_variant(obj, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, it
                 cs_u[u] = compute_cycles(points[b], st_u, compute.op_pp, compute.op_rate,
                                          compute.call) / compute.clock
         best = np.inf
+        least_space = np.inf
         nf = 0
         for v in range(V):
             ex_sum = 0.0
@@ -281,24 +284,26 @@ def best_variant(obj, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, it
             if not ok:
                 continue
             nf += 1
-            if obj == 0 or obj == 3:
-                best = min(best, latency(cs, ex_sum, tmax, fill))
-            elif obj == 4:
-                best = min(best, space)
+            best = min(best, latency(cs, ex_sum, tmax, fill))
+            least_space = min(least_space, space)
         nfit[b] = nf
-        if nf == 0:
-            out[b] = np.inf
-        elif obj == 1:  # independent of double buffering
-            out[b] = rs[1] + ws[1] if L > 1 else 0.0
-        elif obj == 5:  # independent of double buffering
-            cs_max = compute_cycles(points_max[b], steps_max[b], compute.op_pp, compute.op_rate,
-                                    compute.call) / compute.clock
-            out[b] = tmax / cs_max
-        elif obj == 2 or obj == 3:
-            e = _energy_bound(rs, ws, levels, points_all[b], compute.e_point)
-            out[b] = e if obj == 2 else best * e
-        else:
-            out[b] = best
+        for k in range(objs.shape[0]):
+            obj = objs[k]
+            if nf == 0:
+                out[b, k] = np.inf
+            elif obj == 1:  # independent of double buffering
+                out[b, k] = rs[1] + ws[1] if L > 1 else 0.0
+            elif obj == 5:  # independent of double buffering
+                cs_max = compute_cycles(points_max[b], steps_max[b], compute.op_pp,
+                                        compute.op_rate, compute.call) / compute.clock
+                out[b, k] = tmax / cs_max
+            elif obj == 2 or obj == 3:
+                e = _energy_bound(rs, ws, levels, points_all[b], compute.e_point)
+                out[b, k] = e if obj == 2 else best * e
+            elif obj == 4:
+                out[b, k] = least_space
+            else:
+                out[b, k] = best
 
 
 @njit(cache=True, inline="always")

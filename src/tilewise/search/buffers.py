@@ -83,9 +83,19 @@ class BufferTable:
         it exceeds the smallest stand-in ``tm``, to the largest candidate value of its split
         ``s [n]`` that fits the innermost capacity ``cap[L-1]`` (bytes) with the other dims
         at ``tm``."""
-        _cap_tiles(tt, np.ascontiguousarray(tm, np.int64), np.ascontiguousarray(s, np.int64),
-                   float(cap[-1]), np.ascontiguousarray(dims, np.bool_), self.values, self.v_lo,
-                   self.v_hi, self.sizes, self.desc)
+        k = tt.shape[1] - 1
+        # only the innermost tiles change, from the split and innermost stand-ins: many nodes
+        # share those (the children of a tile stage above the innermost), each worked out once
+        key = np.ascontiguousarray(np.concatenate(
+            [np.asarray(s, np.int64)[:, None], tt[:, k], tm[:, k]], 1).astype(np.int64))
+        _, first, inv = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))),
+                                  return_index=True, return_inverse=True)
+        tu = np.ascontiguousarray(tt[first][:, k:], np.int64)
+        _cap_tiles(tu, np.ascontiguousarray(tm[first][:, k:], np.int64),
+                   np.ascontiguousarray(np.asarray(s)[first], np.int64), float(cap[-1]),
+                   np.ascontiguousarray(dims, np.bool_), self.values, self.v_lo, self.v_hi,
+                   self.sizes, self.desc, k)
+        tt[:, k] = tu[inv.ravel(), 0]
 
 
 @njit(cache=True)
@@ -127,21 +137,21 @@ def fitting_end(values, lo, hi, tl, j, k, sizes, desc, cap):
 
 
 @njit(cache=True)
-def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, desc):
-    n, L, D = tt.shape
-    k = L - 1
+def _cap_tiles(tt, tm, s, cap, dims, values, v_lo, v_hi, sizes, desc, k):
+    """:meth:`BufferTable.cap_tiles` on ``tt, tm [n, 1, D]``: the innermost level ``k`` only."""
+    n, _, D = tt.shape
     tl = np.empty(D, np.int64)
     if not np.isfinite(cap):
         return
     for i in range(n):
         for j in range(D):
-            if not dims[j] or tt[i, k, j] <= tm[i, k, j]:
+            if not dims[j] or tt[i, 0, j] <= tm[i, 0, j]:
                 continue
             for q in range(D):
-                tl[q] = tm[i, k, q]
+                tl[q] = tm[i, 0, q]
             # largest value <= tt that fits: values ascending, the footprint monotone
             lo = v_lo[s[i], j, k]
-            hi = lo + np.searchsorted(values[lo:v_hi[s[i], j, k]], tt[i, k, j], side="right")
+            hi = lo + np.searchsorted(values[lo:v_hi[s[i], j, k]], tt[i, 0, j], side="right")
             a = fitting_end(values, lo, hi, tl, j, k, sizes, desc, cap)
-            if a > lo and values[a - 1] < tt[i, k, j]:
-                tt[i, k, j] = max(values[a - 1], tm[i, k, j])
+            if a > lo and values[a - 1] < tt[i, 0, j]:
+                tt[i, 0, j] = max(values[a - 1], tm[i, 0, j])

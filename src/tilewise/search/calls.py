@@ -26,7 +26,7 @@ is taken separately: a bound of the sum of the ops' call cycles. A choice ``u`` 
 combo above ``s`` cannot fit: its bound is ``inf`` for that choice.
 
 Only where calls cost something (``compute.call > 0``) and the objective counts latency; an
-engine whose enumeration would exceed :data:`MAX_PREFIXES` fitting prefixes per split keeps
+split whose enumeration would exceed :data:`MAX_PREFIXES` fitting prefixes keeps
 the per-dim bound (still valid).
 """
 
@@ -41,47 +41,70 @@ MAX_PREFIXES = 1 << 15   # fitting prefixes per (split, double-buffer set); beyo
 
 
 @njit(cache=True)
-def _inner_bytes(tl, sizes, desc, slot, dbl):
-    """Bytes of the innermost level for tiles ``tl [D]``: every buffer it keeps, the moved
-    tensors in ``dbl`` (by slot) twice."""
+def _inner_bytes(tl, perm, nat, sizes, desc, slot, dbl):
+    """Bytes of the innermost level for tiles ``tl [D]`` (dim ``perm[j]`` at ``j``; ``nat``
+    scratch for them in dim order): every buffer it keeps, the moved tensors in ``dbl`` (by
+    slot) twice."""
+    for j in range(tl.shape[0]):
+        nat[perm[j]] = tl[j]
     k = desc.level.shape[1] - 1
     tot = 0
     for f in range(desc.level.shape[0]):
         if desc.level[f, k]:
-            nb = buffer_bytes(f, k, tl, sizes, desc)
+            nb = buffer_bytes(f, k, nat, sizes, desc)
             tot += nb * 2 if slot[f] >= 0 and dbl[slot[f]] else nb
     return tot
 
 
+@njit(cache=True, inline="always")
+def _dominates_previous(prev, tl):
+    """Whether combo ``tl`` dominates ``prev``, the one listed just before it: the same
+    values but in dim ``D-2`` (which the enumeration advances fastest, so ``tl``'s is not
+    smaller there) — then ``prev`` need not be listed."""
+    D = tl.shape[0]
+    if D < 2 or prev[D - 1] != tl[D - 1]:
+        return False
+    for j in range(D - 2):
+        if prev[j] != tl[j]:
+            return False
+    return True
+
+
 @njit(cache=True)
-def _enumerate(vals, lo, hi, cap, sizes, desc, slot, dbl, out):
-    """The fitting innermost combos with the last dim at its largest fitting value, every
-    prefix (dims ``0 .. D-2``) that fits with the rest at their smallest; candidates of dim
-    ``j`` are ``vals[lo[j]:hi[j]]`` ascending. Writes ``out [m, D]``; returns ``m`` (-1: more
+def _enumerate(vals, lo, hi, perm, cap, sizes, desc, slot, dbl, out):
+    """The fitting innermost combos (dims in the order ``perm``: position ``j`` holds dim
+    ``perm[j]``) with the last dim at its largest fitting value, every
+    prefix (dims ``0 .. D-2``) that fits with the rest at their smallest, less a combo that
+    the next one listed dominates (:func:`_dominates_previous`); candidates of dim ``j`` are
+    ``vals[lo[j]:hi[j]]`` ascending. Writes ``out [m, D]``; returns ``m`` (-1: more
     than ``out`` holds)."""
     D = lo.shape[0]
     idx = lo.copy()
     tl = np.empty(D, np.int64)
+    nat = np.empty(D, np.int64)
     m = 0
     last = D - 1
     while True:
         for j in range(D):
             tl[j] = vals[idx[j]] if j < last else vals[lo[j]]
-        ok = _inner_bytes(tl, sizes, desc, slot, dbl) <= cap
+        ok = _inner_bytes(tl, perm, nat, sizes, desc, slot, dbl) <= cap
         if ok:
             a, z = lo[last], hi[last]   # the largest last value that fits
             while a < z:
                 mid = (a + z) // 2
                 tl[last] = vals[mid]
-                if _inner_bytes(tl, sizes, desc, slot, dbl) <= cap:
+                if _inner_bytes(tl, perm, nat, sizes, desc, slot, dbl) <= cap:
                     a = mid + 1
                 else:
                     z = mid
             tl[last] = vals[a - 1]
-            if m >= out.shape[0]:
+            if m and _dominates_previous(out[m - 1], tl):
+                out[m - 1] = tl   # same outer prefix and last value, a larger dim D-2
+            elif m >= out.shape[0]:
                 return -1
-            out[m] = tl
-            m += 1
+            else:
+                out[m] = tl
+                m += 1
         # next prefix: advance dim last-1; where a prefix does not fit, larger values of its
         # deepest advanced dim cannot either: reset it and carry
         j = last - 1
@@ -132,15 +155,21 @@ def maximal_inner(values: list[np.ndarray], cap: float, sizes, desc, slot,
     """``[m, D]`` the maximal innermost tile combos from the candidates ``values[j]`` whose
     buffers fit ``cap`` bytes with the moved tensors ``dbl [Tm]`` double-buffered (module
     doc); None when the enumeration is over :data:`MAX_PREFIXES`."""
-    vals = np.concatenate([np.sort(np.asarray(v, np.int64)) for v in values])
-    n = np.array([len(v) for v in values], np.int64)
+    # the dims with the most candidates last: the last is binary searched and dim D-2
+    # advanced fastest (its dominated combos dropped as listed), so the prefixes
+    # enumerated are the product of the other dims' counts
+    perm = np.argsort([len(v) for v in values], kind="stable")
+    vals = np.concatenate([np.sort(np.asarray(values[j], np.int64)) for j in perm])
+    n = np.array([len(values[j]) for j in perm], np.int64)
     hi = np.cumsum(n)
     lo = hi - n
     out = np.empty((MAX_PREFIXES, len(values)), np.int64)
-    m = _enumerate(vals, lo, hi, float(cap), sizes, desc, slot, np.asarray(dbl, np.bool_), out)
+    m = _enumerate(vals, lo, hi, perm.astype(np.int64), float(cap), sizes, desc, slot,
+                   np.asarray(dbl, np.bool_), out)
     if m < 0:
         return None
-    return _maximal(out[:m]) if m else out[:0]
+    inv = np.argsort(perm)
+    return (_maximal(out[:m]) if m else out[:0])[:, inv]
 
 
 class CallFloors:
@@ -151,64 +180,172 @@ class CallFloors:
     def __init__(self, space, problem, slot, subs: np.ndarray, nsub: int):
         st = space.st
         L = st.n_levels
-        cap = float(problem.levels.capacity[L - 1])
+        self.space, self.problem, self.slot, self.subs = space, problem, slot, subs
+        self.cap = float(problem.levels.capacity[L - 1])
+        self.name = st.arch.levels[L - 1].name
         S, U = len(space.splits), nsub
+        # the sets in order of size, and which are strict subsets of which: a set that
+        # double-buffers more fits fewer combos, so its fewest calls are at least a subset's
+        sets = np.asarray(subs[:U], bool)
+        self.u_order = np.argsort(sets.sum(1), kind="stable").astype(np.int64)
+        self.sub_of = ((sets[:, None, :] >= sets[None, :, :]).all(2)
+                       & (sets.sum(1)[:, None] > sets.sum(1)[None, :]))  # [u, u2]: u2 < u
         self.lo = np.zeros((S, U), np.int64)
         self.hi = np.zeros((S, U), np.int64)
-        self.ok = np.isfinite(cap)
-        parts, pos, seen = [], 0, {}
-        name = st.arch.levels[L - 1].name
-        for s in range(S):
-            values = tuple(tuple(space.values[s][name][d]) for d in st.dims)
+        self.ready = np.zeros(S, bool)    # splits whose combos are listed (on first use)
+        self.floored = np.zeros(S, bool)  # ... and not over MAX_PREFIXES (no floor then)
+        self.ok = np.isfinite(self.cap)
+        self._parts: list[np.ndarray] = []
+        self._seen: dict = {}
+        self._pos = 0
+        self._tables(np.zeros((0, len(st.dims)), np.int64))
+
+    def _ensure(self, splits: np.ndarray) -> None:
+        """List the combos of the ``splits`` not listed yet (each split's once: a search
+        bounds the calls of few of them beyond the root)."""
+        new = [int(x) for x in splits if not self.ready[x]]
+        if not new:
+            return
+        U = self.lo.shape[1]
+        dims = self.space.st.dims
+        for s in new:
+            self.ready[s] = True
+            values = tuple(tuple(self.space.values[s][self.name][d]) for d in dims)
             for u in range(U):
                 key = (values, u)
-                if key not in seen:
-                    c = maximal_inner([np.array(v) for v in values], cap, problem.dims.sizes,
-                                      problem.buffers, slot, subs[u]) if self.ok else None
+                if key not in self._seen:
+                    c = maximal_inner([np.array(v) for v in values], self.cap,
+                                      self.problem.dims.sizes, self.problem.buffers, self.slot,
+                                      self.subs[u])
                     if c is None:
-                        self.ok = False
-                        return
-                    seen[key] = (pos, pos + len(c))
-                    parts.append(c)
-                    pos += len(c)
-                self.lo[s, u], self.hi[s, u] = seen[key]
-        self.combos = np.concatenate(parts) if parts else np.zeros((0, len(st.dims)), np.int64)
+                        self._seen[key] = None
+                    else:
+                        self._seen[key] = (self._pos, self._pos + len(c))
+                        # largest first: a small call count found early cuts the others short
+                        self._parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1),
+                                                        kind="stable")])
+                        self._pos += len(c)
+                if self._seen[key] is None:
+                    break
+                self.lo[s, u], self.hi[s, u] = self._seen[key]
+            else:
+                self.floored[s] = True
+        self._tables(np.concatenate(self._parts) if self._parts else self.combos)
+
+    def _tables(self, combos: np.ndarray) -> None:
+        """``combos [M, D]`` as indices into each dim's distinct values (few: a node's calls
+        per value are then worked out once per dim, not once per combo and set)."""
+        self.combos = combos
+        D = combos.shape[1]
+        uv = [np.unique(combos[:, d]) for d in range(D)]
+        self.value_lo = np.concatenate([[0], np.cumsum([len(v) for v in uv])]).astype(np.int64)
+        self.values = np.concatenate(uv).astype(np.int64) if D else np.zeros(0, np.int64)
+        self.combo_idx = np.empty_like(combos)
+        for d in range(D):
+            self.combo_idx[:, d] = self.value_lo[d] + np.searchsorted(uv[d], combos[:, d])
 
     def steps(self, s, padded, small, whole, op_mask) -> np.ndarray:
         """``[n, U, O]`` the fewest kernel calls per op of nodes of splits ``s [n]`` with least
         padded extents ``padded [n, D]`` and smallest / largest innermost tiles ``small,
-        whole [n, D]`` under each innermost double-buffer set (``inf``: none fits)."""
+        whole [n, D]`` under each innermost double-buffer set (``inf``: none fits; 0 for a split
+        whose combos are too many to list: no floor)."""
         n, U = len(s), self.lo.shape[1]
-        out = np.empty((n, U, op_mask.shape[0]))
-        _steps(np.ascontiguousarray(s, np.int64), np.ascontiguousarray(padded, np.int64),
-               np.ascontiguousarray(small, np.int64), np.ascontiguousarray(whole, np.int64),
-               op_mask, self.combos, self.lo, self.hi, out)
+        self._ensure(np.unique(s))
+        key = np.ascontiguousarray(np.concatenate(
+            [np.asarray(s, np.int64)[:, None], padded, small, whole], 1).astype(np.int64))
+        # nodes that differ only in their loop orders (an order stage's children) share it
+        _, first, inv = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))),
+                                  return_index=True, return_inverse=True)
+        D = padded.shape[1]
+        uk = key[first]
+        out = np.empty((len(first), U, op_mask.shape[0]))
+        _steps(uk[:, 0].copy(), uk[:, 1:1 + D].copy(), uk[:, 1 + D:1 + 2 * D].copy(),
+               uk[:, 1 + 2 * D:].copy(), op_mask, self.combo_idx, self.values, self.value_lo,
+               self.lo, self.hi, self.u_order, self.sub_of, out)
+        out = out[inv.ravel()]
+        out[~self.floored[np.asarray(s)]] = 0.0   # over MAX_PREFIXES: no floor (0 raises nothing)
         return out
 
 
+@njit(cache=True, inline="always")
+def _least_calls(calls, cidx, lo, hi, mask, least):
+    """One op's fewest calls over the combos ``lo .. hi``: the product of each combo's calls
+    per dim of the op (``inf`` where a dim's value is under the node's smallest), each
+    product cut short once it reaches the best so far, the scan once that is ``least``."""
+    best = np.inf
+    D = cidx.shape[1]
+    for i in range(lo, hi):
+        v = 1.0
+        for d in range(D):
+            x = calls[cidx[i, d]]
+            if x == np.inf:
+                v = np.inf
+            elif mask[d]:
+                v *= x
+            if v >= best:
+                break
+        if v < best:
+            best = v
+            if best <= least:
+                break
+    return best
+
+
 @njit(cache=True)
-def _steps(s, padded, small, whole, op_mask, combos, lo, hi, out):
+def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_order, sub_of,
+           out):
+    """Fill ``out [n, U, O]`` (:meth:`CallFloors.steps`). Per node, first the calls per dim
+    of each distinct combo value ``calls[v] = ceil(P_d / min(value, w_d))`` (``inf`` where
+    the value is under the node's smallest tile ``s_d``: such a combo holds no mapping
+    below the node), then per combo the product over the op's dims of looked-up counts,
+    stopping once every op is at the calls of the node's largest tiles (none fewer) or, for
+    one op, at the fewest of a set of tensors double-buffered that is a subset of this one
+    (those fit every combo this one fits: ``sub_of [u, u2]``, sets in ``u_order`` by size)."""
     n, U, O = out.shape
     D = padded.shape[1]
-    cnt = np.empty(D)
+    calls = np.empty(values.shape[0])
+    least = np.empty(O)
     for b in range(n):
-        for u in range(U):
+        for d in range(D):
+            for v in range(value_lo[d], value_lo[d + 1]):
+                c = values[v]
+                if c < small[b, d]:
+                    calls[v] = np.inf
+                else:
+                    t = min(c, whole[b, d])
+                    calls[v] = (padded[b, d] + t - 1) // t
+        for o in range(O):  # no combo makes fewer calls than the node's largest tiles
+            least[o] = 1.0
+            for d in range(D):
+                if op_mask[o, d]:
+                    least[o] *= (padded[b, d] + whole[b, d] - 1) // whole[b, d]
+        for u in u_order:
             for o in range(O):
                 out[b, u, o] = np.inf
+            if O == 1:
+                floor = least[0]
+                for u2 in range(U):   # subsets come earlier in u_order
+                    if sub_of[u, u2]:
+                        floor = max(floor, out[b, u2, 0])
+                out[b, u, 0] = _least_calls(calls, cidx, lo[s[b], u], hi[s[b], u], op_mask[0],
+                                            floor)
+                continue
             for i in range(lo[s[b], u], hi[s[b], u]):
                 ok = True
                 for d in range(D):
-                    if combos[i, d] < small[b, d]:
+                    if calls[cidx[i, d]] == np.inf:
                         ok = False
                         break
                 if not ok:
                     continue
-                for d in range(D):
-                    t = min(combos[i, d], whole[b, d])
-                    cnt[d] = (padded[b, d] + t - 1) // t
+                at_least = 0
                 for o in range(O):
                     v = 1.0
                     for d in range(D):
                         if op_mask[o, d]:
-                            v *= cnt[d]
-                    out[b, u, o] = min(out[b, u, o], v)
+                            v *= calls[cidx[i, d]]
+                    if v < out[b, u, o]:
+                        out[b, u, o] = v
+                    at_least += out[b, u, o] <= least[o]
+                if at_least == O:
+                    break

@@ -13,7 +13,7 @@ Counting rules:
   tensor share one transfer along a broadcast axis: ``broadcast_rows`` reaches every core of a
   row (cores with the same row index), ``broadcast_cols`` every core of a column. Partial sums of
   one output tile held by a column are summed into one store (and one reload) when the array
-  ``reduce_cols``.
+  ``reduce_cols`` (:func:`~tilewise.simulation.share.share_group`).
 - Partials through the parent: a final output's tile cut by a split of its reduction on an
   axis without a reduction path (cols; rows without ``reduce_cols``) is stored by each core
   along that axis (all but the last store of the tile at the accumulator type) and each
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from ..model.footprint import in_place, partial_sum_bytes
 from ..model.problem import Problem
 from ..model.legality import merged_ways
+from .share import share_group, store_key
 from .walker import Compute, Transfer, walk
 
 
@@ -98,14 +99,8 @@ def simulate(workload, arch, mapping) -> Trace:
             allocate(ev.level, ev.core, t)
             if ev.kind == "zero":
                 continue
-            group = None
-            if ev.core is not None and arr is not None:
-                r, c = ev.core
-                output = ev.tensor in st.outputs
-                share_r = arr.reduce_cols if output else arr.broadcast_cols
-                share_c = False if output else arr.broadcast_rows
-                group = (ev.step, ev.kind, ev.level, ev.tensor, ev.tile,
-                         None if share_r else r, None if share_c else c)
+            group = share_group(ev, st.outputs, arr)
+            if group is not None:
                 if group in seen_groups:
                     continue
                 seen_groups.add(group)
@@ -114,8 +109,7 @@ def simulate(workload, arch, mapping) -> Trace:
             moves = all(lo < hi for lo, hi in ev.tile)
             tp = through.get(ev.tensor, (False, False)) if group is not None else (False, False)
             if ev.kind == "store":  # which store of a tile is its last is known at the end
-                ident = (nm, ev.tensor, ev.tile) + ((ev.core,) if group is None else tuple(
-                    None if x else g for x, g in zip(tp, group[5:])))
+                ident = store_key(ev, group, tp)
                 stores.setdefault(ident, []).append(points)
                 drains[nm][ev.tensor] += moves
                 if any(tp):  # partials through the parent: every one but the first read back
@@ -145,12 +139,13 @@ def simulate(workload, arch, mapping) -> Trace:
                 padded[ev.op] += vol
                 useful[ev.op] += real
                 per_core_steps[(ev.op, ev.core)] += 1
-    for (_, nm, tensor, *_), parts in merges.items():  # the merges' read-backs
+    for (_, level, tensor, *_), parts in merges.items():  # the merges' read-backs
         for points, moves in parts[1:]:
-            reads[nm][tensor] += points * partial[tensor]
-            reloads[nm][tensor] += points * partial[tensor]
-            fills[nm][tensor] += moves
-    for (nm, tensor, *_), points in stores.items():
+            reads[names[level]][tensor] += points * partial[tensor]
+            reloads[names[level]][tensor] += points * partial[tensor]
+            fills[names[level]][tensor] += moves
+    for (level, tensor, *_), points in stores.items():
+        nm = names[level]
         final = workload.tensor(tensor).element_bytes
         writes[nm][tensor] += points[-1] * final + sum(points[:-1]) * partial[tensor]
     for (op_name, _core), k in per_core_steps.items():
