@@ -35,7 +35,10 @@ this order (all exact int64 except times):
    array level a tensor not indexed by a split dim costs one transfer per core along that axis
    unless the arch broadcasts along it. An input read by several ops of a chain (LayerNorm's
    X) moves once per reader into a level below a real private loop (each op walks its own
-   tiles there), once above it.
+   tiles there), once above it. A final output whose reduction is split on an axis without a
+   reduction path (cols; rows without ``reduce_cols``) has its visits at the array multiplied
+   by its partials (:func:`_partials`): each partial but the last is written to the parent at
+   the accumulator type and read back by the merging core.
 4. *Footprint* (buffers at full tile size, rounded to blocks and banks, x2 double-buffered,
    checked per part of a level that reserves bytes for some tensors),
    *compute* (steps, padded points, cycles), *link times and latency*
