@@ -68,8 +68,12 @@ def test_seed_solution_costed_and_never_better_than_the_optimum(case):
     assert cost.latency_s >= bound
     best = tw.search(w, ARCH, top=1).best
     assert best.latency_s >= bound
+    split = case.mapping.split(";")[1].strip()
+    same = tw.search(w, ARCH, top=1, spatial=[split]).best  # the seed's split, named
     if cost.fits:  # in the space the search covers: the optimum is at least as fast
-        assert best.latency_s <= cost.latency_s * (1 + 1e-12)
+        assert same.latency_s <= cost.latency_s * (1 + 1e-12)
+        if not (w.name == "mha" and "rows=n" in split):  # keys over cores: named only
+            assert best.latency_s <= cost.latency_s * (1 + 1e-12)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

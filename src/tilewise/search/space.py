@@ -10,11 +10,14 @@ whether it is double-buffered. Nothing is bypassed. The *declared* space:
   a reduction dim only on rows of an array that ``reduce_cols`` (seed 003's K split across a
   column); chains split spine dims no op reduces, and reductions whose partials merge
   (:attr:`tilewise.model.structure.Structure.mergeable`: attention's keys, LayerNorm's
-  columns), on the same rows-only terms (the model's rules). A reduction split whose partials
-  merge through the parent level (on cols, or without ``reduce_cols``; the model costs it)
-  is in the space only when ``spatial=`` names it (``"rows=n4 cols=n2"``): in the default
-  space it multiplied the search time of every GEMM, conv and attention case (conv 3x3 2 s to
-  3 s, attention L=16384 d=128 0.7 s to 4.7 s). Needs the array at the innermost level.
+  columns), on the same rows-only terms (the model's rules). Two kinds are in the space only
+  when ``spatial=`` names them (``"rows=n4 cols=m2"``), for speed: a reduction split whose
+  partials merge through the parent level (on cols, or without ``reduce_cols``; in the
+  default space it multiplied the search time of GEMM, conv and attention: conv 3x3 2 s to
+  3 s, attention L=16384 d=128 0.7 s to 4.7 s), and attention's keys over cores (a spine
+  dim a chain reduces: alone it took attention at L=16384, d=128 from 0.72 s to 1.32 s; it
+  is close to the optimum there, so its subtrees are not pruned early). Needs the array at
+  the innermost level.
 - tiles, per level ``l >= 1`` and dim ``d`` of size ``S`` split ``w`` ways at the array
   (``Q = ceil(S / w)``), with ``a`` the dim's alignment (every value rounded up to ``a``):
 
@@ -229,13 +232,15 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
         chain = len(wl.ops) > 1
         red = {d for op in wl.ops for d in op.reduction_dims}
 
-        named = allow not in ("any", "none")  # splits through the parent only when named
+        named = allow not in ("any", "none")  # some splits only when named (module doc)
 
         def axis_opts(axis: str):
             opts: list = [None]
             for j, d in enumerate(dims):
                 if chain and (d not in st.spine | st.mergeable or (d in red and d not in st.mergeable)):
                     continue
+                if chain and d in red and d in st.spine and not named:
+                    continue  # attention's keys over cores: only when named
                 if d in red and (axis != "rows" or not arch.array.reduce_cols) and \
                         not (named and d in st.parent_mergeable):
                     continue
