@@ -152,7 +152,8 @@ def _check_custom(objective: Custom, arch, energy_known: bool) -> None:
     gives the workload's energy numbers (``energy_known``)."""
     energy = 1.0 if energy_known else float("nan")
     try:
-        value = objective(1.0, 1.0, energy, 1.0, 1.0)
+        with np.errstate(all="ignore"):  # a non-finite value is reported below, in one line
+            value = objective(1.0, 1.0, energy, 1.0, 1.0)
     except Exception as e:  # the user's function: say what it raised
         raise TilewiseError(f"custom objective {objective.name!r} failed on sample metrics: "
                             f"{type(e).__name__}: {e}") from None

@@ -253,7 +253,10 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
                   if not (r and c and r[0] == c[0] and r[1] * c[1] > wl.sizes[dims[r[0]]])]
     if allow == "any":
         return splits
-    wanted = ["none"] if allow == "none" else list(allow)
+    wanted = ["none"] if allow == "none" else [allow] if isinstance(allow, str) else allow
+    if not isinstance(wanted, (list, tuple)) or not all(isinstance(t, str) for t in wanted):
+        raise TilewiseError(f"spatial={allow!r}: give 'any', 'none', a split such as "
+                            "'rows=m4 cols=n2', or a list of them")
     by_text = {s.text(dims): s for s in splits}
     out = []
     for text in wanted:
