@@ -42,7 +42,9 @@ _OPTIONS = [
                       "(then the secondary keys decide): 0.005 or 0.5%"),
     click.option("--top", default=5, show_default=True, type=int, help="solutions to list"),
     click.option("--spatial", multiple=True,
-                 help="allowed spatial split, e.g. 'rows=n4 cols=m2' or 'none' (repeatable; default any)"),
+                 help="allowed spatial split, e.g. 'rows=n4 cols=m2' or 'none' (repeatable; default "
+                      "any, which leaves out attention's keys over cores and reductions merged "
+                      "through the parent: name them, e.g. 'rows=n4 cols=n2')"),
     click.option("--double-buffer", "double_buffer", default="any", show_default=True,
                  type=click.Choice(["any", "all", "none"]), help="double-buffering choices"),
     click.option("--json", "as_json", is_flag=True, help="print the Result as JSON"),

@@ -31,7 +31,8 @@ follow by the objective, then the secondary keys. Then larger innermost tile, hi
 mapping itself. The result is the exact top-k of this order.
 
 Constraints (keyword arguments of :func:`search`): ``spatial`` ("any", "none" or a list such
-as ``["rows=n4 cols=m2"]``), ``double_buffer`` ("any", "all", "none" or ``{level: [tensors]}``),
+as ``["rows=n4 cols=m2"]``; "any" leaves out attention's keys over cores and reductions whose
+partials merge through the parent level, which a list may name: :mod:`.space`), ``double_buffer`` ("any", "all", "none" or ``{level: [tensors]}``),
 ``orders`` (allowed loop orders, e.g. ``["mnk", "nmk"]``, at every level), ``tiles``
 (``{level: {dim: elements}}`` fixed tiles), ``max_core_tile`` (``{dim: elements}`` bound on
 the innermost tile).
