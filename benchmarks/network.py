@@ -6,11 +6,13 @@ For each model: every distinct layer is searched alone, one after another, in th
 would cost (each layer's time x how many layers share its workload: no dedup, one core);
 ``network wall`` is one ``search_model`` call with a fresh store and ``--workers`` processes
 (dedup + parallel), ``rerun`` the same call again (every layer from the store). The models are
-the weight-stripped ones of ``examples/models`` (see build.py there), searched as bf16 on npu1.
+the weight-stripped ones of ``examples/models`` (see build.py there), searched as bf16 on npu1 by default (``--arch``, ``--dtype``: i8 on aie-4x2, which has no bf16 rate).
 Writes ``benchmarks/results/network.json`` and prints tables.
 
     python benchmarks/network.py                 # both models, 2 workers
     python benchmarks/network.py --models resnet18 --workers 2
+    python benchmarks/network.py --models resnet18 --arch aie-4x2 --dtype i8 \
+        --out benchmarks/results/network-aie-4x2.json
 
 Issue 16's target: ResNet-18 on one preset in <= 10 s on 2 cores with dedup.
 """
@@ -33,14 +35,14 @@ MODELS = {"resnet18": (ROOT / "examples/models/resnet18.onnx", {}),
           "bert-encoder": (ROOT / "examples/models/bert-encoder.onnx", {"batch": 1})}
 
 
-def bench(name: str, arch: str, workers: int) -> dict:
+def bench(name: str, arch: str, workers: int, dtype: str = "bf16") -> dict:
     import tilewise as tw
     from tilewise.importers.onnx import import_onnx
     from tilewise.network.model_search import search_model
 
     path, dims = MODELS[name]
-    model = import_onnx(path, dims, dtype="bf16")
-    tw.search(tw.gemm(8, 8, 8, "bf16"), arch, top=1)  # load the compiled kernels once
+    model = import_onnx(path, dims, dtype=dtype)
+    tw.search(tw.gemm(8, 8, 8, dtype), arch, top=1)  # load the compiled kernels once
     rows = []
     for key, layers in model.distinct().items():
         t0 = time.perf_counter()
@@ -57,7 +59,8 @@ def bench(name: str, arch: str, workers: int) -> dict:
         again = search_model(model, arch, store=db, workers=workers)
         rerun = time.perf_counter() - t0
     assert again.latency_s == net.latency_s
-    return {"model": name, "arch": arch, "workers": workers, "layers": len(model.layers),
+    return {"model": name, "arch": arch, "dtype": dtype, "workers": workers,
+            "layers": len(model.layers),
             "distinct": len(rows), "per_layer": rows,
             "per_layer_total_s": sum(r["seconds"] * r["count"] for r in rows),
             "distinct_serial_s": sum(r["seconds"] for r in rows),
@@ -69,10 +72,13 @@ def main() -> None:
     ap.add_argument("--models", default="resnet18,bert-encoder")
     ap.add_argument("--arch", default="npu1")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--dtype", default="bf16", help="the models' tensors (bf16 on npu1; i8 on aie-4x2)")
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "network.json"))
     args = ap.parse_args()
-    out = [bench(m, args.arch, args.workers) for m in args.models.split(",")]
+    out = [bench(m, args.arch, args.workers, args.dtype) for m in args.models.split(",")]
     for b in out:
-        print(f"\n{b['model']} on {b['arch']} (bf16): {b['layers']} layers, {b['distinct']} distinct")
+        print(f"\n{b['model']} on {b['arch']} ({b['dtype']}): {b['layers']} layers, "
+              f"{b['distinct']} distinct")
         print(f"{'layer':<32} {'workload':<58} {'x':>3} {'search s':>9} {'latency µs':>11}")
         for r in b["per_layer"]:
             print(f"{r['layer']:<32} {r['workload'][:58]:<58} {r['count']:>3} "
@@ -81,9 +87,8 @@ def main() -> None:
               f"only, 1 core: {b['distinct_serial_s']:.1f} s · search_model, {b['workers']} "
               f"workers: {b['network_wall_s']:.1f} s · rerun from the store: {b['rerun_s']:.2f} s"
               f" · network latency {b['latency_us']:,.1f} µs")
-    res = ROOT / "benchmarks" / "results"
-    res.mkdir(parents=True, exist_ok=True)
-    (res / "network.json").write_text(json.dumps(
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(
         {"machine": platform.platform(), "cpus": os.cpu_count(), "results": out}, indent=1))
 
 

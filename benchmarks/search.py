@@ -42,6 +42,10 @@ CASES = [
     ("mha L=512 d=64 i16 (seed 4-core split)", "mha", dict(Lq=512, Lkv=512, d=64, dtype="i16"),
      "aie-4x2", {}),
     ("mha L=4096 d=64 i16", "mha", dict(Lq=4096, Lkv=4096, d=64, dtype="i16"), "aie-4x2", {}),
+    # issue 14: the keys over all 8 cores (Eq. 12 along the columns, through the memtile
+    # across them), a split the default space leaves out
+    ("mha L=4096 d=64 i16 keys over 8 cores", "mha", dict(Lq=4096, Lkv=4096, d=64, dtype="i16"),
+     "aie-4x2", {"spatial": ["rows=n4 cols=n2"]}),
     # issue 13: other objectives; ties ranked by the secondary keys (the default then=)
     ("gemm 512x768x768 i8 --objective traffic", "gemm", dict(M=512, N=768, K=768, dtype="i8"),
      "aie-4x2", {"objective": "traffic"}),
@@ -55,6 +59,10 @@ CASES = [
      "aie-4x2", {"tolerance": "0.5%", "then": "traffic"}),
     ("gemm 512x768x768 i8 --objective space", "gemm", dict(M=512, N=768, K=768, dtype="i8"),
      "aie-4x2", {"objective": "space"}),
+    ("gemm 512x768x768 i8 --objective ratio", "gemm", dict(M=512, N=768, K=768, dtype="i8"),
+     "aie-4x2", {"objective": "ratio"}),
+    ("gemm 512x768x768 i8 --custom latency*traffic", "gemm", dict(M=512, N=768, K=768, dtype="i8"),
+     "aie-4x2", {"objective": "latency * traffic", "monotone": True}),
     # issue 13: attention at long sequence lengths
     ("mha L=16384 d=64 i16", "mha", dict(Lq=16384, Lkv=16384, d=64, dtype="i16"), "aie-4x2", {}),
     ("mha L=16384 d=128 i16", "mha", dict(Lq=16384, Lkv=16384, d=128, dtype="i16"), "aie-4x2", {}),

@@ -107,6 +107,9 @@ class Mapping:
     @classmethod
     def parse(cls, text: str) -> "Mapping":
         """Parse the text form; ParseError points at the offending character."""
+        if not isinstance(text, str):
+            raise MappingError(f"a mapping's text form is a string such as \"ddr[m64 n64 k64] mnk "
+                               f"| ...\", got {type(text).__name__} {text!r}")
         return _Parser(text).mapping()
 
     def to_json(self) -> str:
@@ -126,7 +129,11 @@ class Mapping:
     @classmethod
     def from_json(cls, text: str | dict) -> "Mapping":
         """Inverse of :meth:`to_json` (accepts the JSON text or the parsed dict)."""
-        data = json.loads(text) if isinstance(text, str) else text
+        try:
+            data = json.loads(text) if isinstance(text, str) else text
+        except json.JSONDecodeError as e:
+            raise MappingError(f"mapping JSON {text[:40]!r} does not parse: {e.msg} at line "
+                               f"{e.lineno} column {e.colno}") from None
         try:
             levels = tuple(
                 LevelMapping(lv["level"], tuple((d, int(t)) for d, t in lv["tiles"].items()),

@@ -47,7 +47,8 @@ def test_examples_and_splitting():
     assert c.ascend_c() == "DataCopy(ub[0], gm[64], {64, 4, 12, 0});"
     (c,) = tile_copies(gm, UBTile((0, 0), (128, 256), 0))
     assert c.params == DataCopyParams(1, 2048)  # contiguous on both sides: one burst
-    calls = tile_copies(GMTensor((5000, 32), "f32"), UBTile((0, 0), (5000, 16), 0))
+    # 5000 rows of 64 B (312 KiB, a UB larger than the 192 KiB default): split at 4095 rows
+    calls = tile_copies(GMTensor((5000, 32), "f32"), UBTile((0, 0), (5000, 16), 0), ub_bytes=2**19)
     assert [c.params.block_count for c in calls] == [4095, 905]
     calls = tile_copies(GMTensor((4, 20), "f16"), UBTile((0, 2), (4, 16), 0))  # GM gap 8 bytes
     assert [c.params.block_count for c in calls] == [1, 1, 1, 1]

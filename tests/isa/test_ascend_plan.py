@@ -48,10 +48,12 @@ def _run(op, dt, rows, cols, pitch, counter, poison, seed, scalar=None, inplace=
     ts = [Tile(k * (foot + 256), rows, cols, pitch) for k in range(n_src + 1)]
     if inplace:
         ts[1] = ts[0]
-    instrs = plan(op, dt, ts[0], ts[1:], scalar=scalar, counter=counter)
+    # a UB just large enough for the operands (some cases exceed the 192 KiB default)
+    ub_bytes = (n_src + 1) * (foot + 256)
+    instrs = plan(op, dt, ts[0], ts[1:], scalar=scalar, counter=counter, ub_bytes=ub_bytes)
     _check_reach(instrs, ts[0], d.bytes)
     rng = np.random.default_rng(seed)
-    ub = rng.integers(0, 256, (n_src + 1) * (foot + 256), dtype=np.uint8)
+    ub = rng.integers(0, 256, ub_bytes, dtype=np.uint8)
     view = ub.view(d.numpy)
     idx = [t.base // d.bytes + t.element_offsets() for t in ts]
     for i in idx[int(inplace):]:

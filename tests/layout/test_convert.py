@@ -70,7 +70,7 @@ def test_reference_pack_matches_mlir_doc_shape():
 def test_xla_to_pack_examples(text, steps):
     s = Shape.parse(text)
     assert xla_to_pack(s) == steps
-    x = np.arange(s.num_elements).reshape(s.dims)
+    x = np.arange(s.num_elements).reshape(s.dims).astype(s.dtype.numpy)
     out = apply(steps, x, pad=-1)
     assert out.shape == s.physical_shape
     np.testing.assert_array_equal(out.ravel(), s.to_physical(x, fill=-1))
@@ -80,7 +80,7 @@ def test_xla_to_pack_examples(text, steps):
 def test_xla_tiling_equals_pack_steps(text, seed):
     s = Shape.parse(text)
     assume(s.size_in_elements <= MAX_BUFFER)
-    x = np.random.default_rng(seed).integers(0, 100, size=s.dims)
+    x = np.random.default_rng(seed).integers(0, 100, size=s.dims).astype(s.dtype.numpy)
     steps = xla_to_pack(s)
     out = apply(steps, x, pad=-1)
     assert out.shape == s.physical_shape
@@ -102,7 +102,7 @@ def test_pack_to_xla_buffer_equals_packed_buffer(pack, seed):
     dims, pos, tiles, perm = pack
     s = pack_to_xla(dims, "f32", pos, tiles, perm)
     assert s.dims == dims
-    x = np.random.default_rng(seed).integers(0, 100, size=dims)
+    x = np.random.default_rng(seed).integers(0, 100, size=dims).astype(np.float32)
     np.testing.assert_array_equal(s.to_physical(x, fill=-1), ref_pack(x, pos, tiles, perm, -1).ravel())
     assert Shape.parse(str(s)) == s
 
@@ -169,4 +169,5 @@ def test_steps_agree_with_tilewise_pack(text, seed):
                                   padding_value=-1.0))
         else:
             out = apply((step,), out)
-    np.testing.assert_array_equal(out.ravel(), s.to_physical(x, fill=-1)[: out.size])
+    np.testing.assert_array_equal(out.ravel().astype(s.dtype.numpy),
+                                  s.to_physical(x.astype(s.dtype.numpy), fill=-1)[: out.size])

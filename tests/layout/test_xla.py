@@ -240,7 +240,7 @@ def test_constructor_validation_and_index_errors():
     with pytest.raises(LayoutError, match="need 2 integers"):
         s.linear_index((1,))
     with pytest.raises(LayoutError, match=r"array of shape \(5, 3\) does not match"):
-        s.to_physical(np.zeros((5, 3)))
+        s.to_physical(np.zeros((5, 3), np.float32))
     with pytest.raises(LayoutError, match="expected a 1-D buffer of 24 elements"):
         s.from_physical(np.zeros(15))
 
@@ -255,7 +255,7 @@ def test_to_and_from_physical_example():
     )
     np.testing.assert_array_equal(s.from_physical(buf), x)
     bf = Shape.parse("bf16[4,8]{1,0:T(2,4)(2,1)}")
-    y = np.arange(32).reshape(4, 8)
+    y = np.arange(32).reshape(4, 8).astype(bf.dtype.numpy)
     assert list(bf.to_physical(y)[:8]) == [0, 8, 1, 9, 2, 10, 3, 11]
 
 

@@ -60,8 +60,10 @@ ARCHS = st.sampled_from([
 
 
 @st.composite
-def mappings(draw, workload, arch, legal_only=True):
-    """A mapping of ``workload`` onto ``arch``; legal (by construction) unless asked otherwise."""
+def mappings(draw, workload, arch, legal_only=True, through=False):
+    """A mapping of ``workload`` onto ``arch``; legal (by construction) unless asked otherwise.
+    ``through``: reductions may also be split where their partials merge through the parent
+    level (cols, or rows without ``reduce_cols``)."""
     s = Structure(workload, arch)
     dims, sizes, n = s.dims, workload.sizes, s.n_levels
     chain = len(workload.ops) > 1
@@ -78,13 +80,12 @@ def mappings(draw, workload, arch, legal_only=True):
             if draw(st.booleans()):
                 # a dim on both axes (cut rows x cols ways) as often as a fresh one
                 cand = [d for d in dims if d not in ways or ways[d] * getattr(arch.array, axis) <= sizes[d]]
-                if chain:
-                    cand = [d for d in cand if d in s.spine
-                            and not any(d in op.reduction_dims for op in workload.ops)]
-                else:
-                    red = workload.ops[0].reduction_dims
-                    if axis == "cols" or not arch.array.reduce_cols:
-                        cand = [d for d in cand if d not in red]
+                red = {d for op in workload.ops for d in op.reduction_dims}
+                if chain:  # attention's key dim merges across cores (Structure.mergeable)
+                    cand = [d for d in cand if (d in s.spine and d not in red) or d in s.mergeable]
+                if axis == "cols" or not arch.array.reduce_cols:
+                    cand = [d for d in cand if d not in red
+                            or (through and d in s.parent_mergeable)]
                 if cand:
                     d = draw(st.sampled_from(cand))
                     top = min(getattr(arch.array, axis), max(1, sizes[d] // ways.get(d, 1)))

@@ -89,15 +89,21 @@ def _bad(text, wl=G, arch=AIE):
     (BASE.replace("db:A |", "bypass:A db:A |"), "A both bypassed and double-buffered"),
     (BASE.replace("db:A,B ;", "bypass:C ;"), "level core is innermost: .*C cannot be bypassed"),
     (BASE.replace("rows=n4", "rows=n5"), "rows=n5: 5 ways, but the array has 4 rows"),
-    (BASE.replace("cols=m2", "cols=k2").replace("core[m4", "core[m8"),
-     "cols=k2: splitting the reduction dim k needs partial sums summed along a column"),
+    # LayerNorm's fused statistics merge only along a column (not through the parent)
+    ("ddr[r8 c64] rc | memtile[r8 c64] rc | core[r8 c32] ; cols=c2",
+     "cols=c2: splitting the reduction dim c needs its partials merged along a column"),
     # a dim on both axes is cut rows x cols ways: 8 x 6 > 24
     (BASE.replace("cols=m2", "cols=n2"), "tile n=6 exceeds its parent tile n=24 at memtile split 8 ways"),
 ])
 def test_validation_errors(text, message):
     import re
 
-    assert re.search(message, _bad(text))
+    assert re.search(message, _bad(text, layernorm(8, 64) if text.startswith("ddr[r8") else G))
+
+
+def test_reduction_split_through_the_parent_is_legal():
+    """GEMM's K on the columns: partials merged through the memtile (issue 14)."""
+    validate(G, aie_like(), Mapping.parse(BASE.replace("cols=m2", "cols=k2").replace("core[m4", "core[m8")))
 
 
 def test_spatial_needs_an_array_and_an_innermost_array():
@@ -107,7 +113,8 @@ def test_spatial_needs_an_array_and_an_innermost_array():
         "l3[m4 n4 k4] mnk | l2[m2 n4 k4] mnk | l1[m2 n2 k2] ; cols=m2", gemm(4, 4, 4),
         array_above_innermost())
     arch = aie_like(reduce_cols=False)
-    assert "cannot reduce_cols" in _bad(BASE.replace("rows=n4", "rows=k2").replace("core[m4 n6 k8]", "core[m4 n24 k8]"), G, arch)
+    assert "cannot reduce_cols" in _bad("ddr[r8 c64] rc | memtile[r8 c64] rc | core[r8 c16] ; rows=c4",
+                                        layernorm(8, 64), arch)
 
 
 def _reread_over_other_dims():
@@ -135,9 +142,12 @@ def test_chain_legality_rules():
     assert "X is read by ops S, Y over different dims; tiling its private dim c" in _bad(
         "gm[r4 c8 z3] rcz | ub[r2 c4 z3]", _reread_over_other_dims(), arch)
     a = mha(8, 8, 4)
-    assert "n is reduced by op O of a fused chain" in _bad(
-        "ddr[h1 m8 n8 k4 e4] hmnke | memtile[h1 m8 n8 k4 e4] hmnke | core[h1 m8 n2 k4 e4] ; rows=n4",
-        a, aie_like())
+    # attention's keys merge across cores (Eq. 12); a GEMM chain's second reduction does not
+    validate(a, aie_like(), Mapping.parse(
+        "ddr[h1 m8 n8 k4 e4] hmnke | memtile[h1 m8 n8 k4 e4] hmnke | core[h1 m8 n2 k4 e4] ; rows=n4"))
+    assert "l is reduced by op E of a fused chain" in _bad(
+        "ddr[m8 k6 l8 n4] mlkn | memtile[m8 k6 l8 n4] mlkn | core[m8 k6 l2 n4] ; rows=l4",
+        gemm_chain(8, 6, 8, 4), aie_like())
     assert "P is a fused intermediate" in _bad(
         "ddr[h1 m8 n8 k4 e4] hmnke | memtile[h1 m8 n8 k4 e4] hmnke db:P | core[h1 m8 n8 k4 e4]",
         a, aie_like())

@@ -560,10 +560,9 @@ def _parse_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark else source
-        problem = " ".join(str(p) for p in (e.context, e.problem) if p)
-        raise SpecError(f"{where}: YAML syntax error: {problem}") from None
+        from ..textfile import yaml_problem
+
+        raise SpecError(yaml_problem(e, source)) from None
     except yaml.YAMLError as e:
         raise SpecError(f"{source}: YAML error: {' '.join(str(e).split())}") from None
     finally:
@@ -582,12 +581,10 @@ def parse_arch(text: str, source: str = "<string>") -> Arch:
 
 def load_file(path: str | os.PathLike) -> Arch:
     """Load and validate a YAML spec file."""
+    from ..textfile import read_text
+
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise SpecError(f"cannot read architecture file {str(path)!r}: {e.strerror}") from None
-    return parse_arch(text, path.name)
+    return parse_arch(read_text(path, "architecture file", SpecError), path.name)
 
 
 def preset_names() -> list[str]:
@@ -619,6 +616,9 @@ def load_arch(spec: str | os.PathLike | Arch, argument: str = "arch") -> Arch:
         raise SpecError(f"{argument} must be an Arch, a preset name or a YAML path, got "
                         f"{type(spec).__name__} {spec!r}; presets: {', '.join(preset_names())}")
     text = os.fspath(spec)
+    if not text.strip():
+        raise SpecError(f"{argument} is empty; give a preset name ({', '.join(preset_names())}) "
+                        "or a YAML path")
     if text in preset_names():
         return load_preset(text)
     if text == HOST:
@@ -629,7 +629,7 @@ def load_arch(spec: str | os.PathLike | Arch, argument: str = "arch") -> Arch:
             write_host(path)
         return load_file(path)
     path = Path(text)
-    if path.is_file():
+    if path.exists():  # a file, or a folder or device that load_file refuses with one line
         return load_file(path)
     raise SpecError(f"unknown architecture {text!r}: no file of that name and not a preset"
                     + _choices(text, preset_names() + [HOST], "presets"))

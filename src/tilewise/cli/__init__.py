@@ -43,13 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as e:
         e.show()
         code = e.exit_code
-    except click.exceptions.Abort:
-        print("error: aborted", file=sys.stderr)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        print("error: interrupted (Ctrl-C)", file=sys.stderr)
         code = 130
     except TilewiseError as e:
         print(f"error: {e}", file=sys.stderr)
         code = 2
-    except (BrokenPipeError, KeyboardInterrupt):
+    except BrokenPipeError:
         code = 130
     else:
         code = rv if isinstance(rv, int) else 0

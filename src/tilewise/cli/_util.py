@@ -24,19 +24,10 @@ def output_path(path: str | None, option: str) -> str | None:
 
 
 def save_figure(fig, path: str, option: str) -> None:
-    """``fig.savefig(path)``, a failed write (a full disk, /dev/full) as one TilewiseError:
-    drawn into memory first and written with a plain file write, since the PNG writer
-    swallows the error a full device raises when its file is closed."""
-    import io
+    """``fig.savefig(path)`` with a failed write as one TilewiseError (layout.render.save_png)."""
+    from ..layout.render import save_png
 
-    buf = io.BytesIO()
-    fig.savefig(buf, dpi=120, format="png")
-    try:
-        with open(path, "wb") as f:
-            f.write(buf.getvalue())
-    except OSError as e:
-        raise TilewiseError(f"{option} {path!r}: writing the picture failed: "
-                            f"{e.strerror or e}") from None
+    save_png(fig, path, option)
 
 
 def parse_int_list(text: str, what: str, *, allow_empty: bool = True) -> tuple[int, ...]:

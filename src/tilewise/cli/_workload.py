@@ -52,23 +52,69 @@ def workload_options(kind: Kind) -> Callable:
     return decorate
 
 
-def pop_workload(kind: Kind, options: dict):
-    """The workload of a subcommand's options; removes this module's keys from ``options``."""
+def pop_workload(kind: Kind, options: dict, arch_for_default=None):
+    """The workload of a subcommand's options; removes this module's keys from ``options``.
+
+    ``arch_for_default``: the command's arch, when ``--dtype`` was left at its default; if the
+    arch has no compute rate for that type, the first type of :data:`FALLBACK_DTYPES` it rates
+    for every op is used instead, with a note on stderr (a default must work)."""
     mine = {k[len(_OWN):]: options.pop(k) for k in list(options) if k.startswith(_OWN)}
-    return kind.build({k: v for k, v in mine.items() if v is not None})
+    params = {k: v for k, v in mine.items() if v is not None}
+    workload = kind.build(params)
+    if arch_for_default is None or "dtype" not in params or _rated(workload, arch_for_default):
+        return workload
+    for name in FALLBACK_DTYPES:
+        other = kind.build({**params, "dtype": name})
+        if _rated(other, arch_for_default):
+            click.echo(f"note: arch {arch_for_default.name} has no {params['dtype']} rate; "
+                       f"--dtype defaults to {name} on it (pass --dtype to choose)", err=True)
+            return other
+    return workload  # nothing rated: the search names the missing rate
+
+
+# Default element types tried, in order, when a kind's default is not rated by the arch.
+FALLBACK_DTYPES = ("bf16", "f16", "f32", "i16", "i8", "i32")
+
+
+def _rated(workload, arch) -> bool:
+    from ..errors import SpecError
+    from ..model.rules import rate
+
+    try:
+        for op in workload.ops:
+            rate(arch, op)
+    except SpecError:
+        return False
+    return True
+
+
+def _default_dtype_arch(kw: dict):
+    """The arch of a command whose --dtype was left at its default (else None)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context()
+    if ctx.get_parameter_source(f"{_OWN}dtype") is not ParameterSource.DEFAULT or \
+            not isinstance(kw.get("arch"), str):
+        return None
+    from ..arch.loader import load_arch
+
+    return load_arch(kw["arch"], "--arch")
 
 
 def workload_group(name: str, help: str, options: list[Callable],
-                   run: Callable[..., None]) -> click.Group:
+                   run: Callable[..., None], rated_default: bool = False) -> click.Group:
     """A click group ``name`` with one subcommand per workload kind.
 
     Each subcommand gets the kind's parameters plus ``options`` (click decorators, applied in
-    order) and calls ``run(workload, **remaining_options)``.
+    order) and calls ``run(workload, **remaining_options)``. ``rated_default``: the command
+    costs the workload on its ``--arch``, so a default ``--dtype`` the arch has no rate for
+    falls back to one it has (:func:`pop_workload`).
     """
     group = click.Group(name=name, help=help)
     for kind in KINDS.values():
         def callback(_kind=kind, **kw):
-            return run(pop_workload(_kind, kw), **kw)
+            arch = _default_dtype_arch(kw) if rated_default else None
+            return run(pop_workload(_kind, kw, arch), **kw)
 
         f = callback
         for opt in reversed(options):

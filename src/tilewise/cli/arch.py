@@ -138,7 +138,8 @@ def print_preset_table(archs) -> None:
 
     table = Table(title="architecture presets (tilewise arch show NAME)")
     for column in ("name", "levels (outer → inner)", "array", "cores", "peak i8", "description"):
-        table.add_column(column, justify="right" if column in ("cores", "peak i8") else "left")
+        table.add_column(column, justify="right" if column in ("cores", "peak i8") else "left",
+                         overflow="fold")
     for arch in archs:
         array = f"{arch.array.rows}×{arch.array.cols} {arch.array.level}" if arch.array else "—"
         peak = (_si(arch.peak_macs_per_second("i8"), "MAC/s")
@@ -189,7 +190,8 @@ def print_arch(arch) -> None:
                          "channel, parent → level)")
     for column in ("#", "level", "capacity", "instances", "banks", "block", "read bw",
                    "write bw", "channels", "double buffer"):
-        levels.add_column(column, justify="left" if column == "level" else "right")
+        levels.add_column(column, justify="left" if column == "level" else "right",
+                          overflow="fold")  # a narrow terminal wraps a cell, never cuts it
     for i, lv in enumerate(arch.levels):
         banks = (f"{lv.banks} × {format_size(lv.bank_bytes)}" if lv.bank_bytes else str(lv.banks))
         if lv.bank_granular:
@@ -220,7 +222,8 @@ def print_arch(arch) -> None:
     compute = Table(title=f"compute per core at {format_frequency(c.clock_hz)} "
                           f"(peak: all {arch.cores} cores)")
     for column in ("dtype", "MACs/cycle", "peak MAC/s", "vector ops/cycle"):
-        compute.add_column(column, justify="left" if column == "dtype" else "right")
+        compute.add_column(column, justify="left" if column == "dtype" else "right",
+                           overflow="fold")
     for name in list(c.macs_per_cycle) + [n for n in c.vector_ops_per_cycle
                                           if n not in c.macs_per_cycle]:
         macs = c.macs_per_cycle.get(name)

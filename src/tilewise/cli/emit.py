@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import click
 
+from ..errors import TilewiseError
+from ._util import output_path
 from ._workload import workload_group
 
 _OPTIONS = [
@@ -41,6 +43,7 @@ def _run(workload, arch, mapping, iree_default, output):
     from ..emit.forms import linalg_form
     from ..emit.mlir import emit_mlir
 
+    output = output_path(output, "--output")  # before any work
     linalg_form(workload)  # an op IREE is not given: one error line before any search
     if iree_default:
         emitted = emit_mlir(workload)
@@ -48,8 +51,11 @@ def _run(workload, arch, mapping, iree_default, output):
         arch = load_arch(arch, "--arch")
         emitted = emit_mlir(workload, arch, best_mapping(workload, arch, mapping), host_lanes())
     if output:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(emitted.text)
+        try:
+            with open(output, "w", encoding="utf-8") as f:
+                f.write(emitted.text)
+        except OSError as e:
+            raise TilewiseError(f"--output {output!r}: writing failed: {e.strerror or e}") from None
         click.echo(f"wrote {output}")
     else:
         click.echo(emitted.text, nl=False)

@@ -19,8 +19,10 @@ _PALETTE = ("cyan", "yellow", "green", "magenta", "blue", "red")
 @click.option("--mlir", is_flag=True,
               help="Print the equivalent tensor/linalg steps (transpose, collapse, linalg.pack) "
                    "as an MLIR function.")
-@click.option("--max-rows", default=32, show_default=True, help="Rows of the grid to print.")
-@click.option("--max-cols", default=32, show_default=True, help="Columns of the grid to print.")
+@click.option("--max-rows", default=32, show_default=True, type=click.IntRange(min=1),
+              help="Rows of the grid to print.")
+@click.option("--max-cols", default=32, show_default=True, type=click.IntRange(min=1),
+              help="Columns of the grid to print.")
 def layout_cmd(shapes, png, index, mlir, max_rows, max_cols):
     """Print the grid of buffer offsets of each XLA SHAPE, e.g. "bf16[4,8]{1,0:T(2,4)(2,1)}".
 

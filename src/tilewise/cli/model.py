@@ -37,7 +37,7 @@ def register(app: click.Group) -> None:
     ]
     app.add_command(workload_group(
         "evaluate", "Cost of one mapping of a workload on an architecture (tables or --json).",
-        options, _run))
+        options, _run, rated_default=True))
 
 
 def _run(workload, arch_spec: str, mapping_text: str, as_json: bool, simulate: bool) -> int:

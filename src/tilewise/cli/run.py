@@ -9,7 +9,35 @@ from __future__ import annotations
 
 import click
 
-from ._util import console
+from ..errors import TilewiseError
+from ._util import console, progress
+
+
+def checked_run_size(workload, mapping, arch, force: bool, hint: str):
+    """The run's size, or one TilewiseError when it is above the executor's limits and not
+    ``force``d (``hint``: what to pass instead)."""
+    from ..executor.interpreter import run_size
+
+    size = run_size(workload, mapping, arch)
+    why = size.refusal()
+    if why and not force:
+        raise TilewiseError(f"executing {workload.name} tile by tile: {why}; {hint}")
+    return size
+
+
+def verify_with_progress(workload, mapping, arch, seed: int, size):
+    """``verify`` with a progress bar on a terminal (tiles done of ``size.tiles``, with rich's
+    time-remaining estimate)."""
+    from ..executor.interpreter import verify
+
+    bar, update = progress(f"executing {size.tiles:,} tiles" if size.tiles else "executing")
+    try:
+        return verify(workload, mapping, seed=seed, arch=arch,
+                      progress=None if update is None else
+                      (lambda done: update(done, size.tiles)))
+    finally:
+        if bar is not None:
+            bar.stop()
 
 
 def register(app: click.Group) -> None:
@@ -26,7 +54,11 @@ def register(app: click.Group) -> None:
     @click.option("--threads", type=click.Choice(["all", "1"]), default="all", show_default=True,
                   help="--backend iree: all cores (IREE's local-task driver) or one thread "
                        "(local-sync: steadier timings on a busy machine)")
-    def run(solution: str, seed: int | None, backend: str, rounds: int, threads: str) -> int:
+    @click.option("--force", is_flag=True,
+                  help="execute even above the executor's limits (250,000 core tiles, about 100 "
+                       "s; 2 GiB of operands)")
+    def run(solution: str, seed: int | None, backend: str, rounds: int, threads: str,
+            force: bool) -> int:
         """Execute SOLUTION (JSON: workload, arch, mapping) tile by tile (or compiled by IREE:
         --backend iree) and compare every output with the plain numpy reference: max error per
         output, PASS/FAIL (exit 1 on FAIL).
@@ -35,7 +67,6 @@ def register(app: click.Group) -> None:
         "my.yaml" | {spec}, "mapping": "<text form>" | {Mapping.to_json}, "seed": 0}.
         """
         from ..arch.loader import load_arch
-        from ..executor.interpreter import verify
         from ..executor.solution import SolutionFile
 
         sol = SolutionFile.load(solution)
@@ -46,7 +77,10 @@ def register(app: click.Group) -> None:
             if rounds < 1:
                 raise click.BadParameter(f"{rounds} must be >= 1", param_hint="--rounds")
             return run_iree(sol, seed, rounds, "local-sync" if threads == "1" else "local-task")
-        report = verify(sol.workload, sol.mapping, seed=seed, arch=load_arch(sol.arch))
+        arch = load_arch(sol.arch)
+        size = checked_run_size(sol.workload, sol.mapping, arch, force,
+                                "pass --force to run it anyway, or --backend iree")
+        report = verify_with_progress(sol.workload, sol.mapping, arch, seed, size)
         out = console()
         arch_name = sol.arch if isinstance(sol.arch, str) else sol.arch.name
         out.print(f"{sol.workload}\narch {arch_name}: {sol.mapping}\ninputs: random, seed {seed}", markup=False)

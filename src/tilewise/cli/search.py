@@ -42,10 +42,15 @@ _OPTIONS = [
                       "(then the secondary keys decide): 0.005 or 0.5%"),
     click.option("--top", default=5, show_default=True, type=int, help="solutions to list"),
     click.option("--spatial", multiple=True,
-                 help="allowed spatial split, e.g. 'rows=n4 cols=m2' or 'none' (repeatable; default any)"),
+                 help="allowed spatial split, e.g. 'rows=n4 cols=m2' or 'none' (repeatable; default "
+                      "any, which leaves out attention's keys over cores and reductions merged "
+                      "through the parent: name them, e.g. 'rows=n4 cols=n2')"),
     click.option("--double-buffer", "double_buffer", default="any", show_default=True,
                  type=click.Choice(["any", "all", "none"]), help="double-buffering choices"),
     click.option("--json", "as_json", is_flag=True, help="print the Result as JSON"),
+    click.option("--wide", is_flag=True,
+                 help="show every column of the table even when the terminal is narrower "
+                      "(by default the least important columns are dropped)"),
     click.option("--plot", type=click.Path(dir_okay=False),
                  help="write the traffic/latency Pareto front to this PNG"),
     click.option("--verify", is_flag=True,
@@ -55,7 +60,7 @@ _OPTIONS = [
 
 
 def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spatial,
-         double_buffer, as_json, plot, verify=False):
+         double_buffer, as_json, wide, plot, verify=False):
     from ..arch.loader import load_arch
     from ..search.custom import as_custom
     from ..search.optimize import parse_then, parse_tolerance, search
@@ -66,9 +71,9 @@ def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spat
     constraints = {"double_buffer": double_buffer}
     if spatial:
         constraints["spatial"] = list(spatial)
-    if monotone and not custom:
+    if monotone and custom is None:
         raise click.UsageError("--monotone applies to a --custom objective")
-    if custom:
+    if custom is not None:
         objective = as_custom(custom, monotone)
     bar, cb = progress("searching (tile combos)")
     try:
@@ -82,7 +87,7 @@ def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spat
     if as_json:
         click.echo(result.to_json())
     else:
-        print_result(result)
+        print_result(result, wide)
     if plot:
         _plot(result, front, plot)
         click.echo(f"Pareto front ({len(front)} points) written to {plot}")
@@ -93,9 +98,12 @@ def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spat
 
 def _verify(result) -> int:
     """Execute the best mapping tile by tile (random inputs, seed 0) against the reference."""
-    from ..executor.interpreter import verify
+    from .run import checked_run_size, verify_with_progress
 
-    report = verify(result.workload, result.best.mapping, seed=0, arch=result.arch)
+    w, m = result.workload, result.best.mapping
+    size = checked_run_size(w, m, result.arch, False, "save the solution and run `tilewise run "
+                            "--force` on it, or `tilewise run --backend iree`")
+    report = verify_with_progress(w, m, result.arch, 0, size)
     for o in report.outputs:
         err = "exact" if o.tolerance == 0 else f"max rel error {o.max_rel:.3g} (tolerance {o.tolerance:.1e})"
         click.echo(f"verify {o.name} {o.dtype} {'x'.join(map(str, o.shape))}: max |error| "
@@ -127,33 +135,39 @@ def solution_row(rank: int, sol, workload, arch) -> list[str]:
             f"{sol.latency_s * 1e6:,.2f}", f"{sol.xslowdown:.3f}", f"{c.utilization:.1%}", moved]
 
 
-def print_result(result) -> None:
-    from rich.markup import escape
-    from rich.table import Table
+# The search table's columns after the per-level tiles: (name, priority, numeric); priority 0
+# is always shown, higher numbers are dropped first on a narrow terminal (cli._tables).
+_RESULT_COLUMNS = (("orders", 4, False), ("spatial", 1, False), ("double buffer", 5, False),
+                   ("K split", 6, False), ("time µs", 0, True), ("× min", 2, True),
+                   ("util", 3, True), ("bytes in/out per level", 7, False))
+
+
+def print_result(result, wide: bool = False) -> None:
+    """The top mappings as a table fitted to the terminal (``wide``: every column), then the
+    search's stats line."""
+    from ._tables import Column, print_table
 
     wl, arch = result.workload, result.arch
     by = result.objective + "".join(f", {k}" for k in result.then)
     tol = f" (within {result.tolerance:.4g} tied)" if result.tolerance else ""
-    table = Table(title=f"{wl}  on {arch.name}: top {len(result.top)} by {by}{tol}")
-    for col in ["#", *(lv.name for lv in arch.levels), "orders", "spatial", "double buffer",
-                "K split", "time µs", "× min", "util", "bytes in/out per level"]:
-        table.add_column(col, justify="right" if col in ("#", "time µs", "× min", "util") else "left")
-    for i, sol in enumerate(result.top, 1):
-        table.add_row(*map(escape, solution_row(i, sol, wl, arch)))
+    columns = [Column("#", 0, True), *(Column(lv.name) for lv in arch.levels),
+               *(Column(*c) for c in _RESULT_COLUMNS)]
+    rows = [solution_row(i, sol, wl, arch) for i, sol in enumerate(result.top, 1)]
     out = console()
-    if not out.is_terminal:
-        out.width = 220  # pipes and files get the whole table, not an 80-column squeeze
-    out.print(table)
+    print_table(out, f"{wl}  on {arch.name}: top {len(result.top)} by {by}{tol}", columns, rows,
+                wide)
     s = result.stats
     rej = ", ".join(f"{k} {v:,}" for k, v in s["rejected"].items()) or "none"
     out.print(f"compute-bound minimum {result.min_time_s * 1e6:,.2f} µs · tile combos "
               f"{s['tile_combos']:,} · branch-and-bound nodes {s['nodes']:,} (with every tile "
               f"fixed {s['examined_combos']:,}) · candidates bounded exactly {s['candidates']:,} "
               f"(ranked {s['ranked']:,}, valid {s['valid']:,}) · "
-              f"rejected nodes: {rej} · passes {s['passes']} · {s['seconds']:.2f} s")
+              f"rejected nodes: {rej} · passes {s['passes']} · {s['seconds']:.2f} s",
+              soft_wrap=not out.is_terminal)  # word-wrapped to a terminal, one line in a file
     if not s.get("proven_optimal", True):
         out.print(f"[bold]not proven optimal[/]: {result.objective} was not stated monotone, so "
-                  "these are the best of the latency optimum's top 200 ranked by it")
+                  "these are the best of the latency optimum's top 200 ranked by it",
+                  soft_wrap=not out.is_terminal)
 
 
 def _plot(result, front, path) -> None:
@@ -176,6 +190,29 @@ def _plot(result, front, path) -> None:
     plt.close(fig)
 
 
+def _dtypes(workload) -> str:
+    """The element types of a workload's operands, inputs first: ``i8→i32``."""
+    names = []
+    for op in workload.ops:
+        for t in (*op.inputs, op.output):
+            if t.dtype.name not in names:
+                names.append(t.dtype.name)
+    return "→".join(names)
+
+
+def print_many(results, arch, objective: str, store: str, wide: bool = False) -> None:
+    """One row per problem of ``search-many``: workload, dtypes, best mapping, time."""
+    from ._tables import Column, print_table
+
+    columns = [Column("workload"), Column("dtype"), Column("best mapping", 1),
+               Column("time µs", 0, True), Column("× min", 2, True), Column("from store", 3)]
+    rows = [[str(r.workload).split(":")[0], _dtypes(r.workload), str(r.best.mapping),
+             f"{r.best.latency_s * 1e6:,.2f}", f"{r.best.xslowdown:.3f}",
+             "yes" if r.cached else "no"] for r in results]
+    print_table(console(), f"{len(results)} problems on {arch.name} by {objective} (store "
+                f"{store})", columns, rows, wide)
+
+
 def engine_options(f):
     """``--workers``, ``--engine``, ``--address`` (tilewise.search.engines)."""
     f = click.option("--address", default=None, metavar="HOST:PORT",
@@ -191,7 +228,8 @@ def engine_options(f):
 def register(app: click.Group) -> None:
     """Add ``tilewise search`` (a group of workload subcommands) and ``tilewise search-many``."""
     app.add_command(workload_group(
-        "search", "Exact search of the tiling space: optimum, top-k, Pareto front.", _OPTIONS, _run))
+        "search", "Exact search of the tiling space: optimum, top-k, Pareto front.", _OPTIONS, _run,
+        rated_default=True))
 
     @app.command(name="search-many")
     @click.argument("problems", type=click.Path(dir_okay=False))
@@ -199,7 +237,9 @@ def register(app: click.Group) -> None:
                   help="SQLite solution store (finished problems are not recomputed)")
     @engine_options
     @click.option("--json", "as_json", is_flag=True, help="print all results as JSON")
-    def search_many_command(problems, store, workers, engine, address, as_json):
+    @click.option("--wide", is_flag=True, help="show every column of the table even when the "
+                  "terminal is narrower")
+    def search_many_command(problems, store, workers, engine, address, as_json, wide):
         """Solve every problem of a YAML problem list in worker processes."""
         import json
 
@@ -215,18 +255,4 @@ def register(app: click.Group) -> None:
         if as_json:
             click.echo(json.dumps([dict(r.to_dict(), cached=r.cached) for r in out]))
             return
-        from rich.markup import escape
-        from rich.table import Table
-
-        table = Table(title=f"{len(out)} problems on {arch.name} by {spec['objective']} (store {store})")
-        for col in ("workload", "best mapping", "time µs", "× min", "from store"):
-            table.add_column(col, justify="right" if col in ("time µs", "× min") else "left")
-        for r in out:
-            b = r.best
-            table.add_row(escape(str(r.workload).split(":")[0]), escape(str(b.mapping)),
-                          f"{b.latency_s * 1e6:,.2f}", f"{b.xslowdown:.3f}",
-                          "yes" if r.cached else "no")
-        out_console = console()
-        if not out_console.is_terminal:
-            out_console.width = 200
-        out_console.print(table)
+        print_many(out, arch, spec["objective"], store, wide)

@@ -21,6 +21,13 @@ def _pair(text: str, what: str) -> tuple[int, int]:
     return vals
 
 
+def _ub_bytes() -> int:
+    """The unified buffer's capacity (bytes): level ``ub`` of the ``ascend-vec`` preset."""
+    from ..arch.loader import load_arch
+
+    return next(lv.capacity_bytes for lv in load_arch("ascend-vec").levels if lv.name == "ub")
+
+
 @click.group("vector")
 def vector() -> None:
     """Ascend-style vector instructions: plan a tile, DataCopy a GM tile."""
@@ -46,13 +53,13 @@ def plan_cmd(op, dtype_, rows, cols, pitch, scalar, no_counter, in_place, check,
              poison) -> None:
     """Print the fewest Ascend C calls applying OP elementwise over a rows x cols UB tile.
 
-    Operands are placed one after another in the UB (dst at byte 0), 256 bytes apart;
-    --pitch is in elements."""
+    Operands are placed one after another in the UB (dst at byte 0), 256 bytes apart, and must
+    fit the unified buffer of the ascend-vec preset (192 KiB); --pitch is in elements."""
     import numpy as np
 
     from ..dtypes import dtype
     from ..errors import ISAError
-    from ..isa.ascend import Tile, op_spec, plan, simulate, to_ascend_c
+    from ..isa.ascend import Tile, op_spec, plan, to_ascend_c
 
     spec = op_spec(op)
     dt = dtype(dtype_)
@@ -66,7 +73,9 @@ def plan_cmd(op, dtype_, rows, cols, pitch, scalar, no_counter, in_place, check,
     if in_place:
         tiles[1] = tiles[0]
     value = None if scalar is None else (int(scalar) if dt.is_integer else scalar)
-    instrs = plan(spec.name, dt, tiles[0], tiles[1:], scalar=value, counter=not no_counter)
+    ub_bytes = _ub_bytes()
+    instrs = plan(spec.name, dt, tiles[0], tiles[1:], scalar=value, counter=not no_counter,
+                  ub_bytes=ub_bytes)
     click.echo(to_ascend_c(instrs))
     n_ctr = sum(i.counter for i in instrs)
     n_rep = sum(i.repeats() for i in instrs)
@@ -75,30 +84,42 @@ def plan_cmd(op, dtype_, rows, cols, pitch, scalar, no_counter, in_place, check,
                "bytes " + ", ".join(str(t.base) for t in tiles)
                + (" (in place)" if in_place else ""))
     if check:
-        rng = np.random.default_rng(0)
-        ub = rng.integers(0, 256, size=(n_src + 1) * footprint + 32, dtype=np.uint8)
-        view = ub.view(dt.numpy)
-        idx = [(t.base // dt.bytes + t.element_offsets()) for t in tiles]
-        for i in idx[int(in_place):]:
-            view[i] = rng.integers(1, 8, size=i.shape).astype(dt.numpy)
-        before = ub.copy()
-        simulate(instrs, ub, poison=poison)
-        args = [before.view(dt.numpy)[i] for i in idx[1:]]
-        if value is not None:
-            args.append(dt.numpy.type(value))
-        with np.errstate(all="ignore"):
-            want = (np.full(idx[0].shape, value, dt.numpy) if spec.kind == "duplicate"
-                    else np.asarray(spec.fn(*args), dtype=dt.numpy))
-        got = ub.view(dt.numpy)[idx[0]]
-        outside = np.ones(ub.size, bool)
-        outside[(idx[0][..., None] * dt.bytes + np.arange(dt.bytes)).ravel()] = False
-        same = np.array_equal(got, want, equal_nan=True)
-        kept = np.array_equal(ub[outside], before[outside])
-        click.echo(f"// check: simulated result {'equals' if same else 'DIFFERS FROM'} numpy; "
-                   + ("masked-off lanes poisoned" if poison else
-                      f"bytes outside dst {'untouched' if kept else 'CHANGED'}"))
-        if not same or not (kept or poison):
-            raise SystemExit(1)
+        _check(spec, dt, tiles, instrs, value, in_place, poison, ub_bytes)
+
+
+def _check(spec, dt, tiles, instrs, value, in_place: bool, poison: bool, ub_bytes: int) -> None:
+    """Simulate ``instrs`` on a whole unified buffer (``ub_bytes``) of random bytes: dst must
+    equal numpy's result and every byte outside dst (sources, gaps, the rest of the UB) stay
+    as it was; exit 1 otherwise."""
+    import numpy as np
+
+    from ..isa.ascend import simulate
+
+    rng = np.random.default_rng(0)
+    ub = rng.integers(0, 256, size=ub_bytes, dtype=np.uint8)
+    view = ub.view(dt.numpy)
+    idx = [(t.base // dt.bytes + t.element_offsets()) for t in tiles]
+    for i in idx[int(in_place):]:
+        view[i] = rng.integers(1, 8, size=i.shape).astype(dt.numpy)
+    before = ub.copy()
+    simulate(instrs, ub, poison=poison)
+    args = [before.view(dt.numpy)[i] for i in idx[1:]]
+    if value is not None:
+        args.append(dt.numpy.type(value))
+    with np.errstate(all="ignore"):
+        want = (np.full(idx[0].shape, value, dt.numpy) if spec.kind == "duplicate"
+                else np.asarray(spec.fn(*args), dtype=dt.numpy))
+    got = ub.view(dt.numpy)[idx[0]]
+    outside = np.ones(ub.size, bool)
+    outside[(idx[0][..., None] * dt.bytes + np.arange(dt.bytes)).ravel()] = False
+    same = np.array_equal(got, want, equal_nan=True)
+    kept = np.array_equal(ub[outside], before[outside])
+    click.echo(f"// check: simulated result {'equals' if same else 'DIFFERS FROM'} numpy; "
+               + ("masked-off lanes poisoned" if poison else
+                  f"all {ub_bytes - idx[0].size * dt.bytes} UB bytes outside dst "
+                  f"{'untouched' if kept else 'CHANGED'}"))
+    if not same or not (kept or poison):
+        raise SystemExit(1)
 
 
 @vector.command("copy")
@@ -117,7 +138,7 @@ def copy_cmd(dtype_, gm_shape, origin, tile_size, ub_base, ub_pitch, to_gm, no_p
 
     gm = GMTensor(_pair(gm_shape, "--gm"), dtype_)
     tile = UBTile(_pair(origin, "--origin"), _pair(tile_size, "--size"), ub_base, ub_pitch)
-    calls = tile_copies(gm, tile, to_ub=not to_gm, pad=not no_pad)
+    calls = tile_copies(gm, tile, to_ub=not to_gm, pad=not no_pad, ub_bytes=_ub_bytes())
     for call in calls:
         click.echo(call.ascend_c())
     click.echo(f"// {len(calls)} call(s)")

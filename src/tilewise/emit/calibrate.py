@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import SpecError, TilewiseError
+from ..textfile import read_text
 
 NOT_LIMITING = 1e15  # bytes/s of a link the fit finds free (a preset needs a positive rate)
 
@@ -77,8 +78,9 @@ def read_measurements(path) -> list[Measurement]:
     from ..executor.solution import workload_from_dict
     from ..mapping import Mapping
 
+    text = read_text(path, "measurements", SpecError)
     try:
-        data = json.loads(open(path, encoding="utf-8").read())
+        data = json.loads(text)
         shapes = data["shapes"]
         out = []
         for s in shapes:
@@ -86,8 +88,6 @@ def read_measurements(path) -> list[Measurement]:
             out += [Measurement(s["label"], w, Mapping.parse(p["mapping"]), p["measured_s"])
                     for p in s["points"] if p["mapping"] and p["passed"]
                     and math.isfinite(p["measured_s"])]
-    except OSError as e:
-        raise SpecError(f"cannot read measurements {str(path)!r}: {e.strerror}") from None
     except (KeyError, TypeError, ValueError) as e:
         raise SpecError(f"{path}: not a benchmarks/hardware.py result ({type(e).__name__}: {e}); "
                         "expected shapes[].spec and shapes[].points[].mapping/measured_s") from None

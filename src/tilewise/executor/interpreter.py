@@ -10,8 +10,11 @@ real numpy tiles:
   (the logical memory above the array, one buffer per core at the array); ``zero`` starts an
   output tile at 0; ``store`` writes the tile back into the parent's resident tile, cast to the
   tensor's dtype there (the innermost level holds an op's output in its accumulator type, i32
-  or f32). Partial sums of one tile held by several cores of a column (a reduction split over
-  the array's rows) are summed into the parent;
+  or f32). Partial sums of one tile held by several cores (a reduction split over the array)
+  are summed into the parent, each core adding what it accumulated since its last store;
+  attention's partial states (its keys split over cores) are merged into the parent tile by
+  seed 003's Eq. 12 and divided by the merged denominator once, at the end; LayerNorm's
+  statistics of a row tile split over cores merge (Chan) before the normalize pass;
 - buffers are allocated at first use with the model's byte count (full tile, rounded to blocks
   and whole banks, x2 when double-buffered, accumulator types in the innermost level; see
   :mod:`tilewise.model.footprint`) and live to the end; the allocation that would take a level
@@ -48,16 +51,17 @@ output against a tolerance (exact for integer outputs).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import ml_dtypes
 import numpy as np
 
 from ..errors import CapacityError, MappingError, WorkloadError
-from ..model.legality import ways_of
+from ..model.legality import merged_ways
 from ..model.footprint import in_place
 from ..model.problem import Problem
-from ..tiles.kernels import conv_tile, einsum_tile, online_softmax, read_tile
+from ..tiles.kernels import conv_tile, einsum_tile, merge_softmax, online_softmax, read_tile
 from ..tiles.layernorm import Moments, merge_moments, normalize_tile, tile_moments
 from .reference import (array_shape, check_inputs, check_supported, gather, input_tensors,
                         letters, normalization, output_tensors, random_inputs, reference,
@@ -68,7 +72,72 @@ from ..simulation.walker import Compute, kept_tensors, tensor_box, walk
 # --------------------------------------------------------------------------- public API
 
 
-def execute(workload, mapping, inputs=None, seed: int = 0, *, arch=None) -> dict[str, np.ndarray]:
+# The tile-by-tile executor runs about 0.4 ms per core tile (i8 gemm 4096^3 on aie-4x2, core
+# tiles m64 n32 k256: 17,000 tiles in 6.5 s on the 2-core VM). The CLI refuses more than
+# these without --force: about 100 s of tiles, or operands that do not fit in memory twice.
+MAX_RUN_TILES = 250_000
+MAX_RUN_BYTES = 2 << 30
+SECONDS_PER_TILE = 0.4e-3
+
+
+@dataclass(frozen=True)
+class RunSize:
+    """What an execution costs: core ``tiles`` computed (None: unknown, see
+    :func:`compute_tiles`), operand ``bytes`` held (inputs and outputs, each once), and the
+    estimated ``seconds`` (``SECONDS_PER_TILE`` a tile)."""
+
+    tiles: int | None
+    bytes: int
+
+    @property
+    def seconds(self) -> float:
+        return (self.tiles or 0) * SECONDS_PER_TILE
+
+    def refusal(self) -> str | None:
+        """Why the CLI refuses this run without --force (None: it does not)."""
+        if self.tiles is not None and self.tiles > MAX_RUN_TILES:
+            return (f"{self.tiles:,} core tiles (about {_duration(self.seconds)} at "
+                    f"{SECONDS_PER_TILE * 1e3:.1f} ms a tile) is above the limit of "
+                    f"{MAX_RUN_TILES:,} tiles")
+        if self.bytes > MAX_RUN_BYTES:
+            return (f"operands of {self.bytes / 2**30:,.1f} GiB are above the limit of "
+                    f"{MAX_RUN_BYTES / 2**30:.0f} GiB")
+        return None
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:,.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def run_size(workload, mapping, arch=None) -> RunSize:
+    """The :class:`RunSize` of executing ``mapping`` of ``workload`` on ``arch``."""
+    tensors = {t.name: t for t in (*input_tensors(workload), *output_tensors(workload))}
+    nbytes = sum(math.prod(t.shape) * t.dtype.bytes for t in tensors.values())
+    return RunSize(compute_tiles(workload, mapping, arch), nbytes)
+
+
+def compute_tiles(workload, mapping, arch=None) -> int | None:
+    """How many core tiles an execution computes (its Compute events; an upper bound where
+    cores get unequal shares): the busiest core's kernel calls (the cost model's steps) times
+    the cores the spatial split uses. None when the cost model cannot price the workload on
+    ``arch`` (no compute rate for its dtype: the executor does not need one)."""
+    from ..errors import TilewiseError
+    from ..model.cost import evaluate
+
+    arch, mapping = resolve(workload, mapping, arch)
+    cores = math.prod(s.ways for s in (mapping.rows, mapping.cols) if s)
+    try:  # capacity unchecked: the executor names the buffer that does not fit
+        steps = evaluate(workload, arch, mapping, check_capacity=False).steps
+    except TilewiseError:
+        return None
+    return int(sum(steps.values())) * cores
+
+
+def execute(workload, mapping, inputs=None, seed: int = 0, *, arch=None,
+            progress=None) -> dict[str, np.ndarray]:
     """Run ``mapping`` of ``workload`` tile by tile on ``arch``; the final outputs by name.
 
     ``mapping``: a :class:`~tilewise.mapping.Mapping` or its text form. ``inputs``: name -> array
@@ -76,11 +145,13 @@ def execute(workload, mapping, inputs=None, seed: int = 0, *, arch=None) -> dict
     (:func:`~tilewise.executor.reference.random_inputs`). ``arch``: an Arch or a preset name;
     None picks the one shipped preset whose level names match the mapping (MappingError if
     several or none do). Raises CapacityError when a buffer would exceed a level's capacity.
+    ``progress(done)``, when given, is called with the core tiles computed so far (of about
+    :func:`compute_tiles`).
     """
     arch, mapping = resolve(workload, mapping, arch)
     check_supported(workload)
     data = check_inputs(workload, random_inputs(workload, seed) if inputs is None else inputs)
-    return _Executor(workload, arch, mapping, data).run()
+    return _Executor(workload, arch, mapping, data).run(progress)
 
 
 @dataclass(frozen=True)
@@ -121,8 +192,10 @@ class VerifyReport:
         return "\n".join(map(str, self.outputs))
 
 
-def verify(workload, mapping, inputs=None, seed: int = 0, *, arch=None) -> VerifyReport:
-    """Execute ``mapping`` and compare every output with :func:`reference` on the same inputs.
+def verify(workload, mapping, inputs=None, seed: int = 0, *, arch=None,
+           progress=None) -> VerifyReport:
+    """Execute ``mapping`` and compare every output with :func:`reference` on the same inputs
+    (``progress`` as in :func:`execute`).
 
     Integer outputs must be equal. Float outputs pass when max |x - ref| / max |ref| is at
     most :func:`tolerance` (a few units of the lowest precision any value is rounded to).
@@ -130,8 +203,8 @@ def verify(workload, mapping, inputs=None, seed: int = 0, *, arch=None) -> Verif
     arch, mapping = resolve(workload, mapping, arch)
     check_supported(workload)
     data = check_inputs(workload, random_inputs(workload, seed) if inputs is None else inputs)
-    return compare(workload, execute(workload, mapping, data, arch=arch), reference(workload, data),
-                   magnitude(workload, data))
+    return compare(workload, execute(workload, mapping, data, arch=arch, progress=progress),
+                   reference(workload, data), magnitude(workload, data))
 
 
 def magnitude(workload, data: dict) -> dict | None:
@@ -234,11 +307,22 @@ class _Executor:
         self.inter = self.st.intermediate_names
         self.shared = in_place(workload)
         self.tiles = [lv.sizes for lv in mapping.levels]
-        self.ways = ways_of(mapping)
+        self.ways = merged_ways(mapping, arch)  # the partial-sum width rule's view
         self.kept = kept_tensors(self.st, mapping)
         self.split_reduction = {op.output.name for op in workload.ops
                                 if any(sp and sp.dim in op.reduction_dims
                                        for sp in (mapping.rows, mapping.cols))}
+        # attention outputs whose keys are split over cores: output -> the softmax rescaling it
+        self.key_split = {op.output.name: op.attrs["online_rescale"] for op in workload.ops
+                          if op.output.name in self.split_reduction and "online_rescale" in op.attrs}
+        self.merged: dict = {}      # (output, level, instance, identity, value box) -> [max,
+        #                             denom, box] of the parent tile the cores' partials merge into
+        self.stored: dict = {}      # (core, identity) -> (max, denom) this core merged already
+        self.snapshot: dict = {}    # (core, identity) -> (max, denom) its numerator is scaled by
+        # statistics whose reduction is split over cores (LayerNorm's c): merged per row tile
+        self.moments_split = {op.output.name for op in workload.ops
+                              if op.kind == "norm" and op.output.name in self.split_reduction}
+        self.moments: dict = {}     # (statistics, identity) -> Moments merged over the cores
         self.allocated: dict = {}   # (level, instance) -> {tensor: bytes}
         self.buffers: dict = {}     # (level, instance, tensor) -> _Buffer
         self.fused: dict = {}       # (core, tensor) -> (identity, array or Moments)
@@ -257,13 +341,20 @@ class _Executor:
             data = inputs[t.name] if t.name in inputs else np.zeros(shape, self._dtype(0, t))
             self.buffers[(0, None, t.name)] = _Buffer(None, tuple((0, s) for s in t.shape), data)
 
-    def run(self) -> dict[str, np.ndarray]:
+    def run(self, progress=None) -> dict[str, np.ndarray]:
+        done = 0
         for ev in walk(self.w, self.arch, self.m):
             if isinstance(ev, Compute):
                 self._compute(ev)
+                done += 1
+                if progress is not None and done % 64 == 0:
+                    progress(done)
             else:
                 self._transfer(ev)
+        if progress is not None:
+            progress(done)
         # the one conversion of each output, from its accumulator: integers saturate
+        self._normalize_merged()
         return {t.name: t.dtype.convert(self.buffers[(0, None, t.name)].data)
                 for t in output_tensors(self.w)}
 
@@ -322,18 +413,21 @@ class _Executor:
                 raise MappingError(f"internal: store of {t.name} tile {ev.tile} but {buf.ident} is resident")
             parent = self._source(ev.level, t, ev.core)
             region = parent.region(ev.box)
-            if buf.start is not None:  # partial sums of a column of cores: add this core's part
+            if t.name in self.key_split and ev.level >= self.a:
+                self._merge_partial(ev, t, buf, parent)
+            elif buf.start is not None:  # partial sums of a column of cores: add this core's part
                 acc = parent.data[region].astype(buf.data.dtype) + (buf.data - buf.start)
                 parent.data[region] = acc.astype(parent.data.dtype)
             else:
                 parent.data[region] = buf.data.astype(parent.data.dtype)
             return
-        if ev.kind == "zero":
-            data = np.zeros(shape, dt)
+        if ev.kind == "zero" or (ev.tensor in self.key_split and ev.level >= self.a):
+            data = np.zeros(shape, dt)  # a core's partial numerator starts anew (merged on store)
         else:
             parent = self._source(ev.level, t, ev.core)
             data = parent.data[parent.region(ev.box)].astype(dt, copy=True)
-        start = data.copy() if ev.tensor in self.split_reduction and ev.level >= self.a else None
+        start = (data.copy() if ev.tensor in self.split_reduction - self.key_split.keys()
+                 and ev.level >= self.a else None)
         self.buffers[key] = _Buffer(ev.tile, ev.box, data, start)
 
     # ----- compute
@@ -429,7 +523,10 @@ class _Executor:
                     + "".join(idx[d] for d in op.output.dims))
             einsum_tile(spec, acc,
                         *(self._operand(t, core, r) for t in op.factors), overwrite=fresh)
-        if rescale is not None:
+        if op.output.name in self.key_split:  # the state this partial numerator goes with
+            _, mx, den = self.state[core]
+            self.snapshot[(core, tuple(r[d] for d in op.output.dims))] = (mx.copy(), den.copy())
+        elif rescale is not None:
             self._finish_attention(op, core, r, acc, rescale)
         if op.bias is not None:
             self._add_bias(op, core, r, acc)
@@ -500,6 +597,60 @@ class _Executor:
             d = _broadcast(denom, self._rows_dims(softmax), op.output.dims)
             np.divide(acc, d, out=acc, where=d > 0)  # no visible key: N = 0 stays 0
 
+    def _merge_partial(self, ev, t, buf, parent) -> None:
+        """Store a core's partial attention state for the keys it saw since its last store of
+        this tile, merged (seed 003 Eq. 12, :func:`~tilewise.tiles.kernels.merge_softmax`)
+        into the parent tile's (max, denominator, numerator); :meth:`_normalize_merged`
+        divides by the merged denominator at the end."""
+        rows = self._rows_dims(self.key_split[t.name])
+        dims = self.dims[t.name]
+        if dims[:len(rows)] != rows:
+            raise MappingError(f"internal: {t.name}'s dims {dims} do not start with the rows {rows}")
+        state = self.snapshot.pop((ev.core, ev.tile), None)
+        if state is None:  # an idle core: its key slice is empty
+            return
+        mx, den = state
+        m0, d0 = self.stored.get((ev.core, ev.tile), (np.full_like(mx, -np.inf), np.zeros_like(den)))
+        # the denominator of the keys since the last store, at this state's max (m0 <= mx)
+        delta = den - d0 * np.where(np.isneginf(m0), 0, np.exp(m0 - np.where(np.isneginf(mx), 0, mx)))
+        self.stored[(ev.core, ev.tile)] = (mx.copy(), den.copy())
+        inst = ev.core if ev.level - 1 >= self.a else None
+        j = max(l for l in range(ev.level) if t.name in self.kept[l])
+        # one merged state per parent tile and value columns (e) of the core's tile: a value
+        # dim tiled in the core merges each column tile's own partial states
+        cols = ev.box[len(rows):]
+        key = (t.name, j, inst, parent.ident, cols)
+        if key not in self.merged:
+            shape = tuple(hi - lo for lo, hi in parent.box[:len(rows)])
+            self.merged[key] = [np.full(shape, -np.inf, mx.dtype), np.zeros(shape, den.dtype),
+                                parent.box[:len(rows)] + cols]
+        side = self.merged[key]
+        region = parent.region(ev.box)
+        merge_softmax(side[0][region[:len(rows)]], side[1][region[:len(rows)]],
+                      parent.data[region], mx, delta, buf.data)
+
+    def _normalize_merged(self) -> None:
+        """``O = N / D`` on every tile whose partial states were merged (D = 0: no visible
+        key, O stays 0); the parent tiles' numerators reached the outermost level by stores."""
+        for (name, *_), (_, den, box) in self.merged.items():
+            out = self.buffers[(0, None, name)].data
+            region = tuple(slice(lo, hi) for lo, hi in box)
+            d = den.reshape(den.shape + (1,) * (len(box) - den.ndim))
+            np.divide(out[region], d, out=out[region], where=d > 0)
+
+    def _merged_moments(self, name: str, ident) -> Moments:
+        """The moments of a row tile merged (Chan) over every core that holds a partial of it
+        (its columns split over the cores); computed once, when the first core normalizes."""
+        merged = self.moments.get((name, ident))
+        if merged is None:
+            parts = [v[1] for (_, n), v in sorted(self.fused.items(), key=lambda kv: kv[0][0])
+                     if n == name and v[0] == ident]
+            merged = parts[0]
+            for part in parts[1:]:
+                merged = merge_moments(merged, part)
+            self.moments[(name, ident)] = merged
+        return merged
+
     def _norm(self, op, core, r) -> None:
         (x_t,) = op.inputs
         x = self._operand(x_t, core, r)
@@ -521,6 +672,8 @@ class _Executor:
         if held is None or held[0] != ident:
             raise MappingError(f"internal: statistics {stats_t.name} missing for {r}")
         moments: Moments = held[1]
+        if stats_t.name in self.moments_split:
+            moments = self._merged_moments(stats_t.name, ident)
         x = self._operand(x_t, core, r)
         rows_dims = [d for d in x_t.dims if d in stats_t.dims]
         cols_dims = [d for d in x_t.dims if d not in stats_t.dims]

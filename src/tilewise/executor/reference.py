@@ -69,6 +69,11 @@ def random_inputs(workload, seed: int = 0) -> dict[str, np.ndarray]:
     Integers uniform in ``[-INT_RANGE, INT_RANGE]``, floats standard normal, bool tensors (masks)
     True with probability 0.7. Deterministic in ``seed``.
     """
+    from ..ir.workload import as_workload
+
+    workload = as_workload(workload)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise WorkloadError(f"seed {seed!r} must be a non-negative integer")
     rng = np.random.default_rng(seed)
     out = {}
     for t in input_tensors(workload):
@@ -191,6 +196,9 @@ def align(arr: np.ndarray, src: tuple, dst: tuple) -> np.ndarray:
 
 def reference(workload, inputs) -> dict[str, np.ndarray]:
     """Evaluate ``workload`` on ``inputs`` (name -> array) with plain numpy; final outputs by name."""
+    from ..ir.workload import as_workload
+
+    workload = as_workload(workload)
     check_supported(workload)
     values = {k: v for k, v in check_inputs(workload, inputs).items()}
     exact: dict[str, np.ndarray] = {}  # float64 / int64 values of intermediates

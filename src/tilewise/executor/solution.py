@@ -103,12 +103,9 @@ class SolutionFile:
 
     @classmethod
     def load(cls, path: str | PathLike) -> "SolutionFile":
-        try:
-            with open(path, encoding="utf-8") as f:
-                text = f.read()
-        except OSError as e:
-            raise SpecError(f"cannot read solution file {str(path)!r}: {e.strerror}") from None
-        return cls.from_json(text, str(path))
+        from ..textfile import read_text
+
+        return cls.from_json(read_text(path, "solution file", SpecError), str(path))
 
 
 def _tensor_dict(t) -> dict:

@@ -117,7 +117,10 @@ def xla_to_pack(shape: Shape) -> tuple[Step, ...]:
 
     Applied in order to an array with ``shape.dims``, the result has ``shape.physical_shape`` and,
     read row-major, equals ``shape.to_physical(x)[:prod(physical_shape)]`` (pad with the same value).
+    ``shape`` is a :class:`Shape` or its XLA text.
     """
+    if not isinstance(shape, Shape):
+        shape = Shape.parse(shape)
     perm = shape.physical_order
     identity = perm == tuple(range(shape.rank))
     stages = shape._stages
@@ -217,7 +220,10 @@ def _zero(elem: str) -> str:
 
 
 def to_mlir(shape: Shape, name: str = "to_physical") -> str:
-    """An MLIR function (tensor, linalg dialects) computing :func:`xla_to_pack` of ``shape``."""
+    """An MLIR function (tensor, linalg dialects) computing :func:`xla_to_pack` of ``shape``
+    (a :class:`Shape` or its XLA text)."""
+    if not isinstance(shape, Shape):
+        shape = Shape.parse(shape)
     elem = shape.dtype.mlir_name
     cur = shape.dims
     src = type_str(cur, elem)

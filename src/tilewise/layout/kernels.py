@@ -128,6 +128,17 @@ def _line_aligned(typingctx, arr):
 
 
 @intrinsic
+def _hold(typingctx, arr):
+    """No code: a use of ``arr`` that keeps it alive (numba frees an array after its last use,
+    and a raw pointer into it is not a use)."""
+
+    def codegen(context, builder, signature, args):
+        return context.get_dummy_value()
+
+    return types.void(arr), codegen
+
+
+@intrinsic
 def _load(typingctx, ptr, idx):
     def codegen(context, builder, signature, args):
         return builder.load(builder.gep(args[0], [args[1]]))
@@ -748,6 +759,10 @@ def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt, panel):
           panel)
     if nt:
         _fence()
+    # The pointer _line_aligned returns holds no reference, and numba frees an array after
+    # its last use: without this use of ``scr`` the scratch was freed before _walk wrote to it
+    # (a use-after-free that corrupted the heap of threads other than the main one).
+    _hold(scr)
     return 0
 
 

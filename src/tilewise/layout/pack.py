@@ -102,6 +102,8 @@ def _ints(values, what: str, op: str) -> tuple[int, ...]:
     if isinstance(values, (int, np.integer)):
         values = (values,)
     try:
+        if isinstance(values, (str, bytes)) or any(isinstance(v, (bool, np.bool_)) for v in values):
+            raise TypeError  # a bool is not a dim or a size (True would be taken as 1)
         return tuple(map(operator.index, values))
     except TypeError:
         raise PackError(f"{op}: {what} must be a list of integers, got {values!r}") from None

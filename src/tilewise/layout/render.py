@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import LayoutError
+from ..errors import LayoutError, TilewiseError
 from .xla import Shape
 
 MAX_DRAW_ELEMENTS = 1 << 24  # elements of the (padded) grid a picture is drawn for
@@ -296,5 +296,20 @@ def render_png(shapes, path: str, max_text_cells: int = 1024) -> None:
         if mem_rows <= 40:
             ax_m.set_yticklabels([str(r * width) for r in range(mem_rows)], fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
+    save_png(fig, path, "--png", dpi)
     plt.close(fig)
+
+
+def save_png(fig, path: str, option: str, dpi: float = 120) -> None:
+    """``fig.savefig(path)``, a failed write (a full disk, /dev/full) as one TilewiseError naming
+    ``option``: drawn into memory first and written with a plain file write, since the PNG writer
+    swallows the error a full device raises when its file is closed."""
+    import io
+
+    buf = io.BytesIO()
+    fig.savefig(buf, dpi=dpi, format="png")
+    try:
+        with open(path, "wb") as f:
+            f.write(buf.getvalue())
+    except OSError as e:
+        raise TilewiseError(f"{option} {path!r}: writing the picture failed: {e.strerror or e}") from None

@@ -42,6 +42,23 @@ from ..dtypes import XLA_DTYPES, DType, dtype as _lookup_dtype
 from ..errors import LayoutError, ParseError
 
 
+def _ints(values, what: str) -> tuple[int, ...]:
+    """``values`` as a tuple of ints; LayoutError for a bool, a float or a non-sequence (int()
+    would take True as 1 and 2.5 as 2)."""
+    try:
+        items = tuple(values)
+    except TypeError:
+        raise LayoutError(f"{what} {values!r}: expected a sequence of integers") from None
+    for v in items:
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+            raise LayoutError(f"{what} {items!r}: {v!r} is not an integer")
+    return tuple(int(v) for v in items)
+
+
+# Largest buffer (elements, padding included) whose offsets an int64 holds with room to spare.
+MAX_ELEMENTS = 2**62
+
+
 @dataclass(frozen=True)
 class Tile:
     """One XLA tile: sizes (elements) of the most-minor dims it covers, major to minor.
@@ -54,7 +71,7 @@ class Tile:
     COMBINE: ClassVar[int] = -1
 
     def __post_init__(self):
-        object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))
+        object.__setattr__(self, "dims", _ints(self.dims, "tile dims"))
         if not self.dims:
             raise LayoutError("empty tile (); a tile needs at least one dimension")
         for d in self.dims:
@@ -90,7 +107,7 @@ class Layout:
     memory_space: int = 0
 
     def __post_init__(self):
-        object.__setattr__(self, "minor_to_major", tuple(int(d) for d in self.minor_to_major))
+        object.__setattr__(self, "minor_to_major", _ints(self.minor_to_major, "minor_to_major"))
         object.__setattr__(
             self, "tiles", tuple(t if isinstance(t, Tile) else Tile(tuple(t)) for t in self.tiles)
         )
@@ -201,7 +218,7 @@ class Shape:
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", _lookup_dtype(self.dtype))
-        object.__setattr__(self, "dims", tuple(int(d) for d in self.dims))
+        object.__setattr__(self, "dims", _ints(self.dims, "shape dims"))
         rank = len(self.dims)
         object.__setattr__(self, "dynamic", tuple(bool(b) for b in self.dynamic) or (False,) * rank)
         if self.layout is None:
@@ -231,12 +248,20 @@ class Shape:
                 f"shape {text}: element size E({bits}) is smaller than the {least} bits a "
                 f"{self.dtype.xla_name} value needs; use E(n) with n >= {least}, or omit it"
             )
+        if self.size_in_elements > MAX_ELEMENTS:
+            raise LayoutError(
+                f"shape {text}: {self.size_in_elements} buffer elements is above the limit of "
+                f"2^62 = {MAX_ELEMENTS} (offsets are int64); use smaller dims"
+            )
 
     # ---- text -------------------------------------------------------------------------------
 
     @staticmethod
     def parse(text: str) -> "Shape":
         """Parse XLA's dense shape text, e.g. ``bf16[4,8]{1,0:T(2,4)(2,1)}`` or ``f32[3,5]``."""
+        if not isinstance(text, str):
+            raise LayoutError(f"an XLA shape is text such as 'f32[3,5]{{1,0}}', got "
+                              f"{type(text).__name__} {text!r}")
         return _Parser(text).shape()
 
     def _text(self) -> str:
@@ -325,7 +350,12 @@ class Shape:
         return offset
 
     def linear_index(self, index) -> int:
-        """Buffer offset (elements) of the element at ``index`` (logical dims order)."""
+        """Buffer offset (elements) of the element at ``index`` (logical dims order): a sequence
+        of integers (not bools, floats or a string); LayoutError otherwise."""
+        if isinstance(index, (str, bytes)) or not hasattr(index, "__iter__") or any(
+                isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) for i in index):
+            raise LayoutError(f"index {index!r} for {self}: expected {self.rank} integers, "
+                              "e.g. (0, 1)")
         idx = tuple(int(i) for i in index)
         if len(idx) != self.rank or any(not 0 <= i < d for i, d in zip(idx, self.dims)):
             raise LayoutError(
@@ -342,7 +372,26 @@ class Shape:
     # ---- buffers ----------------------------------------------------------------------------
 
     def _check_array(self, array) -> np.ndarray:
-        a = np.asarray(array)
+        """``array`` as a numpy array of this shape's element type: a numpy array must already
+        have it (an int8 array is not an f32 buffer); a list is converted when no value changes."""
+        want = self.dtype.numpy
+        if isinstance(array, np.ndarray):
+            if array.dtype != want:
+                raise LayoutError(
+                    f"array of dtype {array.dtype} does not match {self}: expected {want} "
+                    f"({self.dtype.name}); convert it first, e.g. array.astype({str(want)!r})"
+                )
+            a = array
+        else:
+            raw = np.asarray(array)
+            try:
+                a = raw.astype(want)
+                same = raw.shape == a.shape and bool(np.all(a.astype(raw.dtype) == raw))
+            except (TypeError, ValueError, OverflowError):
+                same = False
+            if not same:
+                raise LayoutError(f"values {str(array)[:60]} are not {self.dtype.name} values "
+                                  f"of {self}; give a numpy array of dtype {want}")
         if a.shape != self.dims:
             raise LayoutError(
                 f"array of shape {a.shape} does not match {self}: expected logical dims {self.dims}"
@@ -350,7 +399,8 @@ class Shape:
         return a
 
     def to_physical(self, array, fill=0) -> np.ndarray:
-        """The 1-D buffer (``size_in_elements`` long, ``array``'s dtype) holding ``array``.
+        """The 1-D buffer (``size_in_elements`` long, this shape's dtype) holding ``array`` (a
+        numpy array of that dtype, or a list of its values; LayoutError otherwise).
 
         Padding elements (from tiles and ``L(n)``) hold ``fill``. Computed by pad + reshape +
         transpose per tile, independently of :meth:`linear_index`.

@@ -48,7 +48,7 @@ from ..errors import CapacityError, MappingError, SpecError, TilewiseError
 from .batch import MappingBatch
 from .breakdown import energy_breakdown, fixed_seconds
 from .kernel import CostArrays, evaluate_into
-from .legality import ways_of
+from .legality import merged_ways
 from .problem import Problem
 
 
@@ -169,7 +169,8 @@ def _overflow(problem: Problem, mapping, cost: Cost) -> str:
         for p, cap in enumerate(problem.levels.part_cap[l]):
             held = [n for f, n in enumerate(names) if problem.buffers.part[f, l] == p]
             need = sum(problem.buffer_bytes(n, l, [m.sizes for m in mapping.levels],
-                                            ways_of(mapping), n in mapping.levels[l].double_buffer)
+                                            merged_ways(mapping, problem.arch),
+                                            n in mapping.levels[l].double_buffer)
                        for n in held if n not in mapping.levels[l].bypass)
             if need > cap:
                 what = ("" if not lv.reserved else " (shared part)" if p == 0 else

@@ -35,7 +35,10 @@ this order (all exact int64 except times):
    array level a tensor not indexed by a split dim costs one transfer per core along that axis
    unless the arch broadcasts along it. An input read by several ops of a chain (LayerNorm's
    X) moves once per reader into a level below a real private loop (each op walks its own
-   tiles there), once above it.
+   tiles there), once above it. A final output whose reduction is split on an axis without a
+   reduction path (cols; rows without ``reduce_cols``) has its visits at the array multiplied
+   by its partials (:func:`_partials`): each partial but the last is written to the parent at
+   the accumulator type and read back by the merging core.
 4. *Footprint* (buffers at full tile size, rounded to blocks and banks, x2 double-buffered,
    checked per part of a level that reserves bytes for some tensors),
    *compute* (steps, padded points, cycles), *link times and latency*
@@ -294,6 +297,11 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     latency_s, util, offchip, energy_j = out.latency_s, out.util, out.offchip, out.energy
     rows_seen = levels.has_array and not levels.bc_rows_split  # split dims that copy tensors
     cols_seen = levels.has_array and not levels.bc_cols_split
+    t_red, reduce_rows = tensors.red, levels.reduce_rows
+    through = np.ones(D, np.int64)                # split ways merged through the parent
+    last_through = np.zeros(D, np.int64)
+    pstep = np.ones((K, D), np.int64)             # loop steps as the partial-sum rule sees them
+    parts = np.ones(T, np.int64)                  # partials per output tile visit at the array
     for b in range(B):
         if _bad_indices(b, orders, rows_dim, cols_dim, D, L):
             flags[2] = b + 1
@@ -307,15 +315,19 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                               count, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2)
         if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
             epoch += 1
+        if _through_parent(b, rows_dim, rows_ways, cols_dim, cols_ways, reduce_rows, through,
+                           last_through):
+            changed = True  # the partial-sum widths of the buffers may differ
+        _partials(b, tiles, a, ways, through, step, t_red, pstep, parts)
         _copies(rows_dim[b] if rows_seen else -1, rows_ways[b],
                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, tmask, passes, real, spine,
                 copies)
-        _traffic(b, only[b], bypass, copies, moved, psum, tbytes,
+        _traffic(b, only[b], bypass, copies, parts, a, moved, psum, tbytes,
                  oth, plain, affine, gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp,
                  epoch, out, flags)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
-                             f_red, step, block, bank, op_mask, op_pp, op_rate, call, count, P,
+                             f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, count, P,
                              nbraw, op_s, op_busy, op_pad, iters)
         _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, nbraw, pf, footprint, fits)
         _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
@@ -580,6 +592,48 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def _through_parent(b, rows_dim, rows_ways, cols_dim, cols_ways, reduce_rows, through, last):
+    """Fill ``through [D]``, the split ways whose partials merge through the parent level (the
+    cols split; the rows split when the array does not reduce along columns;
+    :func:`.legality.through_parent`). Returns whether it differs from ``last`` (updated)."""
+    D = through.shape[0]
+    for j in range(D):
+        through[j] = 1
+    if rows_dim[b] >= 0 and not reduce_rows:
+        through[rows_dim[b]] = rows_ways[b]
+    if cols_dim[b] >= 0:
+        through[cols_dim[b]] *= cols_ways[b]
+    differs = False
+    for j in range(D):
+        if through[j] != last[j]:
+            differs = True
+            last[j] = through[j]
+    return differs
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _partials(b, tiles, a, ways, through, step, t_red, pstep, parts):
+    """``pstep [L-1, D]``: the loop steps the partial-sum width rule sees (a split merged
+    through the parent is a loop above the array: the step into the array is the core tile x
+    the ways merged on the reduction path); ``parts [T]``: the partials of each final output's
+    tile per visit at the array (the product of ``through`` over its reduction dims; each
+    but the last is written to the parent and read back to merge, the model's sequential
+    count)."""
+    K, D = pstep.shape
+    for k in range(K):
+        for j in range(D):
+            pstep[k, j] = step[k, j]
+            if k + 1 == a:
+                pstep[k, j] = tiles[b, a, j] * (ways[j] // through[j])
+    for t in range(t_red.shape[0]):
+        n = 1
+        for j in range(D):
+            if t_red[t, j]:
+                n *= through[j]
+        parts[t] = n
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def _copies(r, rw, c, cw, a, tmask, passes, real, spine, copies):
     """Step 3: ``copies [T, L]``, the transfers of each input tile into a level. At the array
     level (``a``) a tensor not indexed by the rows' split dim ``r`` (-1: none, or broadcast)
@@ -600,11 +654,12 @@ def _copies(r, rw, c, cw, a, tmask, passes, real, spine, copies):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _traffic(b, one, bypass, copies, moved, psum, tbytes, oth, plain, affine,
+def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, affine,
              gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp, epoch, out, flags):
     """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
     rule of the module doc); only tensor ``one`` when ``one >= 0``; inputs x their ``copies``
-    (:func:`_copies`)."""
+    (:func:`_copies`); a final output's visits at the array level x its ``parts``
+    (:func:`_partials`: partials merged through the parent, written and read back)."""
     reads, writes, reloads = out.reads, out.writes, out.reloads
     fills, drains = out.fills, out.drains
     L = reads.shape[1]
@@ -690,13 +745,14 @@ def _traffic(b, one, bypass, copies, moved, psum, tbytes, oth, plain, affine,
                     n_nc += n_term
             kept = 1 - bypass[b, level, t]
             if psum[t]:  # a final output: the last visit of a tile writes it converted, the
-                again = total - nc - distinct  # others write partial sums, reloaded later
+                k_par = parts[t] if level == a else 1  # others write partial sums, reloaded
+                again = (total - nc) * k_par - distinct
                 writes[b, level, t] = (distinct * tbytes[t] + again * psum[t]) * kept
                 re = again * psum[t] * kept
                 reloads[b, level, t] = re
                 reads[b, level, t] = re
-                drains[b, level, t] = (n_total - n_nc) * kept  # a store per visit
-                fills[b, level, t] = (n_total - n_nc - n_distinct) * kept  # a reload per revisit
+                drains[b, level, t] = (n_total - n_nc) * k_par * kept  # a store per visit
+                fills[b, level, t] = ((n_total - n_nc) * k_par - n_distinct) * kept  # a reload per revisit
             else:
                 v = (total - nc) * tbytes[t]
                 reads[b, level, t] = v * copies[t, level] * kept

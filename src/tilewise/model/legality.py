@@ -19,8 +19,11 @@ ways at the array) is smaller than its level's tile.
    whole.
 
 Spatial splits need the array at the innermost level; in a chain they may split only spine
-dims that no op reduces; a reduction split is legal only along columns of an array that
-``reduce_cols``.
+dims that no op reduces, or a reduction whose partials merge (:attr:`.Structure.mergeable`:
+attention's key dim). A reduction split merges its partials along the columns of an array that
+``reduce_cols`` (a rows split, as GEMM's K over a column); otherwise (a cols split, or no
+``reduce_cols``) through the parent level, when the partials are moved outputs
+(:attr:`.Structure.parent_mergeable`: not LayerNorm's fused statistics).
 """
 
 from __future__ import annotations
@@ -41,6 +44,26 @@ def ways_of(mapping) -> dict[str, int]:
         if sp:
             ways[sp.dim] = ways.get(sp.dim, 1) * sp.ways
     return ways
+
+
+def through_parent(mapping, arch) -> dict[str, int]:
+    """Ways of each split dim whose partials do *not* merge along the array's reduction path
+    but through the parent level: the cols split, and the rows split of an arch that does not
+    ``reduce_cols``. (Only a reduction dim's partials merge; for other dims this only says on
+    which axes they lie.)"""
+    out: dict[str, int] = {}
+    for axis, sp in (("rows", mapping.rows), ("cols", mapping.cols)):
+        if sp and (axis == "cols" or arch.array is None or not arch.array.reduce_cols):
+            out[sp.dim] = out.get(sp.dim, 1) * sp.ways
+    return out
+
+
+def merged_ways(mapping, arch) -> dict[str, int]:
+    """:func:`ways_of` without the :func:`through_parent` factor: the ways whose partial
+    sums merge on the reduction path (the partial-sum width rule's view of the split:
+    :func:`.rules.holds_partial_sums` sees a split through the parent as a loop above it)."""
+    through = through_parent(mapping, arch)
+    return {d: w // through.get(d, 1) for d, w in ways_of(mapping).items()}
 
 
 def validate(workload, arch, mapping) -> None:
@@ -155,15 +178,17 @@ def _check_spatial(st: Structure, mapping) -> dict[str, int]:
             raise MappingError(f"{axis}={sp}: {sp.ways} ways, but the array has {limit} {axis}")
         reducing = [op for op in wl.ops if sp.dim in op.reduction_dims]
         if reducing:
-            if len(wl.ops) > 1:
+            if sp.dim not in st.mergeable:
                 raise MappingError(f"{axis}={sp}: {sp.dim} is reduced by op {reducing[0].name} of a "
-                                   "fused chain; a chain may split only dims no op reduces")
-            if axis != "rows" or not arch.array.reduce_cols:
+                                   "fused chain, whose partial results cannot be merged across "
+                                   "cores; a chain may split only dims no op reduces or "
+                                   "attention's key dim (merged by the online softmax)")
+            if (axis != "rows" or not arch.array.reduce_cols) and sp.dim not in st.parent_mergeable:
                 raise MappingError(
-                    f"{axis}={sp}: splitting the reduction dim {sp.dim} needs partial sums summed "
+                    f"{axis}={sp}: splitting the reduction dim {sp.dim} needs its partials merged "
                     "along a column: put it on rows" + ("" if arch.array.reduce_cols else
                                                          f", and {arch.name} cannot reduce_cols"))
-        if len(wl.ops) > 1 and sp.dim not in st.spine:
+        if len(wl.ops) > 1 and sp.dim not in st.spine | st.mergeable:
             raise MappingError(f"{axis}={sp}: {sp.dim} is private to one op of the chain; split a "
                                f"shared dim ({', '.join(sorted(st.spine))})")
         ways[sp.dim] = ways.get(sp.dim, 1) * sp.ways  # on both axes: rows x cols ways

@@ -168,6 +168,7 @@ class Levels(NamedTuple):
     has_array: bool
     bc_rows_split: bool    # a tensor not indexed by the rows' split dim is broadcast
     bc_cols_split: bool
+    reduce_rows: bool      # partials of a rows split merge along the array (reduce_cols)
     capacity: np.ndarray
     read_bw: np.ndarray
     write_bw: np.ndarray
@@ -187,7 +188,7 @@ class Tensors(NamedTuple):
     ``psum`` bytes per point of its partial sums for a final output (the accumulator type,
     :func:`.footprint.partial_sum_bytes`; 0 for every other tensor), ``tbytes`` bytes per
     point as stored, ``tmask [T, D]`` dims
-    indexing it, ``oth [T, 1 + D]`` count then indices of its op's dims that do not index it,
+    indexing it, ``red [T, D]`` the reduction dims of the op writing a final output, ``oth [T, 1 + D]`` count then indices of its op's dims that do not index it,
     ``plain [T, 1 + 2D]`` count then (dim, power) of its plain groups, ``affine [T, 1 + G]``
     count then indices of its affine groups (:class:`AffineGroups`)."""
 
@@ -198,6 +199,7 @@ class Tensors(NamedTuple):
     oth: np.ndarray
     plain: np.ndarray
     affine: np.ndarray
+    red: np.ndarray
 
 
 class AffineGroups(NamedTuple):
@@ -321,10 +323,11 @@ class Problem:
     def buffer_bytes(self, tensor: str, level: int, tiles: list, ways: dict,
                      double_buffered: bool) -> int:
         """Bytes ``tensor``'s buffer takes at ``level`` for a mapping's per-level, per-dim
-        ``tiles`` (elements) and split ``ways``: the model's rule (:func:`.rules.buffer_bytes`,
-        at the partial-sum width where :func:`.rules.holds_partial_sums`), x2 when double
-        buffered; 0 for a tensor that has no buffer there (computed in place of its input, or
-        inner-only)."""
+        ``tiles`` (elements) and split ``ways`` (:func:`.legality.merged_ways`: a split whose
+        partials merge through the parent counts as a loop above the array): the model's rule
+        (:func:`.rules.buffer_bytes`, at the partial-sum width where
+        :func:`.rules.holds_partial_sums`), x2 when double buffered; 0 for a tensor that has
+        no buffer there (computed in place of its input, or inner-only)."""
         names = self.buffer_names()
         if tensor not in names:
             return 0
@@ -366,6 +369,7 @@ def _levels(st: Structure) -> Levels:
         has_array=arr is not None,
         bc_rows_split=arr is not None and arr.broadcast_cols,
         bc_cols_split=arr is not None and arr.broadcast_rows,
+        reduce_rows=arr is not None and arr.reduce_cols,
         capacity=level_capacity(arch),
         read_bw=np.array([lv.read_bandwidth * lv.channels for lv in arch.levels], float),
         write_bw=np.array([lv.write_bandwidth * lv.channels for lv in arch.levels], float),
@@ -403,8 +407,10 @@ def _tensors(st: Structure, moved: np.ndarray, grp: list) -> Tensors:
             affine[ti, 0] += 1
     psum = _i64([partial_sum_bytes(t, st.workload) if t.name in st.outputs else 0
                  for t in st.tensors])
+    red = np.array([[t.name in st.outputs and d in st.workload.producer(t.name).reduction_dims
+                     for d in dims] for t in st.tensors], bool).reshape(T, D)
     return Tensors(moved, psum, _i64([t.element_bytes for t in st.tensors]), tmask, oth, plain,
-                   affine)
+                   affine, red)
 
 
 def _affine_groups(st: Structure, grp: list) -> AffineGroups:

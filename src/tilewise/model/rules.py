@@ -19,7 +19,8 @@ The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` co
                    bytes per point are its accumulator type's where it holds partial sums
     output bytes = final writes x its type + (visits - final writes) x accumulator type
                    (partial sums written and reloaded; the conversion happens once, where the
-                   reduction completes)
+                   reduction completes; at the array a reduction split through the parent
+                   level multiplies the visits by its partials)
     link time    = max(read bytes / read bw + read transfers x overhead,
                        write bytes / write bw + write transfers x overhead)
                    (overhead: the link's fixed seconds per DMA transfer; a transfer is one

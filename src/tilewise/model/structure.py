@@ -72,6 +72,34 @@ class Structure:
     def spine(self) -> frozenset[str]:
         return frozenset(self.workload.spine)
 
+    @cached_property
+    def mergeable(self) -> frozenset[str]:
+        """Reduction dims whose partial results from several cores merge exactly, so a
+        spatial split may cut them (partials combined along the array's reduction path):
+        every reduction dim of a single op (partial sums add); in a chain, a dim reduced only
+        by ops rescaled online by a softmax along that dim (attention's keys ``n``: each core
+        keeps a partial (max, denominator, numerator), merged by seed 003's Eq. 12)."""
+        ops = self.workload.ops
+        if len(ops) == 1:
+            return frozenset(ops[0].reduction_dims)
+        by_name = {op.name: op for op in ops}
+        out = set()
+        for d in self.workload.sizes:
+            reducing = [op for op in ops if d in op.reduction_dims]
+            if reducing and all(_online_along(op, by_name) == d or _moments_over(op, d, ops)
+                                for op in reducing):
+                out.add(d)
+        return frozenset(out)
+
+    @cached_property
+    def parent_mergeable(self) -> frozenset[str]:
+        """The :attr:`mergeable` dims whose partials may also merge *through the parent
+        level* (a split on an axis without a reduction path): those whose reducing ops write
+        final outputs, so that the partials are moved tensors the model counts (GEMM/conv
+        sums, attention's numerator), not fused statistics (LayerNorm's moments)."""
+        return frozenset(d for d in self.mergeable
+                         if _final_outputs(self.workload.ops, d, self.outputs))
+
     def holders(self, word: str) -> tuple[int, ...]:
         """Indices (into :attr:`tensors`) of the moved tensors a level's ``holds`` word names:
         a tensor name, else a role (``in1`` / ``in2`` / ``in3``: that input of every op, where
@@ -134,3 +162,19 @@ class Structure:
         own = set(self.workload.tensor(tensor).dims)
         return len(readers) if all(set(op.dims) == own for op in readers) else 0
 
+
+def _final_outputs(ops, d: str, outputs) -> bool:
+    """Whether every op reducing ``d`` writes a final output (its partials are moved)."""
+    return all(op.output.name in outputs for op in ops if d in op.reduction_dims)
+
+
+def _online_along(op: Op, ops: dict) -> str | None:
+    """The dim of the softmax that rescales ``op`` online (its ``online_rescale``), or None."""
+    sm = ops.get(op.attrs.get("online_rescale", ""))
+    return None if sm is None else sm.attrs.get("along")
+
+
+def _moments_over(op: Op, d: str, ops) -> bool:
+    """Whether ``op`` reduces ``d`` into mergeable statistics (a ``norm`` op, Welford moments)
+    and every op of the chain walks ``d`` (so every op's tiles split alike)."""
+    return op.kind == "norm" and all(d in o.dims for o in ops)

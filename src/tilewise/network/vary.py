@@ -63,9 +63,13 @@ def point_arch(base: dict, settings: tuple[tuple[str, str], ...]):
 
 
 def _scalar(text: str):
+    """A number when ``text`` reads as one in YAML, else the text (a unit value such as 1GHz)."""
     import yaml
 
-    v = yaml.safe_load(text)
+    try:
+        v = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text  # not YAML: the arch check says what the key accepts
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else text
 
 

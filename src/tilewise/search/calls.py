@@ -38,6 +38,7 @@ from numba import njit
 from ..model.rules import buffer_bytes
 
 MAX_PREFIXES = 1 << 15   # fitting prefixes per (split, double-buffer set); beyond: no floor
+OWN_AFTER = 64           # nodes a split bounds on the union's lists before it gets its own
 
 
 @njit(cache=True)
@@ -192,45 +193,84 @@ class CallFloors:
                        & (sets.sum(1)[:, None] > sets.sum(1)[None, :]))  # [u, u2]: u2 < u
         self.lo = np.zeros((S, U), np.int64)
         self.hi = np.zeros((S, U), np.int64)
-        self.ready = np.zeros(S, bool)    # splits whose combos are listed (on first use)
-        self.floored = np.zeros(S, bool)  # ... and not over MAX_PREFIXES (no floor then)
+        self.own = np.zeros(S, bool)      # splits whose own combos are listed (or tried)
+        self.used = np.zeros(S, np.int64)  # nodes bounded per split (on the union's lists)
+        self.floored = np.zeros(S, bool)  # splits with a list (not over MAX_PREFIXES)
+        self._union_ok: bool | None = None
         self.ok = np.isfinite(self.cap)
         self._parts: list[np.ndarray] = []
         self._seen: dict = {}
         self._pos = 0
         self._tables(np.zeros((0, len(st.dims)), np.int64))
 
-    def _ensure(self, splits: np.ndarray) -> None:
-        """List the combos of the ``splits`` not listed yet (each split's once: a search
-        bounds the calls of few of them beyond the root)."""
-        new = [int(x) for x in splits if not self.ready[x]]
-        if not new:
+    def _ensure(self, splits: np.ndarray, counts: np.ndarray) -> None:
+        """Lists for the ``splits`` about to bound ``counts`` nodes each: first the union's
+        (:meth:`_union`: one enumeration per set for every split), then a split's own, shorter
+        and tighter, once it has bounded :data:`OWN_AFTER` nodes; without the union, a
+        split's own on first use."""
+        if self._union_ok is None:
+            self._union_ok = self._union()
+        if self._union_ok:
+            self.used[splits] += counts
+            new = splits[(self.used[splits] >= OWN_AFTER) & ~self.own[splits]]
+        else:
+            new = splits[~self.own[splits]]
+        if not len(new):
             return
         U = self.lo.shape[1]
         dims = self.space.st.dims
-        for s in new:
-            self.ready[s] = True
+        for s in (int(x) for x in new):
+            self.own[s] = True
             values = tuple(tuple(self.space.values[s][self.name][d]) for d in dims)
-            for u in range(U):
-                key = (values, u)
-                if key not in self._seen:
-                    c = maximal_inner([np.array(v) for v in values], self.cap,
-                                      self.problem.dims.sizes, self.problem.buffers, self.slot,
-                                      self.subs[u])
-                    if c is None:
-                        self._seen[key] = None
-                    else:
-                        self._seen[key] = (self._pos, self._pos + len(c))
-                        # largest first: a small call count found early cuts the others short
-                        self._parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1),
-                                                        kind="stable")])
-                        self._pos += len(c)
-                if self._seen[key] is None:
-                    break
-                self.lo[s, u], self.hi[s, u] = self._seen[key]
-            else:
-                self.floored[s] = True
+            ranges = [self._own(values, u) for u in range(U)]
+            if any(r is None for r in ranges):
+                continue   # over MAX_PREFIXES: the union's lists, or no floor without them
+            for u, (a, b) in enumerate(ranges):
+                self.lo[s, u], self.hi[s, u] = a, b
+            self.floored[s] = True
         self._tables(np.concatenate(self._parts) if self._parts else self.combos)
+
+    def _own(self, values: tuple, u: int) -> tuple[int, int] | None:
+        """The range of the maximal fitting combos of ``values`` (per dim) under set ``u``,
+        listed on first use (splits with the same values share them); None when over
+        :data:`MAX_PREFIXES`."""
+        key = (values, u)
+        if key not in self._seen:
+            c = maximal_inner([np.array(v) for v in values], self.cap, self.problem.dims.sizes,
+                              self.problem.buffers, self.slot, self.subs[u])
+            self._seen[key] = None if c is None else (self._pos, self._pos + len(c))
+            if c is not None:
+                # largest first: a small call count found early cuts the others short
+                self._parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1), kind="stable")])
+                self._pos += len(c)
+        return self._seen[key]
+
+    def _union(self) -> bool:
+        """List, per double-buffer set, the maximal fitting combos of every split's values at
+        once (per dim the union of the splits' candidates): they cover every fitting combo of
+        each split, so one list bounds them all (a little looser than the split's own, since
+        a listed value may not be one of its candidates) at the cost of one enumeration per
+        set instead of one per split and set. False (nothing listed) when the union is over
+        :data:`MAX_PREFIXES`."""
+        U = self.lo.shape[1]
+        dims = self.space.st.dims
+        union = [np.unique(np.concatenate([np.asarray(v[self.name][d], np.int64)
+                                           for v in self.space.values])) for d in dims]
+        parts = []
+        for u in range(U):
+            c = maximal_inner(union, self.cap, self.problem.dims.sizes, self.problem.buffers,
+                              self.slot, self.subs[u])
+            if c is None:
+                return False
+            parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1), kind="stable")])
+        hi = np.cumsum([len(c) for c in parts])
+        self.lo[:] = (hi - [len(c) for c in parts])[None, :]
+        self.hi[:] = hi[None, :]
+        self.floored[:] = True
+        self._parts = parts
+        self._pos = int(hi[-1]) if len(hi) else 0
+        self._tables(np.concatenate(parts))
+        return True
 
     def _tables(self, combos: np.ndarray) -> None:
         """``combos [M, D]`` as indices into each dim's distinct values (few: a node's calls
@@ -250,7 +290,7 @@ class CallFloors:
         whole [n, D]`` under each innermost double-buffer set (``inf``: none fits; 0 for a split
         whose combos are too many to list: no floor)."""
         n, U = len(s), self.lo.shape[1]
-        self._ensure(np.unique(s))
+        self._ensure(*np.unique(np.asarray(s, np.int64), return_counts=True))
         key = np.ascontiguousarray(np.concatenate(
             [np.asarray(s, np.int64)[:, None], padded, small, whole], 1).astype(np.int64))
         # nodes that differ only in their loop orders (an order stage's children) share it

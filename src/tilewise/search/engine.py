@@ -160,6 +160,8 @@ class Engine:
                                     sp.cols[0] if sp.cols else -1, sp.cols[1] if sp.cols else 1]
                                    for sp in self.space.splits], np.int64)
         self.ways = np.array([sp.ways(D) for sp in self.space.splits], np.int64).reshape(S, D)
+        self.merged = np.array([sp.merged(D, self.problem.levels.reduce_rows)
+                                for sp in self.space.splits], np.int64).reshape(S, D)
         used = self.split_arr[:, 1] * self.split_arr[:, 3]
         lv = self.problem.levels
         ins = np.array([[link_instances(lv.instances, l, lv.link_array, u) for l in range(L)]
@@ -702,7 +704,7 @@ class Engine:
         (partial sums at the accumulator width where the model says so) under each
         double-buffer choice fit every level, and their on-chip bytes (the footprints of
         levels 1 .. L-1 summed, float)."""
-        bufs, fixed = self.buf.bytes(tiles, self.ways[s])
+        bufs, fixed = self.buf.bytes(tiles, self.merged[s])  # partial sums: merged ways
         total = np.einsum("blt,vlt->bvl", bufs, self.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
         over = total > self.cap[None, None, :]
         if self.part_cap.shape[1] > 1:  # some level reserves bytes for some tensors

@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from ..errors import ParseError, TilewiseError, WorkloadError
@@ -117,11 +118,17 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
 
     arch = load_arch(arch)
     then, tolerance = parse_then(then), parse_tolerance(tolerance)
+    if isinstance(problems, (str, bytes)) or not hasattr(problems, "__iter__") \
+            or hasattr(problems, "ops"):
+        raise TilewiseError(f"problems must be a list of workloads or Problems, got "
+                            f"{type(problems).__name__}; wrap one workload as [workload]")
     items = [p if isinstance(p, Problem) else Problem(p) for p in problems]
     archs = [arch if p.arch is None else load_arch(p.arch) for p in items]
     common = normalize_constraints(constraints)
     questions = [{**common, **normalize_constraints(p.constraints, f"problem {i} constraints")}
                  for i, p in enumerate(items)]
+    if store is not None and not isinstance(store, (str, os.PathLike, Store)):
+        raise TilewiseError(f"store={store!r}: give a file path (SQLite) or None")
     st = Store(store) if isinstance(store, (str, os.PathLike)) else store
 
     def key(cons):
@@ -144,9 +151,13 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
     for i, p in enumerate(items):
         hit = st.get(p.workload, archs[i], key(questions[i])) if st is not None else None
         if hit is not None:
-            out[i] = result(i, hit, True)
-        else:
-            todo.append(i)
+            try:
+                out[i] = result(i, hit, True)
+                continue
+            except TilewiseError as e:  # a row that is JSON but not a Result: recompute it
+                warnings.warn(f"solution store {st.path}: a bad row for problem {i} is ignored "
+                              f"and recomputed ({e})", stacklevel=2)
+        todo.append(i)
 
     def finish(i, text, seconds):
         if text is None:
@@ -176,13 +187,13 @@ def load_problems(path: str) -> dict:
     problem entry and what is valid."""
     import yaml
 
+    from ..textfile import read_text, yaml_problem
+
+    text = read_text(path, "problem list")
     try:
-        with open(path, encoding="utf-8") as f:
-            data = yaml.safe_load(f)
-    except OSError as e:
-        raise TilewiseError(f"cannot read problem list {path}: {e.strerror}") from None
+        data = yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise TilewiseError(f"problem list {path} is not valid YAML: {e}") from None
+        raise TilewiseError(f"problem list {yaml_problem(e, str(path))}") from None
     if not isinstance(data, dict):
         raise TilewiseError(f"problem list {path}: expected a mapping with keys {', '.join(_TOP_KEYS)}")
     bad = [k for k in data if k not in _TOP_KEYS]

@@ -31,7 +31,8 @@ follow by the objective, then the secondary keys. Then larger innermost tile, hi
 mapping itself. The result is the exact top-k of this order.
 
 Constraints (keyword arguments of :func:`search`): ``spatial`` ("any", "none" or a list such
-as ``["rows=n4 cols=m2"]``), ``double_buffer`` ("any", "all", "none" or ``{level: [tensors]}``),
+as ``["rows=n4 cols=m2"]``; "any" leaves out attention's keys over cores and reductions whose
+partials merge through the parent level, which a list may name: :mod:`.space`), ``double_buffer`` ("any", "all", "none" or ``{level: [tensors]}``),
 ``orders`` (allowed loop orders, e.g. ``["mnk", "nmk"]``, at every level), ``tiles``
 (``{level: {dim: elements}}`` fixed tiles), ``max_core_tile`` (``{dim: elements}`` bound on
 the innermost tile).
@@ -160,7 +161,8 @@ def _check_custom(objective: Custom, arch, energy_known: bool) -> None:
     gives the workload's energy numbers (``energy_known``)."""
     energy = 1.0 if energy_known else float("nan")
     try:
-        value = objective(1.0, 1.0, energy, 1.0, 1.0)
+        with np.errstate(all="ignore"):  # a non-finite value is reported below, in one line
+            value = objective(1.0, 1.0, energy, 1.0, 1.0)
     except Exception as e:  # the user's function: say what it raised
         raise TilewiseError(f"custom objective {objective.name!r} failed on sample metrics: "
                             f"{type(e).__name__}: {e}") from None

@@ -25,6 +25,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Callable
 
+from ..errors import TilewiseError
 from ..mapping import Mapping
 from ..model.cost import Cost
 
@@ -58,8 +59,6 @@ class Solution:
     def metric(self, name: str) -> float:
         """``name``'s value: "latency" s, "traffic" bytes, "energy" J, "edp" J·s, "space"
         bytes, "ratio" 𝔽 (the only one maximized)."""
-        from ..errors import TilewiseError
-
         if name not in METRICS:
             raise TilewiseError(f"metric {name!r} unknown; valid: {', '.join(METRICS)}")
         v = getattr(self, METRICS[name])
@@ -133,7 +132,6 @@ class Result:
         """The exact Pareto front of the whole space for metrics ``x`` and ``y`` (both
         minimized, but "ratio" 𝔽 maximized), sorted by ``x`` (best first). Computed on first
         use by a full pass over the space."""
-        from ..errors import TilewiseError
 
         for m in (x, y):
             if m not in METRICS:
@@ -165,8 +163,14 @@ class Result:
                   cached: bool = False) -> "Result":
         """Inverse of :meth:`to_json` for the ``workload`` and ``arch`` it answers; ``front(x,
         y)`` computes a Pareto front on demand (None: :meth:`pareto` is unavailable)."""
-        data = json.loads(text) if isinstance(text, str) else text
-        top = [Solution.from_dict(s, workload, arch) for s in data["top"]]
-        return cls(workload, arch, data["objective"], top, data["min_time_s"], data["stats"],
-                   front, cached=cached, then=tuple(data.get("then", ())),
-                   tolerance=data.get("tolerance", 0.0))
+        try:
+            data = json.loads(text) if isinstance(text, str) else text
+            top = [Solution.from_dict(s, workload, arch) for s in data["top"]]
+            return cls(workload, arch, data["objective"], top, data["min_time_s"], data["stats"],
+                       front, cached=cached, then=tuple(data.get("then", ())),
+                       tolerance=data.get("tolerance", 0.0))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            if isinstance(e, TilewiseError):
+                raise
+            raise TilewiseError(f"not a search Result's JSON ({type(e).__name__}: {e}); expected "
+                                "the output of Result.to_json") from None

@@ -25,8 +25,12 @@ def share_group(ev: Transfer, outputs, array) -> tuple | None:
             None if share_r else r, None if share_c else c)
 
 
-def store_key(ev: Transfer, group: tuple | None) -> tuple:
+def store_key(ev: Transfer, group: tuple | None, through=(False, False)) -> tuple:
     """The identity of an output tile's store across the walk (its level, tensor, tile and the
     core or share group that holds it): the last store of a key moves the converted result,
-    the earlier ones partial sums at the accumulator type."""
-    return (ev.level, ev.tensor, ev.tile) + ((ev.core,) if group is None else group[5:])
+    the earlier ones partial sums at the accumulator type. ``through``: per axis (rows, cols),
+    whether the tensor's partials cut by that axis merge through the parent level (then the
+    cores along it store one tile, and the key leaves their index out)."""
+    if group is None:
+        return (ev.level, ev.tensor, ev.tile, ev.core)
+    return (ev.level, ev.tensor, ev.tile) + tuple(None if x else g for x, g in zip(through, group[5:]))

@@ -14,6 +14,11 @@ Counting rules:
   row (cores with the same row index), ``broadcast_cols`` every core of a column. Partial sums of
   one output tile held by a column are summed into one store (and one reload) when the array
   ``reduce_cols`` (:func:`~tilewise.simulation.share.share_group`).
+- Partials through the parent: a final output's tile cut by a split of its reduction on an
+  axis without a reduction path (cols; rows without ``reduce_cols``) is stored by each core
+  along that axis (all but the last store of the tile at the accumulator type) and each
+  partial but one is read back by the merging core (index 0 on that axis), the only one that
+  reloads the tile on a later visit (the model's ``parts``: visits x partials).
 - ``peak``: buffers are allocated at first use (full tile, rounded, x2 when double-buffered,
   :mod:`tilewise.model.footprint`) and live to the end; fused intermediates and state live in the
   innermost level (a softmax result overwrites its input in place). The peak is per instance
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 
 from ..model.footprint import in_place, partial_sum_bytes
 from ..model.problem import Problem
-from ..model.legality import ways_of
+from ..model.legality import merged_ways
 from .share import share_group, store_key
 from .walker import Compute, Transfer, walk
 
@@ -71,12 +76,16 @@ def simulate(workload, arch, mapping) -> Trace:
     per_core_steps: dict = defaultdict(int)
 
     shared = in_place(workload)
+    merged = merged_ways(mapping, arch)
+    # per final output, whether its partials of a rows / cols split merge through the parent
+    through = {t: _through_axes(workload, arch, mapping, t) for t in st.outputs}
+    merges: dict = defaultdict(list)  # (step, level, tensor, tile, merged coords) -> points
 
     def allocate(level: int, instance, tensor) -> None:
         buf = allocated[(level, instance)]
         if tensor.name not in buf and tensor.name not in shared:
             db = tensor.name in mapping.levels[level].double_buffer
-            buf[tensor.name] = problem.buffer_bytes(tensor.name, level, tiles, ways_of(mapping), db)
+            buf[tensor.name] = problem.buffer_bytes(tensor.name, level, tiles, merged, db)
 
     for t in st.moved:
         allocate(0, None, t)
@@ -98,9 +107,15 @@ def simulate(workload, arch, mapping) -> Trace:
             nm = names[ev.level]
             points = ev.nbytes // t.element_bytes
             moves = all(lo < hi for lo, hi in ev.tile)
+            tp = through.get(ev.tensor, (False, False)) if group is not None else (False, False)
             if ev.kind == "store":  # which store of a tile is its last is known at the end
-                stores.setdefault(store_key(ev, group), []).append(points)
+                ident = store_key(ev, group, tp)
+                stores.setdefault(ident, []).append(points)
                 drains[nm][ev.tensor] += moves
+                if any(tp):  # partials through the parent: every one but the first read back
+                    merges[(ev.step,) + ident].append((points, moves))
+            elif ev.kind == "reload" and any(tp) and any(x and g for x, g in zip(tp, ev.core)):
+                continue  # only the merging cores (index 0 on those axes) bring the sum back
             elif ev.kind == "reload":  # a reload brings back partial sums
                 reads[nm][ev.tensor] += points * partial[ev.tensor]
                 reloads[nm][ev.tensor] += points * partial[ev.tensor]
@@ -124,6 +139,11 @@ def simulate(workload, arch, mapping) -> Trace:
                 padded[ev.op] += vol
                 useful[ev.op] += real
                 per_core_steps[(ev.op, ev.core)] += 1
+    for (_, level, tensor, *_), parts in merges.items():  # the merges' read-backs
+        for points, moves in parts[1:]:
+            reads[names[level]][tensor] += points * partial[tensor]
+            reloads[names[level]][tensor] += points * partial[tensor]
+            fills[names[level]][tensor] += moves
     for (level, tensor, *_), points in stores.items():
         nm = names[level]
         final = workload.tensor(tensor).element_bytes
@@ -142,3 +162,13 @@ def simulate(workload, arch, mapping) -> Trace:
 
 def _nonzero(table: dict) -> dict:
     return {level: {t: v for t, v in row.items() if v} for level, row in table.items()}
+
+
+def _through_axes(workload, arch, mapping, tensor: str) -> tuple[bool, bool]:
+    """(rows, cols): whether the partials of ``tensor`` (a final output) cut by that axis's
+    split merge through the parent level (:func:`.legality.through_parent`): the axis splits
+    a reduction dim of its op and has no reduction path along it."""
+    red = workload.producer(tensor).reduction_dims
+    rows_path = arch.array is not None and arch.array.reduce_cols
+    return (bool(mapping.rows and mapping.rows.dim in red and not rows_path),
+            bool(mapping.cols and mapping.cols.dim in red))

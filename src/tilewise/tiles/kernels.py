@@ -21,7 +21,8 @@ Kernels:
   accumulator: the result equals the int64 reference whenever that fits in int32.
 - :func:`attention_tile`, built from :func:`online_softmax` and :func:`finalize_attention`: the
   online-softmax (FlashAttention) form of seed 003's Eqs. 10-12 on one (query tile, key tile)
-  pair, with running row max ``M``, numerator ``N`` and denominator ``D`` (:class:`SoftmaxState`).
+  pair, with running row max ``M``, numerator ``N`` and denominator ``D`` (:class:`SoftmaxState`);
+  :func:`merge_softmax` merges partial states over disjoint keys (a key dim split over cores).
   Masked scores are -inf (seed 003 §I.B: -inf is the identity of max, exp(-inf) = 0 that of the
   sum), and a row with no visible key yields 0, never NaN.
 - :func:`conv_tile`: an output tile ``(n, k, p, q)`` of a 2-D convolution from an input tile
@@ -300,6 +301,27 @@ def attention_tile(state: SoftmaxState, q: np.ndarray, k: np.ndarray, v: np.ndar
     numer *= alpha[..., None]
     numer += np.matmul(s, v.astype(acc, copy=False))
     return state
+
+
+def merge_softmax(into_max: np.ndarray, into_denom: np.ndarray, into_numer: np.ndarray,
+                  max_: np.ndarray, denom: np.ndarray, numer: np.ndarray) -> None:
+    """Merge one partial attention state over a disjoint set of keys into another, in place
+    (seed 003 Eq. 12, the cross-core reduction of the partial numerators and denominators)::
+
+        M = max(M1, M2);  D = e^(M1-M) D1 + e^(M2-M) D2;  N = e^(M1-M) N1 + e^(M2-M) N2
+
+    ``*_max``/``*_denom`` (..., rows), ``*_numer`` (..., rows, e) in the accumulator type; the
+    ``into`` arrays are updated. A side with M = -inf (no visible key) contributes nothing; no
+    ``(-inf) - (-inf)`` NaN arises.
+    """
+    new = np.maximum(into_max, max_)
+    shift = np.where(np.isneginf(new), 0, new)
+    a1, a2 = np.exp(into_max - shift), np.exp(max_ - shift)
+    into_denom *= a1
+    into_denom += a2 * denom
+    into_numer *= a1[..., None]
+    into_numer += a2[..., None] * numer
+    into_max[...] = new
 
 
 def finalize_attention(state: SoftmaxState, dtype=None) -> np.ndarray:

@@ -82,16 +82,22 @@ def dma_violation(workload, arch, mapping, memo: dict | None = None,
                   max_events: int | None = MAX_EVENTS) -> str | None:
     """Why ``mapping``'s DMA program breaks ``arch``'s limits (the first DmaError's message),
     None when every descriptor fits, or ``UNCHECKED`` when its walk has more than
-    ``max_events`` events (None: no limit). ``memo`` (access shape -> verdict) may be shared
+    ``max_events`` events (None: no limit) or the emitter has no program for it yet (a
+    reduction whose partials merge across cores other than by a column's sum). ``memo`` (access shape -> verdict) may be shared
     by the mappings of one (workload, arch)."""
     if max_events is not None and model_transfers(workload, arch, mapping) > max_events:
         return UNCHECKED  # every transfer is at least one walk event: no need to walk
+    checker = _Checker(workload, arch, mapping, {} if memo is None else memo)
+    try:
+        checker.refuse_merges()
+    except DmaError:  # a reduction merged across cores: the emitter has no program for it yet
+        return UNCHECKED
     events = walk(workload, arch, mapping)
     events = list(events if max_events is None else islice(events, max_events + 1))
     if max_events is not None and len(events) > max_events:
         return UNCHECKED
     try:
-        _Checker(workload, arch, mapping, {} if memo is None else memo).build(events)
+        checker.build(events)
     except DmaError as e:
         return str(e)
     return None

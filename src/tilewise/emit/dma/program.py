@@ -139,6 +139,25 @@ class _Builder:
         self.origin: dict = {}   # (level, instance, tensor) -> resident box origin (per axis)
         self.extent: dict = {}   # (level, tensor) -> largest box extents
 
+    def refuse_merges(self) -> None:
+        """DmaError for a reduction split whose partials are not summed along a column: the
+        merge of attention's partial softmax states (seed 003 Eq. 12) or of LayerNorm's
+        moments is core code, and partials through the parent need read-back moves; neither
+        is a program of this emitter yet."""
+        red = {d for op in self.w.ops for d in op.reduction_dims}
+        path = self.arch.array is not None and self.arch.array.reduce_cols
+        for axis, sp in (("rows", self.m.rows), ("cols", self.m.cols)):
+            if sp is None or sp.dim not in red:
+                continue
+            if len(self.w.ops) > 1:
+                raise DmaError(f"{axis}={sp}: {sp.dim} is reduced inside the fused chain "
+                               f"{self.w.name}; merging its partial states across cores is not a "
+                               "DMA program yet (only sums along a column are)")
+            if axis == "cols" or not path:
+                raise DmaError(f"{axis}={sp}: partial sums merged through the parent level need "
+                               "read-back moves this emitter does not write yet (put the "
+                               "reduction on rows of an array that reduce_cols)")
+
     # ----- buffers
 
     def split(self, t) -> bool:
@@ -191,6 +210,7 @@ class _Builder:
 
     def build(self, events=None) -> Program:
         """The program; ``events``: the walk's events, when the caller already has them."""
+        self.refuse_merges()
         events = list(walk(self.w, self.arch, self.m)) if events is None else events
         groups: dict = {}
         order: list = []

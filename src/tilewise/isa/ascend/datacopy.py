@@ -34,7 +34,7 @@ from ...dtypes import DType, dtype as _dtype
 from ...errors import ISAError
 from .instr import check_field
 from .mask import BLOCK_BYTES
-from .simulate import poison_value
+from .simulate import UB_BYTES, poison_value
 
 MAX_BLOCK_COUNT = 4095
 _U16, _U32 = 65535, (1 << 32) - 1
@@ -145,6 +145,7 @@ class GMTensor:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "dtype", _dtype(self.dtype))
+        _check_ints("GMTensor", shape=self.shape, base=(self.base,))
         if len(self.shape) != 2 or min(self.shape) < 1 or self.base < 0:
             raise ISAError(f"GMTensor shape {self.shape} must be 2 positive sizes and base "
                            f"{self.base} >= 0")
@@ -161,6 +162,22 @@ class UBTile:
     ub_base: int
     ub_pitch: "int | None" = None
 
+    def __post_init__(self) -> None:
+        _check_ints("UBTile", origin=self.origin, size=self.size, ub_base=(self.ub_base,),
+                    ub_pitch=() if self.ub_pitch is None else (self.ub_pitch,))
+
+
+def _check_ints(owner: str, **fields) -> None:
+    """ISAError naming the first field holding a bool, a float or anything but integers."""
+    for name, values in fields.items():
+        try:
+            bad = [v for v in values if isinstance(v, (bool, np.bool_))
+                   or not isinstance(v, (int, np.integer))]
+        except TypeError:
+            bad = [values]
+        if bad:
+            raise ISAError(f"{owner}.{name} = {values!r}: {bad[0]!r} is not an integer")
+
 
 def _ub_pitch(tile: UBTile, dt: DType) -> int:
     if tile.ub_pitch is not None:
@@ -170,8 +187,9 @@ def _ub_pitch(tile: UBTile, dt: DType) -> int:
 
 
 def tile_copies(gm: GMTensor, tile: UBTile, *, to_ub: bool = True, pad: bool = True,
-                pad_value: "int | float | None" = None) -> list[CopyCall]:
-    """DataCopy calls moving ``tile`` between ``gm`` and the UB (GM->UB if ``to_ub``).
+                pad_value: "int | float | None" = None, ub_bytes: int = UB_BYTES) -> list[CopyCall]:
+    """DataCopy calls moving ``tile`` between ``gm`` and the UB (GM->UB if ``to_ub``), the UB
+    ``ub_bytes`` large (the tile must lie inside it, else :class:`ISAError`).
 
     Uses ``DataCopy`` when a tile row is a whole number of 32-byte blocks, else ``DataCopyPad``
     (or raises :class:`ISAError` naming the misalignment when ``pad=False``).  One call covers
@@ -188,11 +206,18 @@ def tile_copies(gm: GMTensor, tile: UBTile, *, to_ub: bool = True, pad: bool = T
     e = dt.bytes
     row_bytes = tc * e
     ub_row_bytes = pitch * e
+    if tile.ub_base < 0:
+        raise ISAError(f"ub_base {tile.ub_base} bytes is negative; the UB starts at byte 0")
     if ub_row_bytes % BLOCK_BYTES or tile.ub_base % BLOCK_BYTES:
         raise ISAError(f"UB rows must start 32-byte aligned: ub_base {tile.ub_base} bytes, "
                        f"ub_pitch {pitch} elements = {ub_row_bytes} bytes")
     if pitch < tc:
         raise ISAError(f"ub_pitch {pitch} is smaller than the tile width {tc}")
+    ub_end = tile.ub_base + ((tr - 1) * pitch + tc) * e
+    if ub_end > ub_bytes:
+        raise ISAError(f"a {tr}x{tc} {dt.name} tile at UB byte {tile.ub_base} (pitch {pitch}) ends "
+                       f"at byte {ub_end}, past the unified buffer of {ub_bytes} bytes; copy a "
+                       "smaller tile")
     gm_gap = (cols - tc) * e
     gm0 = gm.base + (r0 * cols + c0) * e
     aligned = row_bytes % BLOCK_BYTES == 0

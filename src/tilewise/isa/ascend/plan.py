@@ -81,7 +81,7 @@ from .instr import (BinaryRepeatParams, DuplicateParams, Operand, UnaryRepeatPar
                     VectorInstr, op_spec)
 from .mask import (BLOCK_BYTES, BLOCKS_PER_REPEAT, U64, BitMask, ContinuousMask, CounterMask,
                    block_elems, lanes)
-from .simulate import lane_addresses
+from .simulate import UB_BYTES, lane_addresses
 from .templates import column_strips, periodic_rows, row_windows
 
 MAX_REPEAT = 255
@@ -120,6 +120,10 @@ class Tile:
     @property
     def contiguous(self) -> bool:
         return self.rows == 1 or self.pitch == self.cols
+
+    def end_byte(self, element_bytes: int) -> int:
+        """One past the tile's last byte in the UB (bytes), for elements of ``element_bytes``."""
+        return self.base + ((self.rows - 1) * self.pitch + self.cols) * element_bytes
 
     def element_offsets(self) -> np.ndarray:
         """Element offsets (from ``base``) of the tile, row-major, shape ``(rows, cols)``."""
@@ -414,14 +418,15 @@ def _aliasing(names: list[str], tiles: list[Tile], size: int) -> bool:
 
 def plan(op: str, dtype: "str | DType", dst: Tile, srcs: "list[Tile] | tuple[Tile, ...]" = (),
          *, scalar: "int | float | None" = None, counter: bool = True,
-         exact: bool = True) -> list[VectorInstr]:
+         exact: bool = True, ub_bytes: int = UB_BYTES) -> list[VectorInstr]:
     """The shortest instruction list applying ``op`` elementwise over the tiles,
     ``dst[r, c] = op(srcs[0][r, c], ...)``: fewest instructions of ``W`` out of place (a source
     tile equal to dst makes the op in place: then of ``F_row``; see the module docstring).
 
     ``counter=False`` forbids counter mode; ``exact=False`` skips the exhaustive search on
-    small regions.  Raises :class:`ISAError` when the tiles differ in shape, a tile base is not
-    32-byte aligned, a source overlaps dst without being it, or the rows cannot be covered (a
+    small regions; ``ub_bytes`` is the unified buffer's capacity (bytes).  Raises
+    :class:`ISAError` when the tiles differ in shape, a tile reaches past ``ub_bytes``, a tile
+    base is not 32-byte aligned, a source overlaps dst without being it, or the rows cannot be covered (a
     strided tile whose pitch is not a multiple of 32 bytes)."""
     spec = op_spec(op)
     dt = _dtype(dtype)
@@ -441,6 +446,10 @@ def plan(op: str, dtype: "str | DType", dst: Tile, srcs: "list[Tile] | tuple[Til
                            "all operand tiles must have the same shape")
         if t.base % BLOCK_BYTES:
             raise ISAError(f"{name} tile base {t.base} is not 32-byte aligned")
+        if t.end_byte(dt.bytes) > ub_bytes:
+            raise ISAError(f"{name} tile {t.rows}x{t.cols} (pitch {t.pitch}) at UB byte {t.base} "
+                           f"ends at byte {t.end_byte(dt.bytes)}, past the unified buffer of "
+                           f"{ub_bytes} bytes; use fewer rows or columns")
     inplace = _aliasing(names, tiles, dt.bytes)
     b = _Builder(spec.name, dt, tiles, scalar)
     R, C = dst.rows, dst.cols
