@@ -4,6 +4,8 @@ import dataclasses
 
 import pytest
 
+from tilewise.errors import TilewiseError
+
 import tilewise
 from tilewise.arch.loader import load_arch
 from tilewise.emit.dma.check import check_program
@@ -31,7 +33,7 @@ def _with_dma(arch, level, **changes):
 def test_search_drops_mappings_whose_program_breaks_the_limits():
     # K = 302 int8: a memtile row of A is 302 B, not whole 4-byte words, for most tilings
     w, arch = gemm(100, 200, 302, dtype="i8"), load_arch("aie-4x2")
-    r = tilewise.search(w, arch, top=5)
+    r = tilewise.search(w, arch, top=5, dma_limits=True)
     assert r.stats["rejected"]["dma limits"] > 0
     assert len(r.top) == 5
     for s in r.top:
@@ -42,7 +44,9 @@ def test_fast_verdict_equals_the_full_check():
     """Both answers (fits / the same first violation), on the limits and on tighter ones."""
     w, arch = gemm(100, 200, 302, dtype="i8"), load_arch("aie-4x2")
     verdicts = []
-    for m in [s.mapping for s in tilewise.search(w, arch, top=6).top]:
+    picks = [s.mapping for lim in (True, False)
+             for s in tilewise.search(w, arch, top=3, dma_limits=lim).top]
+    for m in picks:
         for a in (arch, _with_dma(arch, 0, max_stride_words=64)):
             fast, full = dma_violation(w, a, m), _full_check(w, a, m)
             assert (fast is None) == (full is None)
@@ -57,7 +61,7 @@ def test_a_tighter_dma_changes_the_answer_and_every_returned_program_fits():
     w = gemm(256, 256, 256, dtype="i8")
     arch = load_arch("aie-4x2")
     tight = _with_dma(arch, 0, max_stride_words=64)  # the shim DMA: strides of 256 B at most
-    r = tilewise.search(w, tight, top=4)
+    r = tilewise.search(w, tight, top=4, dma_limits=True)
     assert r.stats["rejected"]["dma limits"] > 0
     for s in r.top:
         assert _full_check(w, tight, s.mapping) is None
@@ -67,7 +71,7 @@ def test_a_tighter_dma_changes_the_answer_and_every_returned_program_fits():
 def test_no_programmable_mapping_is_an_error_naming_the_first_violation():
     arch = _with_dma(load_arch("aie-4x2"), 0, word_bytes=3)
     with pytest.raises(DmaError, match=r"no mapping's data movement fits the DMA limits of aie-4x2 .*field"):
-        tilewise.search(gemm(32, 32, 32, dtype="i8"), arch, top=2)
+        tilewise.search(gemm(32, 32, 32, dtype="i8"), arch, top=2, dma_limits=True)
 
 
 def test_long_programs_are_reported_unchecked():
@@ -78,5 +82,17 @@ def test_long_programs_are_reported_unchecked():
 
 
 def test_archs_without_dma_limits_are_not_checked():
-    r = tilewise.search(gemm(16, 16, 16), "cpu-6core", top=2)
+    r = tilewise.search(gemm(16, 16, 16), "cpu-6core", top=2, dma_limits=True)
     assert "dma limits" not in r.stats["rejected"] and "dma_unchecked" not in r.stats
+
+
+def test_the_check_is_asked_for():
+    """Without dma_limits the search ranks by the model alone (the emitter lays buffers out
+    densely; a programmer pads rows): the unchecked top includes a mapping the check drops,
+    and a non-bool value is one clear error."""
+    w, arch = gemm(100, 200, 302, dtype="i8"), load_arch("aie-4x2")
+    free = tilewise.search(w, arch, top=5)
+    assert "dma limits" not in free.stats["rejected"] and "dma_unchecked" not in free.stats
+    assert any(_full_check(w, arch, s.mapping) is not None for s in free.top)
+    with pytest.raises(TilewiseError, match="dma_limits='yes' must be True or False"):
+        tilewise.search(w, arch, top=1, dma_limits="yes")

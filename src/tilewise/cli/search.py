@@ -47,6 +47,10 @@ _OPTIONS = [
                       "through the parent: name them, e.g. 'rows=n4 cols=n2')"),
     click.option("--double-buffer", "double_buffer", default="any", show_default=True,
                  type=click.Choice(["any", "all", "none"]), help="double-buffering choices"),
+    click.option("--dma-limits", "dma_limits", is_flag=True,
+                 help="only mappings whose DMA program (tilewise emit dma, buffers laid out "
+                      "densely) fits the arch's dma: limits; slower (each candidate's program "
+                      "is checked)"),
     click.option("--json", "as_json", is_flag=True, help="print the Result as JSON"),
     click.option("--wide", is_flag=True,
                  help="show every column of the table even when the terminal is narrower "
@@ -60,7 +64,7 @@ _OPTIONS = [
 
 
 def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spatial,
-         double_buffer, as_json, wide, plot, verify=False):
+         double_buffer, dma_limits, as_json, wide, plot, verify=False):
     from ..arch.loader import load_arch
     from ..search.custom import as_custom
     from ..search.optimize import parse_then, parse_tolerance, search
@@ -69,6 +73,8 @@ def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spat
     plot = output_path(plot, "--plot")
     arch = load_arch(arch, "--arch")
     constraints = {"double_buffer": double_buffer}
+    if dma_limits:
+        constraints["dma_limits"] = True
     if spatial:
         constraints["spatial"] = list(spatial)
     if monotone and custom is None:

@@ -72,7 +72,7 @@ from .stats import SearchStats
 from .walk import pareto_front, search_top
 
 OBJECTIVES = METRICS
-CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles")
+CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles", "dma_limits")
 MAX_TOP = 10_000  # the most mappings one search ranks (a top-k walk keeps k candidates alive)
 
 
@@ -113,6 +113,9 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
         raise TilewiseError(f"top={top} is above the limit of {MAX_TOP} mappings: the exact "
                             "top-k keeps every candidate that may still enter it; ask for fewer")
     then, tolerance = parse_then(then), parse_tolerance(tolerance)
+    dma_limits = constraints.pop("dma_limits", False)
+    if not isinstance(dma_limits, bool):
+        raise TilewiseError(f"dma_limits={dma_limits!r} must be True or False")
     t0 = time.perf_counter()
     engine = Engine(workload, arch, constraints)
     if isinstance(objective, Custom):
@@ -122,7 +125,7 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     k = top if proven else max(top, objective.pool)
     pool, stats, run, capped, unchecked = programmable_top(
         engine, k, lambda n: search_top(engine, walk_objective, n, progress, then, tolerance),
-        MAX_TOP)
+        MAX_TOP, dma_limits)
     if not proven:  # no bound: the closest built-in objective's exact top, ranked by the function
         pool = pool.take(np.argsort(pool.metric(objective), kind="stable")[:top])
     if not len(pool):
@@ -130,7 +133,7 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     sols = _solutions(engine, run, pool)  # in rank order
     report = stats.report(time.perf_counter() - t0)
     report["proven_optimal"] = proven
-    if has_dma_limits(arch):
+    if dma_limits and has_dma_limits(arch):
         report["dma_check_capped"] = capped
         report["dma_unchecked"] = unchecked
 

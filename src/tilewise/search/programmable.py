@@ -1,6 +1,14 @@
 """The top-k whose data movement can be programmed: DMA limits as a legality rule of the search.
 
-On an arch whose levels declare ``dma:`` limits (the AIE presets), a mapping is only valid if
+Opt-in (the search constraint ``dma_limits=True``, CLI ``--dma-limits``): the emitter
+(:mod:`tilewise.emit.dma`) lays every buffer out densely, so a tile whose rows are not whole
+32-bit words (a convolution's input windows at the image border: 29 B runs) breaks the word
+granularity, though a programmer would pad the rows (host-side in DDR, or a padded memtile
+buffer, which the program lays out itself). Rejecting those by default removed most of a
+small-channel convolution's best mappings and cost 16x its search time (conv 3x3 64->64 56x56
+i8: 0.46 -> 7.9 s, 147 rejected); until the emitter pads rows, the check is asked for.
+
+With the check, on an arch whose levels declare ``dma:`` limits (the AIE presets), a mapping is only valid if
 every buffer descriptor of its program fits them (:func:`tilewise.emit.dma.legal.dma_violation`,
 the exact verdict of ``check_program``). The limits are not part of the bound, so the check runs
 after the top-k walk: the ranked candidates are checked in rank order, failures dropped
@@ -45,11 +53,11 @@ class ProgrammableTop(NamedTuple):
     unchecked: int = 0
 
 
-def programmable_top(engine, top: int, search_top, max_top: int):
+def programmable_top(engine, top: int, search_top, max_top: int, check: bool = True):
     """``search_top(k) -> (pool, stats, run)`` restricted to programmable mappings: the first
-    ``top`` of them in rank order (see the module doc)."""
+    ``top`` of them in rank order (see the module doc); ``check`` False: not restricted."""
     pool, stats, run = search_top(top)
-    if not has_dma_limits(engine.arch) or not len(pool):
+    if not check or not has_dma_limits(engine.arch) or not len(pool):
         return ProgrammableTop(pool, stats, run)
     memo: dict = {}
     verdicts: dict = {}  # mapping text -> violation or None
