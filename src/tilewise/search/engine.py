@@ -492,11 +492,7 @@ class Engine:
         rfl, wfl = (np.zeros((m, self.L)), np.zeros((m, self.L))) if fl is None else fl
         # the call floors raise latency bounds; where latency is only a secondary key (ties
         # on the objective are rare) the per-dim calls bound it well enough for their cost
-        first = run.objectives[0]
-        cf = self.call_floors() if isinstance(first, Custom) or first in ("latency", "edp") \
-            else None
-        calls = None if cf is None else cf.steps(s, si.padded, si.small[:, -1], inner,
-                                                 self.problem.compute.op_mask)
+        calls = si.calls if si.calls is not None else self._calls(run, s, si, inner)
 
         need = []   # the base objectives to bound, each once
         for o in run.objectives:
@@ -516,6 +512,26 @@ class Engine:
             else:
                 sub[:, i] = col[o]
         return sub, nfit
+
+    def _calls(self, run: RunConfig, s, si: StandIns, inner) -> np.ndarray | None:
+        """The fewest kernel calls ``[n, U, O]`` (:mod:`.calls`) of nodes of splits ``s``
+        with stand-ins ``si`` and largest innermost tiles ``inner``, or None where they do
+        not bound ``run``: they raise latency bounds, and where latency is only a secondary
+        key (ties on the objective are rare) the per-dim calls bound it well enough for
+        their cost."""
+        first = run.objectives[0]
+        cf = self.call_floors() if isinstance(first, Custom) or first in ("latency", "edp") \
+            else None
+        return None if cf is None else cf.steps(s, si.padded, si.small[:, -1], inner,
+                                                self.problem.compute.op_mask)
+
+    def with_calls(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig) -> StandIns:
+        """``si`` (nodes at ``stage`` of splits ``s``) capped (:meth:`with_capped`) and with
+        their fewest kernel calls kept, for nodes bounded more than once with the same
+        stand-ins (a tile stage's children: a first filter, then the model)."""
+        si = self.with_capped(si, s, stage)
+        calls = self._calls(run, s, si, si.capped[:, -1, :])
+        return si if calls is None else replace(si, calls=calls)
 
     def order_floors(self, s, tiles, ords, stage: int):
         """Floors ``(reads, writes) [n, L]`` of the bytes moved into level ``k``, summed over

@@ -70,7 +70,7 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     kids = []
     rw = eng.node_traffic(nd, stage)[0]  # the parent's traffic bounds hold
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
-        si = eng.stand_ins(ch, stage + 1)
+        si = eng.with_calls(eng.stand_ins(ch, stage + 1), ch.split, stage + 1, run)
         lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
         m, later = prune.split(lb)
         if later.any():
@@ -130,11 +130,12 @@ class _OrderExpansion:
     tp: np.ndarray
 
 
-def _order_expansion(eng: Engine, nd: Nodes, stage: int) -> tuple[_OrderExpansion, PartialOrders]:
+def _order_expansion(eng: Engine, nd: Nodes, stage: int,
+                     run: RunConfig) -> tuple[_OrderExpansion, PartialOrders]:
     """The shared tables of the expansion of ``nd`` and its root partial orders (no loop fixed)."""
     k = eng.stages[stage].level
-    # the level-k order changes no tile: one set of stand-ins for all children
-    si = eng.with_capped(eng.stand_ins(nd, stage), nd.split, stage)
+    # the level-k order changes no tile: one set of stand-ins (and call floors) for all children
+    si = eng.with_calls(eng.stand_ins(nd, stage), nd.split, stage, run)
     real_all = eng.space.real_loops(si.whole, eng.ways[nd.split])
     keys = np.packbits(real_all[:, k], axis=1, bitorder="little")
     _, first, tid = np.unique(keys, axis=0, return_index=True, return_inverse=True)
@@ -249,7 +250,7 @@ def order_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pr
     parent deferred with ``threshold`` = theta; re-expanded in a later pass, the parent emits
     only the orders below a partial order over its threshold (the others were emitted
     before, or deferred as nodes)."""
-    ex, po = _order_expansion(eng, nd, stage)
+    ex, po = _order_expansion(eng, nd, stage, run)
     cut_lb = np.full((len(po), len(run.objectives)), np.inf)  # per parent: least bounds cut
     out, pruned = [], 0.0
     for m in range(eng.D + 1):
