@@ -76,6 +76,7 @@ from ..errors import TilewiseError
 from ..mapping import LevelMapping, Mapping, Spatial
 from ..model.problem import Problem
 from ..model.rules import level_bytes
+from .ladders import ladders
 from ..model.structure import Structure
 
 
@@ -432,36 +433,13 @@ class Space:
     def _ladders_of(self, j: int, w: int, vals: tuple) -> "TileLadders":
         st, arch = self.st, self.st.arch
         L, d = st.n_levels, st.dims[j]
-        size = st.sizes[j]
         a = st.workload.alignment(arch.alignment)[d]
-        rows_t, rows_c, rows_a = [], [], []
-
-        def rec(k, parent, tl, ladder, counts):
-            if k == L:
-                rows_t.append(ladder)
-                rows_c.append(counts)
-                rows_a.append(sum(m for _, m in tl) * ladder[-1])
-                return
-            ww = w if k == st.array_level else 1
-            lim = -(-(-(-parent // ww)) // a) * a if k == L - 1 else parent // ww
-            for t in vals[k - 1]:
-                if t > lim:
-                    continue
-                step = t * ww
-                it = [(step, sum(m * (e // step) for e, m in tl))] + [(e % step, m) for e, m in tl if e % step]
-                child = it
-                if k == st.array_level and ww > 1:
-                    full = sum(m * min(e // t, ww) for e, m in it)
-                    child = [(t, full)] + [(e - min(e // t, ww) * t, m) for e, m in it
-                                           if e - min(e // t, ww) * t > 0]
-                rec(k + 1, t, [(e, m) for e, m in child if m and e], ladder + [t],
-                    counts + [sum(m for e, m in it if e)])
-
-        rec(1, size, [(size, 1)], [size], [1])
-        tiles = np.array(rows_t, np.int64).reshape(len(rows_t), L)
-        counts = np.array(rows_c, np.int64).reshape(len(rows_c), L)
-        return TileLadders(tiles, counts, counts[:, L - 1] * tiles[:, L - 1],
-                           np.array(rows_a, np.int64))
+        n = np.array([len(v) for v in vals], np.int64)
+        flat = np.array([t for v in vals for t in v], np.int64)
+        tiles, counts, padded_all = ladders(int(st.sizes[j]), int(w), int(a), L,
+                                            int(st.array_level), flat, np.cumsum(n) - n,
+                                            np.cumsum(n))
+        return TileLadders(tiles, counts, counts[:, L - 1] * tiles[:, L - 1], padded_all)
 
     def real_loops(self, tiles: np.ndarray, ways: np.ndarray) -> np.ndarray:
         """``[n, L-1, D]`` bool: the loop over dim d at level k iterates more than once (its
