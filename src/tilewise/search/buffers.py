@@ -26,6 +26,7 @@ import numpy as np
 from numba import njit
 
 from ..model.rules import buffer_bytes, holds_partial_sums, level_bytes, loop_step
+from .rows import unique_rows
 
 
 class BufferTable:
@@ -88,14 +89,13 @@ class BufferTable:
         # share those (the children of a tile stage above the innermost), each worked out once
         key = np.ascontiguousarray(np.concatenate(
             [np.asarray(s, np.int64)[:, None], tt[:, k], tm[:, k]], 1).astype(np.int64))
-        _, first, inv = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))),
-                                  return_index=True, return_inverse=True)
+        first, inv = unique_rows(key)
         tu = np.ascontiguousarray(tt[first][:, k:], np.int64)
         _cap_tiles(tu, np.ascontiguousarray(tm[first][:, k:], np.int64),
                    np.ascontiguousarray(np.asarray(s)[first], np.int64), float(cap[-1]),
                    np.ascontiguousarray(dims, np.bool_), self.values, self.v_lo, self.v_hi,
                    self.sizes, self.desc, k)
-        tt[:, k] = tu[inv.ravel(), 0]
+        tt[:, k] = tu[inv, 0]
 
 
 @njit(cache=True)

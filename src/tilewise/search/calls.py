@@ -36,6 +36,7 @@ import numpy as np
 from numba import njit
 
 from ..model.rules import buffer_bytes
+from .rows import unique_rows
 
 MAX_PREFIXES = 1 << 15   # fitting prefixes per (split, double-buffer set); beyond: no floor
 OWN_AFTER = 64           # nodes a split bounds on the union's lists before it gets its own
@@ -294,15 +295,14 @@ class CallFloors:
         key = np.ascontiguousarray(np.concatenate(
             [np.asarray(s, np.int64)[:, None], padded, small, whole], 1).astype(np.int64))
         # nodes that differ only in their loop orders (an order stage's children) share it
-        _, first, inv = np.unique(key.view(np.dtype((np.void, key.dtype.itemsize * key.shape[1]))),
-                                  return_index=True, return_inverse=True)
+        first, inv = unique_rows(key)
         D = padded.shape[1]
         uk = key[first]
         out = np.empty((len(first), U, op_mask.shape[0]))
         _steps(uk[:, 0].copy(), uk[:, 1:1 + D].copy(), uk[:, 1 + D:1 + 2 * D].copy(),
                uk[:, 1 + 2 * D:].copy(), op_mask, self.combo_idx, self.values, self.value_lo,
                self.lo, self.hi, self.u_order, self.sub_of, out)
-        out = out[inv.ravel()]
+        out = out[inv]
         out[~self.floored[np.asarray(s)]] = 0.0   # over MAX_PREFIXES: no floor (0 raises nothing)
         return out
 
