@@ -40,7 +40,7 @@ def reference(size, w, a, L, array_level, vals):
 @given(size=st.integers(1, 5000), w=st.integers(1, 8), a=st.sampled_from([1, 2, 4, 8, 16]),
        L=st.integers(1, 5), data=st.data())
 def test_compiled_ladders_equal_the_recursion(size, w, a, L, data):
-    array_level = data.draw(st.integers(1, max(L - 1, 1)))
+    array_level = data.draw(st.integers(-1, max(L - 1, 1)))  # -1, 0: no array level cut
     vals = [sorted(set(data.draw(st.lists(st.integers(1, size + 3), min_size=1, max_size=8))),
                    reverse=True) for _ in range(L - 1)]
     n = np.array([len(v) for v in vals], np.int64)

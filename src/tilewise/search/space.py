@@ -436,9 +436,9 @@ class Space:
         a = st.workload.alignment(arch.alignment)[d]
         n = np.array([len(v) for v in vals], np.int64)
         flat = np.array([t for v in vals for t in v], np.int64)
-        tiles, counts, padded_all = ladders(int(st.sizes[j]), int(w), int(a), L,
-                                            int(st.array_level), flat, np.cumsum(n) - n,
-                                            np.cumsum(n))
+        at = -1 if st.array_level is None else int(st.array_level)  # -1: no array
+        tiles, counts, padded_all = ladders(int(st.sizes[j]), int(w), int(a), L, at, flat,
+                                            np.cumsum(n) - n, np.cumsum(n))
         return TileLadders(tiles, counts, counts[:, L - 1] * tiles[:, L - 1], padded_all)
 
     def real_loops(self, tiles: np.ndarray, ways: np.ndarray) -> np.ndarray:
