@@ -490,8 +490,6 @@ class Engine:
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
         rfl, wfl = (np.zeros((m, self.L)), np.zeros((m, self.L))) if fl is None else fl
-        # the call floors raise latency bounds; where latency is only a secondary key (ties
-        # on the objective are rare) the per-dim calls bound it well enough for their cost
         calls = si.calls if si.calls is not None else self._calls(run, s, si, inner)
 
         need = []   # the base objectives to bound, each once

@@ -30,11 +30,11 @@ from .stats import SearchStats
 class Pruning(Protocol):
     """What the walk keeps: ``split(bounds) -> (keep, later)`` masks for nodes (``later``:
     over the threshold, for a later pass; the rest dropped), ``keep(bounds)`` its first mask,
-    ``keep_partial(bounds) -> mask`` for partial loop orders (no threshold); with a threshold
-    ``theta`` (None: no threshold passes, nothing deferred), ``defer(stage, nodes)`` takes the
-    nodes ``split`` put off and returns their weight."""
+    ``keep_partial(bounds) -> mask`` for partial loop orders (no threshold); the pass's
+    threshold ``theta``; ``defer(stage, nodes)`` takes the nodes ``split`` put off and returns
+    their weight."""
 
-    theta: float | None
+    theta: float
 
     def split(self, lb: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
 
@@ -224,12 +224,11 @@ def _bound_partial(eng: Engine, ex: _OrderExpansion, po: PartialOrders, m: int, 
                                       stats, ex.si.take(p[sl]))
     ok = prune.keep_partial(lbs)
     lb = lbs[:, 0]
-    if prune.theta is not None:  # over the threshold: cut now, the parent deferred
-        cut = ok & (lb > prune.theta * (1 + SLACK))
-        for c in range(lbs.shape[1]):  # per column: a bound of every order cut
-            np.minimum.at(cut_lb[:, c], p[cut], lbs[cut, c])
-        ok &= ~cut
-        pruned -= float(po.weight[cut].sum())  # not pruned: deferred
+    cut = ok & (lb > prune.theta * (1 + SLACK))  # over the threshold: cut, the parent deferred
+    for c in range(lbs.shape[1]):  # per column: a bound of every order cut
+        np.minimum.at(cut_lb[:, c], p[cut], lbs[cut, c])
+    ok &= ~cut
+    pruned -= float(po.weight[cut].sum())  # not pruned: deferred
     pruned += float(po.weight[~ok].sum())
     new = po.new[ok] | (lb[ok] > ex.tp[p[ok]] * (1 + SLACK))
     po = po.take(ok)
@@ -269,7 +268,7 @@ def order_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pr
         po, pruned = _bound_partial(eng, ex, po, m, run, prune, stats, cut_lb, pruned)
         if not len(po):
             break
-    if prune.theta is not None and np.isfinite(cut_lb[:, 0]).any():
+    if np.isfinite(cut_lb[:, 0]).any():
         back = np.nonzero(np.isfinite(cut_lb[:, 0]))[0]
         part = Nodes(nd.split[back], nd.group[back], nd.orders[back], nd.weight[back],
                      bound=cut_lb[back], threshold=np.full(len(back), prune.theta))

@@ -71,7 +71,7 @@ def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, 
         if kids is not None:
             pending.push(stage + 1, kids)
     if progress:
-        progress(int(min(done, 1.0) * total) if prune.theta is not None else total, total)
+        progress(int(min(done, 1.0) * total), total)
     return done
 
 
@@ -306,20 +306,18 @@ def pareto_front(eng: Engine, x: str, y: str, progress=None) -> tuple[Pool, RunC
     plain dominance walk over both bounds expanded most of the space (36 s for the
     quickstart GEMM)."""
     points, limit, run = [], np.inf, None
-    n_done = 0
-    while True:
+    while True:   # bound column 1 is x: the ranking's keys are (y, x)
         best, _, run = search_top(eng, y, 1, then=(x,), below=Below(1, x, limit)
                                   if np.isfinite(limit) else None)
         if not len(best):
             break
         points.append(best)
         limit = float(best.metric(x)[0])
-        n_done += 1
         if progress:
-            progress(n_done, n_done + 1)
+            progress(len(points), len(points) + 1)
     if progress:
-        progress(n_done, n_done)
-    front = Pool.concat(points) if points else Pool()
+        progress(len(points), len(points))
+    front = Pool.concat(points)
     if len(front):
         front = front.take(np.argsort(front.metric(x), kind="stable"))
     return front, run
