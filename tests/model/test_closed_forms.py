@@ -99,7 +99,7 @@ def test_latency_hand_computed():
     assert none.reads["ub"] == {"A": 16384, "B": 32768} and none.writes["ub"] == {"C": 16384}
     assert none.compute_s == pytest.approx(Tc) and none.transfer_s["ub"] == pytest.approx(Tl)
     assert none.latency_s == pytest.approx(Tc + Tl)
-    assert none.ratio["ub"] == pytest.approx(Tc / Tl)
+    assert none.ratio["ub"] == pytest.approx(64 ** 3 / 16 / 1e9 / Tl)  # useful compute / link
     assert none.utilization == pytest.approx(64 ** 3 / 16 / 1e9 / (Tc + Tl))
     db = evaluate(wl, arch, Mapping.parse("gm[m64 n64 k64] mnk | ub[m32 n32 k64] db:A,B,C"))
     assert db.latency_s == pytest.approx(max(Tc, Tl) + Tl / 4)

@@ -26,9 +26,8 @@ _OPTIONS = [
     click.option("--arch", default="aie-4x2", show_default=True, help="preset name or YAML file"),
     click.option("--objective", default="latency", show_default=True,
                  type=click.Choice(["latency", "traffic", "energy", "edp", "space", "ratio"]),
-                 help="what to minimize (space: on-chip bytes; ratio: seed 003's 𝔽, maximized: "
-                      "alone it favours padded or single-core compute, so it is best as a "
-                      "secondary key, --then ratio)"),
+                 help="what to minimize (space: on-chip bytes; ratio: seed 003's 𝔽 = useful "
+                      "compute time / slowest link time, maximized)"),
     click.option("--custom", default=None, metavar="EXPR",
                  help="minimize an expression of latency, traffic, energy, space, ratio (1/𝔽) "
                       "instead, e.g. 'latency * energy ** 0.5'; exact with --monotone"),

@@ -30,7 +30,11 @@ fewer bytes of a tensor that is not double buffered lowered ``E_l`` and raised t
 the other direction dominated ``T_l``; the two agree when a link's tensors are all or none
 double buffered).
 Nothing double-buffered gives ``T_c + sum_l T_l``. Seed 003's ratio 𝔽 per link is
-``T_c / T_l`` (> 1: compute bound).
+``T_u / T_l`` (> 1: compute bound), with ``T_u`` the useful compute: every useful point of
+every op on every core of the arch at peak, no padding (:func:`.rules.compute_bound_s`; seed
+003 Eq. 16 counts the subvolume's operations, m·n·k). Until 2026-11-25 it was ``T_c / T_l``,
+whose maximum favours padded points and idle cores (both raise ``T_c``): the ``ratio``
+objective picked mappings 22x slower than the latency optimum.
 
 Example::
 

@@ -891,7 +891,7 @@ def _links(b, dbuf, bypass, used, inst, link_a, no_read, no_write, read_bw, writ
         xs = xfer_s[l] / ins
         tt = link_time(lk[0, l], lk[1, l], rbw, wbw, lk[4, l], lk[5, l], xs)
         out.transfer_s[b, l] = tt
-        out.ratio[b, l] = cs / tt if tt > 0 else np.inf
+        out.ratio[b, l] = ideal / tt if tt > 0 else np.inf
         tmax = max(tmax, tt)
         ex_sum += link_time(lk[2, l], lk[3, l], rbw, wbw, lk[6, l], lk[7, l], xs)
         fill += link_time(lk[0, l] - lk[2, l], lk[1, l] - lk[3, l], rbw, wbw,

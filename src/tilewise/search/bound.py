@@ -50,9 +50,8 @@ it. Three facts of the model make one cheap to compute:
    double buffering); ``space`` (the on-chip footprint, levels 1 .. L-1 summed) grows with
    every tile, so the smallest stand-ins' buffers at their final widths, each choice's double
    buffers counted twice, give the least over the choices that fit; the ratio's inverse
-   ``1/𝔽 = max_l T_l / T_c`` grows with the bytes and falls with the compute, so the link
-   times of the bounded bytes over the compute of the most padded points and the most kernel
-   calls of the node's groups bound it. Each bound column of a node is a lower bound of its
+   ``1/𝔽 = max_l T_l / T_u`` (``T_u`` the useful compute, a constant of the problem) grows
+   with the bytes, so the link times of the bounded bytes bound it. Each bound column of a node is a lower bound of its
    metric on its own (a top-k walk bounds the objective and every secondary key). Energy
    counts the padded points of *all* cores (the model's), so its compute term takes each
    dim's least padded extent over all cores (:attr:`.space.TileLadders.padded_all`), not the
@@ -193,8 +192,7 @@ def _variant_latencies(cs, tr, rbw, wbw, xfs, it, db, out):
 
 @njit(cache=True)
 def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, it, bufs, fixed,
-                 subs, nsub, var_sub, moved, levels, compute, out, nfit, points_max, steps_max,
-                 calls=None):
+                 subs, nsub, var_sub, moved, levels, compute, out, nfit, calls=None):
     """Per node ``b`` and objective ``objs[k]`` (codes, :data:`OBJ_CODE`), into ``out [n,
     K]``: the least objective over the double-buffer choices (per level the set
     ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
@@ -209,9 +207,8 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
     fit of each choice are the same for all of them. Codes: 0 latency (s), 1 off-chip bytes, 2 energy (J), 3
     energy x latency, 4 space: bytes of the on-chip buffers summed over levels 1 .. L-1
     (each buffer doubled where double-buffered; the least over the choices that fit), 5 the
-    inverse of seed 003's ratio, ``1/𝔽 = max_l T_l / T_c``, with ``T_c`` at its most: the
-    compute of the most padded points and kernel calls ``points_max, steps_max [n, O]`` (the
-    link times only grow with the bytes). ``inf`` when nothing fits. ``nfit [n]``: how many
+    inverse of seed 003's ratio, ``1/𝔽 = max_l T_l / T_u`` with ``T_u`` the useful compute
+    ``compute.ideal`` (the link times only grow with the bytes). ``inf`` when nothing fits. ``nfit [n]``: how many
     choices fit. ``calls [n, U, O]`` (optional): the fewest kernel calls per op under each
     double-buffer set of the innermost level (:mod:`.calls`; ``inf``: that set cannot fit),
     raising ``steps`` for the compute time of the choices with that set."""
@@ -294,9 +291,7 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
             elif obj == 1:  # independent of double buffering
                 out[b, k] = rs[1] + ws[1] if L > 1 else 0.0
             elif obj == 5:  # independent of double buffering
-                cs_max = compute_cycles(points_max[b], steps_max[b], compute.op_pp,
-                                        compute.op_rate, compute.call) / compute.clock
-                out[b, k] = tmax / cs_max
+                out[b, k] = tmax / compute.ideal
             elif obj == 2 or obj == 3:
                 e = _energy_bound(rs, ws, levels, points_all[b], compute.e_point)
                 out[b, k] = e if obj == 2 else best * e

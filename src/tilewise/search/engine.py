@@ -317,12 +317,10 @@ class Engine:
         of their smallest tiles."""
         tt, tm, cnt, pad = self.assemble(nd.group, stage, nd.split)
         bufs, fixed = self.buffers(tm)
-        pmax, pall = np.empty_like(pad), np.empty_like(pad)
+        pall = np.empty_like(pad)
         for j in range(self.D):
-            g = self.groups[j][self.depth[stage, j]]
-            pmax[:, j] = g.max_padded[nd.group[:, j]]
-            pall[:, j] = g.min_padded_all[nd.group[:, j]]
-        return StandIns(tt, tm, cnt, pad, bufs, fixed, padded_max=pmax, padded_all=pall)
+            pall[:, j] = self.groups[j][self.depth[stage, j]].min_padded_all[nd.group[:, j]]
+        return StandIns(tt, tm, cnt, pad, bufs, fixed, padded_all=pall)
 
     def capped(self, si: StandIns, s: np.ndarray, stage: int, idx=None) -> np.ndarray:
         """The traffic stand-ins of ``si`` (nodes at ``stage`` of splits ``s``; rows ``idx``,
@@ -471,9 +469,7 @@ class Engine:
         Compute from the least padded extents ``si.padded`` and, for the per-call overhead,
         the fewest kernel calls: per dim ``ceil(padded / inner)`` with ``inner`` the largest
         innermost tile (a ladder's calls are its padded extent / its tile); compute energy
-        from the least padded extents over all cores ``si.padded_all``. For the ratio, an
-        upper bound of the compute: the most padded extents ``si.padded_max`` and the most
-        calls (the most innermost tiles per dim ``si.counts[:, L-1]``). ``fl``: floors of the
+        from the least padded extents over all cores ``si.padded_all``. ``fl``: floors of the
         bytes per level (:meth:`floors`; None: none)."""
         m = len(s)
         per_op = lambda a: np.stack([np.prod(a[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
@@ -483,10 +479,6 @@ class Engine:
         custom = any(isinstance(o, Custom) for o in run.objectives)
         energy = custom or any(o in ("energy", "edp") for o in run.objectives)
         points_all = per_op(si.padded_all) if energy else points
-        if custom or any(o == "ratio" for o in run.objectives):
-            points_max, steps_max = per_op(si.padded_max), per_op(si.counts[:, -1])
-        else:
-            points_max = steps_max = points
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
         rfl, wfl = (np.zeros((m, self.L)), np.zeros((m, self.L))) if fl is None else fl
@@ -501,7 +493,7 @@ class Engine:
         best_variant(np.array([OBJ_CODE[k] for k in need], np.int64), points, steps, points_all,
                      tr, rfl, wfl, self.rbw[s], self.wbw[s], self.xfs[s], it, si.buffers,
                      si.other, *self.db_subs, self.moved_idx, self.problem.levels,
-                     self.problem.compute, vals, nfit, points_max, steps_max, calls)
+                     self.problem.compute, vals, nfit, calls)
         col = {k: vals[:, i] for i, k in enumerate(need)}
         for i, o in enumerate(run.objectives):
             if isinstance(o, Custom):  # monotone: its function of the metrics' own bounds

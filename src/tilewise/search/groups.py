@@ -20,8 +20,8 @@ class TileGroups:
     weight shares), ``[child_lo, child_hi)`` the groups one level deeper inside it (None at the
     deepest), and the stand-ins for its open levels: ``whole`` / ``small [G, L]`` the largest
     and smallest tile per level (elements), ``max_counts [G, L]`` the most tiles visited per
-    level, ``min_padded [G]`` / ``max_padded [G]`` the least / most padded extent one core
-    computes, ``min_padded_all [G]`` the least all cores compute (elements)."""
+    level, ``min_padded [G]`` the least padded extent one core computes, ``min_padded_all
+    [G]`` the least all cores compute (elements)."""
 
     lo: np.ndarray
     hi: np.ndarray
@@ -32,7 +32,6 @@ class TileGroups:
     small: np.ndarray
     max_counts: np.ndarray
     min_padded: np.ndarray
-    max_padded: np.ndarray
     min_padded_all: np.ndarray
 
 
@@ -87,5 +86,5 @@ def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
                               None if deeper is None else np.searchsorted(deeper, hi),
                               red(np.maximum, tiles), red(np.minimum, tiles),
                               red(np.maximum, counts), red(np.minimum, padded),
-                              red(np.maximum, padded), red(np.minimum, padded_all)))
+                              red(np.minimum, padded_all)))
     return out

@@ -81,8 +81,7 @@ class StandIns:
     least padded extent one core computes; ``buffers [n, L, moved]`` the single-buffer bytes of
     the moved tensors at ``small`` and ``other [n, L]`` the other buffers' bytes; ``capped``
     the traffic stand-ins with open innermost tiles capped by capacity
-    (:meth:`.Engine.capped`), once computed; ``padded_max [n, D]`` the most padded extent one
-    core computes (for an upper bound of the compute time); ``padded_all [n, D]`` the least
+    (:meth:`.Engine.capped`), once computed; ``padded_all [n, D]`` the least
     padded extent all cores compute (for the compute energy); ``calls [n, U, O]`` the fewest
     kernel calls (:meth:`.Engine.with_calls`), once computed."""
 
@@ -93,7 +92,6 @@ class StandIns:
     buffers: np.ndarray
     other: np.ndarray
     capped: np.ndarray | None = None
-    padded_max: np.ndarray | None = None
     padded_all: np.ndarray | None = None
     calls: np.ndarray | None = None
 
@@ -102,7 +100,7 @@ class StandIns:
         opt = lambda a: None if a is None else a[idx]
         return StandIns(self.whole[idx], self.small[idx], self.counts[idx], self.padded[idx],
                         self.buffers[idx], self.other[idx], opt(self.capped),
-                        opt(self.padded_max), opt(self.padded_all), opt(self.calls))
+                        opt(self.padded_all), opt(self.calls))
 
     def with_capped(self, capped: np.ndarray) -> "StandIns":
         return replace(self, capped=capped)

@@ -141,7 +141,7 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
                            for l in range(L)], 1)
     lat = latency(compute_s, Tt, Ex, Ov, iterations)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(Tt > 0, compute_s[:, None] / np.where(Tt > 0, Tt, 1), np.inf)
+        ratio = np.where(Tt > 0, ideal / clock / np.where(Tt > 0, Tt, 1), np.inf)
     ratio[:, 0] = np.inf
     util = np.where(lat > 0, ideal / clock / np.where(lat > 0, lat, 1), 0.0)
 

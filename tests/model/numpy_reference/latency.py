@@ -17,7 +17,8 @@ Double-buffered transfers overlap compute; the others stall it. With ``T_c`` the
 the last term being the pipeline fill/drain: one tile's worth of each overlapped link
 (``iterations_l`` = tiles visited at level l per instance). Nothing double-buffered gives
 ``T_c + sum_l T_l``; everything double-buffered ``max(T_c, max_l T_l)`` + fill.
-Seed 003's ratio 𝔽 per link is ``T_c / T_l`` (> 1: compute bound).
+Seed 003's ratio 𝔽 per link is ``T_u / T_l`` (> 1: compute bound), ``T_u`` the useful
+compute of every core at peak.
 """
 
 from __future__ import annotations
