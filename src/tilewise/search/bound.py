@@ -241,6 +241,7 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
             for u in range(nsub[l]):
                 tot = fixed[b, l]
                 rx = wx = nrx = nwx = 0.0
+                n_db = 0
                 for i in range(Tm):
                     tot += bufs[b, l, i] * (1 + subs[l, u, i])
                     if not subs[l, u, i]:
@@ -248,10 +249,18 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
                         wx += W[b, l, moved[i]]
                         nrx += NR[b, l, moved[i]]
                         nwx += NW[b, l, moved[i]]
+                    else:
+                        n_db += 1
                 fit[l, u] = tot <= levels.capacity[l]
                 fp[l, u] = tot
+                rd, wd = r - rx, w - wx
+                if rx + rd == r and wx + wd == w:  # the moved tensors carry every byte
+                    if n_db == 0:      # all exposed: the floors of the sums bound them
+                        rx, wx = rs[l], ws[l]
+                    elif n_db == Tm:   # all overlapped
+                        rd, wd = rs[l], ws[l]
                 ex[l, u] = link_time(rx, wx, rb, wb, nrx, nwx, xs)
-                fl[l, u] = link_time(r - rx, w - wx, rb, wb, nr - nrx, nw - nwx, xs) / max(it[b, l], 1.0)
+                fl[l, u] = link_time(rd, wd, rb, wb, nr - nrx, nw - nwx, xs) / max(it[b, l], 1.0)
         for u in range(nsub[L - 1]):
             if calls is None:
                 cs_u[u] = compute_cycles(points[b], steps[b], compute.op_pp, compute.op_rate,

@@ -38,6 +38,7 @@ from .order_trie import OrderTrie
 from .pool import SLACK, Pool, Ranking
 from .space import Space
 from .stats import SearchStats
+from .visits import VisitMemo, VisitTable, node_floors
 
 ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while orders are open)
 # SLACK (relative, from .pool): a float bound within rounding of a kept value is kept
@@ -104,6 +105,8 @@ class Engine:
         self._stages()
         self._tries: dict = {}
         self.buf = BufferTable(self.space, self.problem)
+        self.visit_table = VisitTable.of(st, self.problem, self.space.moved)
+        self._visit_memo: dict[int, VisitMemo] = {}
         self._held_tables()
         self._call_floors: tuple | None = None
 
@@ -423,8 +426,9 @@ class Engine:
             tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
         else:
             tr, legal = rw, None
+        vf = None if leaf or rw is not None else self.visit_floors(run, s, sr.whole, stage)
         # the fewest kernel calls from the largest innermost tiles that fit (_least_objectives)
-        sub, nfit = self._least_objectives(run, s, tr, None, sr, ttc[:, -1, :])
+        sub, nfit = self._least_objectives(run, s, tr, vf, sr, ttc[:, -1, :])
         fl_level = self.floor_level(stage)
         if refine is not None and fl_level and run.floor_levels[fl_level]:
             r = np.nonzero(refine(sub) & (nfit > 0))[0]
@@ -434,6 +438,8 @@ class Engine:
             elif len(r):
                 fl = self.floors(s[r], nd.group[idx[r]], stage, ttc[r], ords[r])
             if fl is not None:
+                if vf is not None:
+                    fl = (np.maximum(fl[0], vf[0][r]), np.maximum(fl[1], vf[1][r]))
                 sub[r] = self._least_objectives(run, s[r], tr.take(r), fl, sr.take(r),
                                                 ttc[r, -1, :])[0]
         if leaf:
@@ -559,6 +565,31 @@ class Engine:
         for fl, moved in ((rfl, cb.reads), (wfl, cb.writes)):
             fl[has, k] = np.inf
             np.minimum.at(fl[:, k], owner, moved[:, k].sum(1).astype(float))
+        return rfl, wfl
+
+    def visit_floors(self, run: RunConfig, s, whole, stage: int):
+        """Floors ``(reads, writes) [n, L]`` of the bytes moved into each level ``k+1`` whose
+        parent level ``k`` has every tile fixed and its order open, visit by visit
+        (:mod:`.visits`); None where they do not apply (:class:`.visits.VisitTable`) or cannot
+        raise ``run``'s bounds (:attr:`RunConfig.floor_levels`)."""
+        if self.visit_table is None or not run.floor_levels:
+            return None
+        dep, nfix = self.depth[stage], int(self.n_fixed[stage])
+        ks = [k for k in range(nfix, min(int(dep.min()), self.L - 2) + 1)
+              if run.floor_levels[k + 1]]
+        if not ks:
+            return None
+        n = len(s)
+        plain = (self.ways[s] == 1).all(1)   # a split across the array: per-core visits
+        rfl, wfl = np.zeros((n, self.L)), np.zeros((n, self.L))
+        idx = np.nonzero(plain)[0]
+        if not len(idx):
+            return None
+        sizes = self.problem.dims.sizes
+        for k in ks:
+            memo = self._visit_memo.setdefault(k, VisitMemo())
+            r, w = node_floors(self.visit_table, sizes, whole[idx], dep >= k + 1, k, self.cap, memo)
+            rfl[idx, k + 1], wfl[idx, k + 1] = r, w
         return rfl, wfl
 
     def floor_level(self, stage: int) -> int:

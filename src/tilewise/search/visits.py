@@ -1,0 +1,372 @@
+"""Floors of the bytes moved into a level, visit by visit of the level above: loop order and capacity together.
+
+A node's traffic bound (:mod:`.bound`) gives each tensor its own least-traffic orders and each
+open tile its largest value, so each tensor is credited with reuse the others forbid: in a GEMM
+with every order open, A is reused across ``n``, B across ``m`` and C across ``k`` at once. On a
+deep cache hierarchy whose links do not overlap compute (cpu-6core) every link's time adds to
+the latency, and that slack let tens of millions of nodes through.
+
+The floor here is joint in the order and the capacity. Take a node whose level-``k`` tiles are
+fixed and whose level-``k`` loop order is open (``k`` < L-1). Every mapping below it visits the
+same level-``k`` tiles (a *visit*: one iteration of the loops of levels ``0 .. k-1``; its tile
+``e`` per dim, partial at the borders) and, within a visit, walks level-``k+1`` tiles ``c`` with
+its level-``k`` loops. For a single op whose tensors are indexed by plain dims (GEMM, batched
+GEMM, contractions), the bytes of tensor ``t`` moved into level ``k+1`` during a visit are
+``w_t |t(e)| f_t``: every sweep over its own tiles moves ``|t(e)|`` points (partial tiles sum
+to ``e``), and it is swept again for each iteration of a real loop not indexing it that lies
+outside its innermost real indexing loop. Whatever the order, its innermost *real* loop (trips
+``> 1``) is over one dim ``j``: then ``f_t = prod of the trips of the dims not indexing t`` for
+the tensors ``j`` indexes, at least 1 for the others. An output is written ``f_t`` times and
+read back (its partial sums) ``f_t - 1`` times. So the bytes of a visit are at least
+
+    min over fitting c and real j of  sum_t w_t |t(e)| f_t(c, j)     (reads and writes apart)
+
+with ``c`` over the least tile for each trip count (``ceil(e / trips)``: the same trips, the
+least footprint), ``w_t`` the tensor's least bytes per point (at output or accumulator width),
+and the fit the single buffers of the tensors the level holds, unrounded (a superset of what
+fits). The loop over ``j`` costs nothing but its realness, so ``c_j`` is taken at 1. Across
+visits a tensor's first tile may still be resident from the visit before: at most the level's
+capacity is saved, so each visit's floor is lowered by it (``k = 0`` has one visit and
+nothing resident). The node's floor is the sum over its visits, each border shape counted once
+with its multiplicity.
+
+Not applied (floor 0, still a bound): several ops (a chain's projections), affine or clipped
+axes (halos), a split across the array (per-core visits), a node with more than
+:data:`MAX_COMBOS` tile choices per visit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .rows import _MIX, unique_rows
+
+MAX_COMBOS = 1 << 14   # per visit shape: above this many enumerated tile choices, no floor
+
+
+@dataclass(frozen=True)
+class VisitTable:
+    """The plain single op's tensors as the floor needs them: ``uses [Tm, D]`` which dims
+    index each moved tensor, ``width [Tm]`` its least bytes per point, ``output [Tm]``,
+    ``held [L, Tm]`` which levels keep it, ``capacity [L]`` bytes per instance."""
+
+    uses: np.ndarray
+    width: np.ndarray
+    output: np.ndarray
+    held: np.ndarray
+    capacity: np.ndarray
+
+    @classmethod
+    def of(cls, st, problem, moved: list[int]) -> "VisitTable | None":
+        """The table, or None where the floor does not apply (module doc)."""
+        wl = st.workload
+        if len(wl.ops) != 1 or not moved:
+            return None
+        D = len(st.dims)
+        uses = np.zeros((len(moved), D), np.bool_)
+        for i, ti in enumerate(moved):
+            t = st.tensors[ti]
+            for ax, shape in zip(t.axes, t.shape):
+                if ax.const or len(ax.terms) != 1 or ax.terms[0][1] != 1:
+                    return None
+                d = st.dims.index(ax.terms[0][0])
+                if uses[i, d] or shape != wl.sizes[ax.terms[0][0]]:
+                    return None
+                uses[i, d] = True
+        bf = problem.buffers
+        width = np.full(len(moved), np.inf)
+        for f in range(len(bf.tensor)):
+            if bf.tensor[f] in moved:
+                i = moved.index(int(bf.tensor[f]))
+                for arr in (bf.bytes[f], bf.psum[f]):
+                    pos = arr[arr > 0]
+                    if len(pos):
+                        width[i] = min(width[i], float(pos.min()))
+        if not np.isfinite(width).all():
+            return None
+        output = np.array([st.tensors[ti].name in st.outputs for ti in moved], np.bool_)
+        held = np.ascontiguousarray(st.held[:, moved]).astype(np.bool_)
+        capacity = np.array([float(lv.capacity_bytes) if lv.capacity_bytes is not None else np.inf
+                             for lv in st.arch.levels])
+        return cls(uses, width, output, held, capacity)
+
+
+def visit_shapes(sizes: np.ndarray, tiles: np.ndarray, k: int):
+    """The level-``k`` tiles visited, per dim: ``(extents, counts)`` lists of the distinct
+    extents (elements) and how many visits have each, for tiles ``tiles [L, D]`` of levels
+    ``0 .. k`` (level 0 the whole problem ``sizes``; a tile larger than its parent stops
+    at the parent)."""
+    out = []
+    for d in range(len(sizes)):
+        cur = {int(sizes[d]): 1}
+        for lvl in range(1, k + 1):
+            t = int(tiles[lvl, d])
+            nxt: dict = {}
+            for x, c in cur.items():
+                full, rem = divmod(x, t) if t < x else (1, 0)
+                tile = min(t, x)
+                nxt[tile] = nxt.get(tile, 0) + c * full
+                if rem:
+                    nxt[rem] = nxt.get(rem, 0) + c
+            cur = nxt
+        out.append((np.array(list(cur), np.int64), np.array(list(cur.values()), np.int64)))
+    return out
+
+
+@njit(cache=True)
+def _least_tiles(e):
+    """The least tile for each trip count of an extent ``e``: distinct values, largest first."""
+    out = np.empty(2 * int(np.sqrt(e)) + 3, np.int64)
+    n = 0
+    c = e
+    while True:
+        out[n] = c
+        n += 1
+        if c == 1:
+            break
+        t = -(-e // (c - 1))
+        c = -(-e // t)
+    return out[:n]
+
+
+@njit(cache=True)
+def _footprint(c, e, uses, width, held):
+    f = 0.0
+    for i in range(uses.shape[0]):
+        if held[i]:
+            p = width[i]
+            for d in range(uses.shape[1]):
+                if uses[i, d]:
+                    p *= min(c[d], e[d])
+            f += p
+    return f
+
+
+@njit(cache=True)
+def _visit_cost(c, e, uses, width, output, held, best):
+    """Lower ``best [2]`` (reads, writes of a visit) to the least over the real innermost dims
+    ``j`` with tiles ``c``."""
+    D = e.shape[0]
+    T = uses.shape[0]
+    trips = np.empty(D)
+    any_real = False
+    for d in range(D):
+        trips[d] = -(-e[d] // c[d]) if c[d] < e[d] else 1
+        any_real |= trips[d] > 1
+    for j in range(D):
+        if any_real and trips[j] <= 1:
+            continue
+        r = w = 0.0
+        for i in range(T):
+            if not held[i]:
+                continue
+            pts = width[i]
+            f = 1.0
+            for d in range(D):
+                if uses[i, d]:
+                    pts *= e[d]
+                elif any_real and uses[i, j]:
+                    f *= trips[d]
+            if output[i]:
+                w += pts * f
+                r += pts * (f - 1.0)
+            else:
+                r += pts * f
+        best[0] = min(best[0], r)
+        best[1] = min(best[1], w)
+        if not any_real:
+            break
+
+
+@njit(cache=True)
+def visit_floor(e, fixed, uses, width, output, held, cap):
+    """``(reads, writes)``: the least bytes moved into a level of ``cap`` bytes during one visit
+    of a tile ``e [D]`` (module doc), with the level's tiles ``fixed [D]`` (0: open);
+    ``(0, 0)`` past :data:`MAX_COMBOS` choices."""
+    D = e.shape[0]
+    best = np.array([np.inf, np.inf])
+    fixed_real = False
+    for d in range(D):
+        fixed_real |= 0 < fixed[d] < e[d]
+    # case j < D: open dim j real and innermost, at c_j = 1; D: no loop real (open tiles whole);
+    # D + 1: a fixed dim real and innermost (every open dim enumerated)
+    for j in range(D + 2):
+        if j < D and (fixed[j] > 0 or e[j] == 1):
+            continue
+        if j == D + 1 and not fixed_real:
+            continue
+        c = np.empty(D, np.int64)
+        open_dims = np.empty(D, np.int64)
+        n_open = 0
+        for d in range(D):
+            if fixed[d] > 0:
+                c[d] = fixed[d]
+            elif d == j:
+                c[d] = 1
+            elif j == D:
+                c[d] = e[d]
+            else:
+                c[d] = e[d]
+                open_dims[n_open] = d
+                n_open += 1
+        if n_open == 0:
+            if _footprint(c, e, uses, width, held) <= cap:
+                _visit_cost(c, e, uses, width, output, held, best)
+            continue
+        lists = [_least_tiles(e[open_dims[i]]) for i in range(n_open)]
+        combos = 1
+        for i in range(n_open - 1):
+            combos *= len(lists[i])
+        if combos > MAX_COMBOS:
+            return 0.0, 0.0
+        idx = np.zeros(n_open, np.int64)
+        last = open_dims[n_open - 1]
+        lv = lists[n_open - 1]
+        for _ in range(combos):
+            for i in range(n_open - 1):
+                c[open_dims[i]] = lists[i][idx[i]]
+            lo, hi = 0, len(lv)   # the largest last tile that fits: lv is descending
+            while lo < hi:
+                mid = (lo + hi) // 2
+                c[last] = lv[mid]
+                if _footprint(c, e, uses, width, held) <= cap:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            if lo < len(lv):
+                c[last] = lv[lo]
+                _visit_cost(c, e, uses, width, output, held, best)
+            i = 0
+            while i < n_open - 1:
+                idx[i] += 1
+                if idx[i] < len(lists[i]):
+                    break
+                idx[i] = 0
+                i += 1
+    if not np.isfinite(best[0]):
+        return np.inf, np.inf   # nothing fits
+    return best[0], best[1]
+
+
+@njit(cache=True)
+def visit_floors(E, F, uses, width, output, held, cap):
+    """:func:`visit_floor` of each row of ``E, F [u, D]``: ``(reads, writes) [u]``."""
+    u = E.shape[0]
+    r = np.empty(u)
+    w = np.empty(u)
+    for i in range(u):
+        r[i], w[i] = visit_floor(E[i], F[i], uses, width, output, held, cap)
+    return r, w
+
+
+def visit_lists(sizes: np.ndarray, tiles: np.ndarray, k: int):
+    """Per node the level-``k`` tiles visited (:func:`visit_shapes`, vectorized): for tiles
+    ``tiles [n, >=k+1, D]``, ``ext, cnt [n, D, k+1]`` the distinct extents per dim and their
+    visit counts (count 0: no such extent)."""
+    n, _, D = tiles.shape
+    ext = np.zeros((n, D, k + 1), np.int64)
+    cnt = np.zeros((n, D, k + 1), np.int64)
+    ext[:, :, 0] = sizes[None, :]
+    cnt[:, :, 0] = 1
+    for lvl in range(1, k + 1):
+        t = tiles[:, lvl, :]                          # [n, D]
+        full = ext[:, :, :lvl] // np.maximum(t[:, :, None], 1)
+        rem = ext[:, :, :lvl] - full * t[:, :, None]
+        big = t[:, :, None] >= ext[:, :, :lvl]        # the tile holds the whole parent
+        n_full = np.where(big, 1, full) * cnt[:, :, :lvl]
+        n_part = np.where(big | (rem == 0), 0, cnt[:, :, :lvl])
+        part = np.where(big, 0, rem)
+        size = np.where(big, ext[:, :, :lvl], t[:, :, None])
+        # every parent extent gives a full-tile extent (the tile or the parent) and a remainder
+        new_e = np.concatenate([size, part], 2)
+        new_c = np.concatenate([n_full, n_part], 2)
+        ext, cnt = _merge(new_e, new_c, k + 1)
+    return ext, cnt
+
+
+def _merge(e: np.ndarray, c: np.ndarray, width: int):
+    """Per ``[n, D]`` the extents ``e [n, D, m]`` with counts ``c`` merged (equal extents
+    summed, zero counts dropped) into ``width`` slots."""
+    n, D, m = e.shape
+    e = np.where(c > 0, e, -1)
+    order = np.argsort(-e, axis=2)
+    e = np.take_along_axis(e, order, 2)
+    c = np.take_along_axis(c, order, 2)
+    same = np.zeros_like(e, bool)
+    same[:, :, 1:] = e[:, :, 1:] == e[:, :, :-1]
+    slot = np.cumsum(~same, axis=2) - 1
+    oe = np.zeros((n, D, width), np.int64)
+    oc = np.zeros((n, D, width), np.int64)
+    ii, jj, kk = np.nonzero(e >= 0)
+    s = slot[ii, jj, kk]
+    keep = s < width
+    oe[ii[keep], jj[keep], s[keep]] = e[ii[keep], jj[keep], kk[keep]]
+    np.add.at(oc, (ii[keep], jj[keep], s[keep]), c[ii[keep], jj[keep], kk[keep]])
+    return oe, oc
+
+
+class VisitMemo:
+    """The floors of the visit shapes met so far (one per level ``k``): rows ``(e, fixed)`` by
+    their hash (:data:`.rows._MIX`), each checked against the stored row (a collision is
+    computed again, not trusted)."""
+
+    def __init__(self):
+        self.slot: dict[int, int] = {}
+        self.rows = np.zeros((0, 0), np.int64)
+        self.floor = np.zeros((0, 2))
+
+    def lookup(self, rows: np.ndarray, hashes: np.ndarray) -> np.ndarray:
+        """``[u, 2]`` the stored floors of ``rows`` (NaN: not stored)."""
+        get = self.slot.get
+        at = np.array([get(h, -1) for h in hashes.tolist()], np.int64)
+        out = np.full((len(rows), 2), np.nan)
+        hit = at >= 0
+        if hit.any():
+            same = (self.rows[at[hit]] == rows[hit]).all(1)
+            idx = np.nonzero(hit)[0][same]
+            out[idx] = self.floor[at[idx]]
+        return out
+
+    def store(self, rows: np.ndarray, hashes: np.ndarray, floor: np.ndarray) -> None:
+        base = len(self.rows)
+        self.rows = rows.copy() if base == 0 else np.concatenate([self.rows, rows])
+        self.floor = np.concatenate([self.floor, floor])
+        self.slot.update(zip(hashes.tolist(), range(base, base + len(rows))))
+
+
+def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: np.ndarray,
+                k: int, capacity: np.ndarray, memo: VisitMemo) -> tuple[np.ndarray, np.ndarray]:
+    """Floors ``(reads, writes) [n]`` of the bytes moved into level ``k+1`` of nodes whose
+    tiles ``tiles [n, L, D]`` are fixed through level ``k`` (and at level ``k+1`` where
+    ``known [D]``), with the level-``k`` order open (module doc). ``capacity [L]`` the bytes
+    a level holds (the model's fit); ``memo`` keeps each visit shape's floor across calls."""
+    n, _, D = tiles.shape
+    ext, cnt = visit_lists(sizes, tiles, k)                       # [n, D, k+1]
+    W = k + 1
+    combo = np.stack(np.meshgrid(*[np.arange(W)] * D, indexing="ij"), -1).reshape(-1, D)
+    E = ext[:, np.arange(D)[None, :], combo]                      # [n, W^D, D]
+    mult = np.prod(cnt[:, np.arange(D)[None, :], combo], axis=2)  # [n, W^D]
+    fixed = np.where(known[None, :], tiles[:, k + 1, :], 0)       # [n, D]
+    live = mult > 0
+    owner = np.nonzero(live)[0]
+    rows = np.concatenate([E[live], fixed[owner]], 1)
+    first, inv = unique_rows(rows)
+    keys = rows[first]
+    with np.errstate(over="ignore"):
+        hashes = keys @ _MIX[:2 * D]
+    fl = memo.lookup(keys, hashes)
+    todo = np.nonzero(np.isnan(fl[:, 0]))[0]
+    if len(todo):
+        r, w = visit_floors(np.ascontiguousarray(keys[todo, :D]),
+                            np.ascontiguousarray(keys[todo, D:]), table.uses, table.width,
+                            table.output, table.held[k + 1], float(capacity[k + 1]))
+        fl[todo, 0], fl[todo, 1] = r, w
+        memo.store(keys[todo], hashes[todo], fl[todo])
+    resident = float(capacity[k + 1]) if k > 0 else 0.0   # saved across visits, at most
+    per = np.maximum(fl[inv] - resident, 0.0) * mult[live][:, None]
+    out = np.zeros((n, 2))
+    np.add.at(out, owner, per)
+    return out[:, 0], out[:, 1]

@@ -1,0 +1,141 @@
+"""Visit floors (search/visits.py): the visits listed equal a walk of the tiles, each floor is
+below the model's exact bytes on random mappings, and the search with them equals brute force
+on a deep hierarchy whose links do not overlap compute."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import tilewise as tw
+from tilewise.arch.spec import Arch, Compute, Level
+from tilewise.mapping import Mapping
+from tilewise.model.cost import evaluate
+from tilewise.search.engine import Engine
+from tilewise.search.optimize import search
+from tilewise.search.visits import VisitMemo, node_floors, visit_lists
+
+from .helpers import brute_force
+from .test_exact import assert_top_matches
+
+GiB = 2**30
+
+
+def caches(l3=4096, l2=1024, l1=256) -> Arch:
+    """DRAM -> L3 -> L2 -> L1 (no L3 when ``l3`` is None), nothing double-buffered, slow
+    links (they decide the latency)."""
+    lv = lambda name, cap, bw: Level(name, cap, read_bandwidth=bw * GiB, write_bandwidth=bw * GiB,
+                                     double_buffer=False)
+    mid = (lv("l3", l3, 1),) if l3 else ()
+    return Arch(name="caches", levels=(Level("dram", None), *mid, lv("l2", l2, 2), lv("l1", l1, 4)),
+                compute=Compute(1e9, {"f32": 16, "i8": 32}, {"f32": 16, "i8": 64}))
+
+
+def walk_visits(sizes, tiles, k):
+    """Per dim ``{extent: visits}`` of the level-``k`` tiles, by walking the tile ranges."""
+    out = []
+    for d, n in enumerate(sizes):
+        ranges = [(0, n)]
+        for lvl in range(1, k + 1):
+            t = tiles[lvl][d]
+            ranges = [(a, min(a + t, b)) for lo, b in ranges for a in range(lo, b, t)]
+        counts = {}
+        for a, b in ranges:
+            counts[b - a] = counts.get(b - a, 0) + 1
+        out.append(counts)
+    return out
+
+
+def test_visit_lists_equal_a_walk():
+    rng = np.random.default_rng(5)
+    for _ in range(400):
+        D, k = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+        sizes = rng.integers(1, 60, D)
+        tiles = [list(sizes)] + [list(rng.integers(1, 70, D)) for _ in range(k)]
+        ext, cnt = visit_lists(sizes, np.array([tiles], np.int64), k)
+        for d, want in enumerate(walk_visits(sizes, tiles, k)):
+            got = {int(e): int(c) for e, c in zip(ext[0, d], cnt[0, d]) if c}
+            assert got == want
+
+
+def _random_mapping(rng, w, arch):
+    dims = list(w.sizes)
+    tiles = [dict(w.sizes)]
+    for _ in arch.levels[1:]:
+        tiles.append({d: int(rng.integers(1, tiles[-1][d] + 1)) for d in dims})
+    parts = []
+    for i, lv in enumerate(arch.levels):
+        order = "" if i == len(arch.levels) - 1 else "".join(rng.permutation(dims))
+        parts.append(f"{lv.name}[{' '.join(f'{d}{tiles[i][d]}' for d in dims)}] {order}".strip())
+    return Mapping.parse(" | ".join(parts)), tiles
+
+
+@pytest.mark.parametrize("w", [tw.gemm(12, 10, 16, dtype="f32"), tw.gemm(9, 20, 7, dtype="i8"),
+                               tw.batched_gemm(3, 6, 5, 8, dtype="f32")], ids=["f32", "i8", "bgemm"])
+def test_floors_are_below_the_model_on_random_mappings(w):
+    arch = caches(l3=1536, l2=512, l1=160)
+    eng = Engine(w, arch, {})
+    table, dims = eng.visit_table, list(w.sizes)
+    assert table is not None
+    names = [lv.name for lv in arch.levels]
+    rng = np.random.default_rng(len(dims))
+    checked = 0
+    for _ in range(300):
+        m, tiles = _random_mapping(rng, w, arch)
+        c = evaluate(w, arch, m, check_capacity=False)
+        if not c.fits:
+            continue
+        t = np.array([[tl[d] for d in dims] for tl in tiles], np.int64)[None]
+        for k in range(len(names) - 1):
+            known = rng.random(len(dims)) < 0.5
+            r, wr = node_floors(table, eng.problem.dims.sizes, t, known, k, eng.cap, VisitMemo())
+            nxt = names[k + 1]
+            assert r[0] <= sum(c.reads[nxt].values()) + 1e-9, (m, k, known)
+            assert wr[0] <= sum(c.writes[nxt].values()) + 1e-9, (m, k, known)
+            checked += 1
+    assert checked > 150
+
+
+def test_floors_are_tight_where_the_order_is_forced():
+    """One visit (k = 0) with the level's tiles fixed: the floor is the least of the orders'
+    bytes (here each order's exact bytes are the model's)."""
+    w, arch = tw.gemm(16, 16, 16, dtype="f32"), caches(l3=4096, l2=1024, l1=256)
+    eng = Engine(w, arch, {})
+    r, wr = node_floors(eng.visit_table, eng.problem.dims.sizes,
+                        np.array([[[16, 16, 16], [8, 4, 16], [8, 4, 16], [8, 4, 16]]]),
+                        np.ones(3, bool), 0, eng.cap, VisitMemo())
+    text = "dram[m16 n16 k16] {} | l3[m8 n4 k16] mnk | l2[m8 n4 k16] mnk | l1[m8 n4 k16]"
+    best_r = min(sum(evaluate(w, arch, Mapping.parse(text.format("".join(o))),
+                              check_capacity=False).reads["l3"].values())
+                 for o in itertools.permutations("mnk"))
+    assert r[0] == best_r
+
+
+CASES = [  # three levels: brute force stays near 10^4 mappings
+    (tw.gemm(8, 8, 16, dtype="f32"), {"orders": ["mnk", "kmn"], "tiles": {"l2": {"k": 16}}}),
+    (tw.batched_gemm(2, 8, 4, 8, dtype="f32"), {"orders": ["bmnk", "nkbm"], "tiles": {"l2": {"b": 1}}}),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=["gemm", "bgemm"])
+@pytest.mark.parametrize("objective", ["latency", "traffic", "energy"])
+def test_search_with_visit_floors_equals_brute_force(case, objective):
+    w, cons = case
+    arch = caches(l3=None, l2=512, l1=192)
+    if objective == "energy":
+        arch = _with_energy(arch)
+    metric = {"latency": lambda c: c.latency_s, "traffic": lambda c: c.offchip_bytes,
+              "energy": lambda c: c.energy_j}[objective]
+    brute = brute_force(w, arch, metric, **cons)
+    assert brute
+    r = search(w, arch, objective=objective, top=3, **cons)
+    assert_top_matches([metric(s.cost) for s in r.top], [v for v, _, _ in brute])
+
+
+def _with_energy(arch: Arch) -> Arch:
+    import dataclasses
+    pj = [(40.0, 50.0), (2.0, 2.5), (1.0, 1.0)]
+    levels = tuple(dataclasses.replace(lv, read_energy_pj=r, write_energy_pj=wr)
+                   for lv, (r, wr) in zip(arch.levels, pj))
+    return dataclasses.replace(arch, levels=levels,
+                               compute=dataclasses.replace(arch.compute, energy_pj_per_mac=0.5))
