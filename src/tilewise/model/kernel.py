@@ -252,6 +252,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     te = np.zeros(ME, np.int64)
     tm = np.zeros(ME, np.int64)
     count = np.zeros((D, L), np.int64)            # loop iterations down to level l
+    cnt_s = np.zeros((D, L), np.int64)            # the same summed over the cores below the array
+    cnt0 = np.zeros((D, L), np.int64)             # core 0's (the busiest core's)
     P = np.zeros((D, L, L, max_pow + 1), np.int64)  # power sums of tile extents
     X = np.zeros((D, L, L, max_x, 2), np.int64)   # explicit border tiles (start, extent)
     XN = np.zeros((D, L, L), np.int64)
@@ -312,7 +314,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
         legal[b] = _legal(b, tiles, orders, sizes, align, a, on_chain, spine, forbidden, ways,
                           step, real, pos)
         changed = _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last,
-                              count, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2)
+                              count, cnt_s, cnt0, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2)
         if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
             epoch += 1
         if _through_parent(b, rows_dim, rows_ways, cols_dim, cols_ways, reduce_rows, through,
@@ -323,11 +325,11 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, tmask, passes, real, spine,
                 copies)
         _traffic(b, only[b], bypass, copies, parts, a, moved, psum, tbytes,
-                 oth, plain, affine, gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp,
-                 epoch, out, flags)
+                 oth, plain, affine, gi, mono, axes, count, cnt_s, pos, P, X, XN, lam, idx, memo,
+                 stamp, epoch, out, flags)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
-                             f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, count, P,
+                             f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0, P,
                              nbraw, op_s, op_busy, op_pad, iters)
         _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, nbraw, pf, footprint, fits)
         _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
@@ -420,8 +422,8 @@ def _legal(b, tiles, orders, sizes, align, a, chain, spine, forbidden, ways, ste
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, count, TE, TM, TN,
-                te, tm, P, X, XN, xs, xe, xs2, xe2):
+def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, count, cnt_s,
+                cnt0, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2):
     """Step 2: per dim whose tiles or ways changed since the last candidate, its tile lists
     ``(extent, multiplicity)`` per level, the power sums ``P``, the loop counts and the
     explicit border tiles (module doc). Returns whether any dim changed.
@@ -546,6 +548,8 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                             v *= te[i]
                         acc += v
                     P[j, lm, lv, pw] = acc
+        _below_array(j, tiles[b, a, j], wj, a, max_pow, step, TE, TM, TN, te, tm, count, P,
+                     cnt_s, cnt0)
         if explicit[j]:  # border tiles as (start, extent), same recursion
             size, left, right = sizes[j], win[j, 0], win[j, 1]
             XN[j, 0, 0] = 0
@@ -589,6 +593,91 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                         X[j, lm, k + 1, i, 1] = xe[i]
                     XN[j, lm, k + 1] = n
     return changed
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _cut(te, tm, n, s):
+    """Cut each listed tile ``(te, tm)[:n]`` by step ``s`` in place: ``e // s`` tiles of ``s``
+    (entry 0) and one of ``e % s`` (entry ``i + 1``). Returns the new entry count."""
+    full = 0
+    for i in range(n - 1, -1, -1):
+        q = te[i] // s
+        r = te[i] - q * s
+        full += tm[i] * q
+        te[i + 1] = r
+        tm[i + 1] = tm[i] * (r > 0)
+    te[0] = s
+    tm[0] = full
+    return n + 1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, cnt_s, cnt0):
+    """Dim ``j`` as the cores walk it below the array (:mod:`tilewise.simulation.walker`: each
+    core its own slice; a core with nothing there does nothing and keeps its tiles).
+    ``cnt_s [D, L]``: the loop iterations down to each level summed over the cores along
+    ``j``, each counting only the tiles holding some of its slices (the traffic rule's
+    ``count`` for levels below the array); ``cnt0``: core 0's (the busiest core's)
+    iterations; ``P[j, lm, lv]`` for ``lm < a < lv``: the tiles at ``lv`` under a level-``lm``
+    tile whose loops iterate once *for the core* (exactly one child holds some of its slice:
+    a core idle in the remainder of a loop sees its one full tile), summed over the cores.
+    ``ct``: the core tile, ``w`` the ways of ``j``; the array is at level ``a``."""
+    L = cnt_s.shape[1]
+    for l in range(L):
+        cnt_s[j, l] = count[j, l]
+        cnt0[j, l] = count[j, l]
+    if a >= L - 1:
+        return
+    for l in range(a):  # a core holds part of a tile of extent e iff its offset is below e
+        acc = 0
+        for i in range(TN[l]):
+            acc += TM[l, i] * min(w, (TE[l, i] + ct - 1) // ct)
+        cnt_s[j, l] = acc
+    cnt_s[j, a] = P[j, a, a, 0]
+    n = TN[a - 1]  # core 0's slices: its part of each array tile, then cut below
+    for i in range(n):
+        te[i] = TE[a - 1, i]
+        tm[i] = TM[a - 1, i]
+    n = _cut(te, tm, n, step[a - 1, j])
+    for i in range(n):
+        te[i] = min(te[i], ct)
+    for k in range(a, L - 1):
+        n = _cut(te, tm, n, step[k, j])
+        c = 0
+        for i in range(n):
+            c += tm[i]
+        cnt0[j, k + 1] = c
+    if w == 1:
+        return  # one slice per array tile: the walk is the array's, P holds it already
+    for lm in range(a):
+        for lv in range(a + 1, L):
+            for pw in range(max_pow + 1):
+                P[j, lm, lv, pw] = 0
+        for c in range(w):
+            th = c * ct  # core c's offset in an array tile
+            n = TN[lm]
+            for i in range(n):
+                te[i] = TE[lm, i]
+                tm[i] = TM[lm, i] * (TE[lm, i] > th)
+            for lv in range(lm + 1, L):
+                st = step[lv - 1, j]
+                for i in range(n):
+                    if lv <= a:  # one child holds part of the core's slice, or none counts
+                        q = te[i] // st
+                        r = te[i] - q * st
+                        once = q == 0 or (q == 1 and r <= th)
+                        te[i] = te[i] if q == 0 else st
+                        tm[i] *= once
+                        if lv == a:
+                            te[i] = max(0, min(ct, te[i] - th))
+                    else:
+                        tm[i] *= te[i] <= st
+                if lv > a:
+                    for i in range(n):
+                        v = tm[i]
+                        for pw in range(max_pow + 1):
+                            P[j, lm, lv, pw] += v
+                            v *= te[i]
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -655,11 +744,14 @@ def _copies(r, rw, c, cw, a, tmask, passes, real, spine, copies):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, affine,
-             gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp, epoch, out, flags):
+             gi, mono, axes, count_a, cnt_s, pos, P, X, XN, lam, idx, memo, stamp, epoch, out,
+             flags):
     """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
     rule of the module doc); only tensor ``one`` when ``one >= 0``; inputs x their ``copies``
     (:func:`_copies`); a final output's visits at the array level x its ``parts``
-    (:func:`_partials`: partials merged through the parent, written and read back)."""
+    (:func:`_partials`: partials merged through the parent, written and read back). Below
+    the array the loop counts are the cores' own, summed (``cnt_s``, :func:`_below_array`),
+    and each core has its own first visits of an output's tiles."""
     reads, writes, reloads = out.reads, out.writes, out.reloads
     fills, drains = out.fills, out.drains
     L = reads.shape[1]
@@ -679,6 +771,7 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                 drains[b, level, t] = 0
             continue
         for level in range(1, L):
+            count = cnt_s if level > a else count_a
             total = 1
             check = float(max(tbytes[t], psum[t]))
             for ii in range(1, oth[t, 0] + 1):
@@ -744,6 +837,10 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                     nc += term
                     n_nc += n_term
             kept = 1 - bypass[b, level, t]
+            if psum[t] and level > a:  # every core along a dim the output lacks has its own
+                for ii in range(1, oth[t, 0] + 1):
+                    distinct *= cnt_s[oth[t, ii], 0]
+                    n_distinct *= cnt_s[oth[t, ii], 0]
             if psum[t]:  # a final output: the last visit of a tile writes it converted, the
                 k_par = parts[t] if level == a else 1  # others write partial sums, reloaded
                 again = (total - nc) * k_par - distinct
@@ -778,8 +875,8 @@ def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psu
                iters):
     """Step 4, the parts that depend on the tiles and ways only: buffer bytes at full tile
     size per level (:func:`.rules.buffer_bytes`, before double buffering and bypass), steps
-    and padded points per op, tiles visited per level; returns the busiest core's cycles
-    (:func:`.rules.compute_cycles`)."""
+    and padded points per op, tiles visited per level (``count``: core 0's iterations, the
+    busiest core's); returns the busiest core's cycles (:func:`.rules.compute_cycles`)."""
     L, D = tiles.shape[1], tiles.shape[2]
     for l in range(L):
         for f in range(f_level.shape[0]):

@@ -16,8 +16,9 @@ whether it is double-buffered. Nothing is bypassed. The *declared* space:
   default space it multiplied the search time of GEMM, conv and attention: conv 3x3 2 s to
   3 s, attention L=16384 d=128 0.7 s to 4.7 s), and attention's keys over cores (a spine
   dim a chain reduces: alone it took attention at L=16384, d=128 from 0.72 s to 1.32 s; it
-  is close to the optimum there, so its subtrees are not pruned early). Needs the array at
-  the innermost level.
+  is close to the optimum there, so its subtrees are not pruned early). With private levels
+  below the array (cpu-6core: L2 and L1 per core) the dims
+  :func:`~tilewise.model.legality.below_array_refusal` names are left out.
 - tiles, per level ``l >= 1`` and dim ``d`` of size ``S`` split ``w`` ways at the array
   (``Q = ceil(S / w)``), with ``a`` the dim's alignment (every value rounded up to ``a``):
 
@@ -74,6 +75,7 @@ import numpy as np
 
 from ..errors import TilewiseError
 from ..mapping import LevelMapping, Mapping, Spatial
+from ..model.legality import below_array_refusal
 from ..model.problem import Problem
 from ..model.rules import level_bytes
 from .ladders import ladders
@@ -227,13 +229,14 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
     such as ``"rows=n4 cols=m2"`` (``"none"`` for no split)."""
     wl, arch, dims = st.workload, st.arch, st.dims
     out = [Split(None, None)]
-    if arch.array is None or st.array_level != st.n_levels - 1:
+    if arch.array is None:
         splits = out
     else:
         chain = len(wl.ops) > 1
         red = {d for op in wl.ops for d in op.reduction_dims}
 
         named = allow not in ("any", "none")  # some splits only when named (module doc)
+        below = st.array_level != st.n_levels - 1  # private levels below the array
 
         def axis_opts(axis: str):
             opts: list = [None]
@@ -242,6 +245,8 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
                     continue
                 if chain and d in red and d in st.spine and not named:
                     continue  # attention's keys over cores: only when named
+                if below and below_array_refusal(st, d):
+                    continue
                 if d in red and (axis != "rows" or not arch.array.reduce_cols) and \
                         not (named and d in st.parent_mergeable):
                     continue
