@@ -255,6 +255,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     cnt_s = np.zeros((D, L), np.int64)            # the same summed over the cores below the array
     cnt0 = np.zeros((D, L), np.int64)             # core 0's (the busiest core's)
     P = np.zeros((D, L, L, max_pow + 1), np.int64)  # power sums of tile extents
+    PS = np.zeros((D, L, L, max_pow + 1), np.int64)  # the same as the cores walk (_below_array)
     X = np.zeros((D, L, L, max_x, 2), np.int64)   # explicit border tiles (start, extent)
     XN = np.zeros((D, L, L), np.int64)
     xs = np.zeros(max_x, np.int64)
@@ -314,7 +315,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
         legal[b] = _legal(b, tiles, orders, sizes, align, a, on_chain, spine, forbidden, ways,
                           step, real, pos)
         changed = _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last,
-                              count, cnt_s, cnt0, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2)
+                              count, cnt_s, cnt0, TE, TM, TN, te, tm, P, PS, X, XN, xs, xe,
+                              xs2, xe2)
         if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
             epoch += 1
         if _through_parent(b, rows_dim, rows_ways, cols_dim, cols_ways, reduce_rows, through,
@@ -325,8 +327,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, tmask, passes, real, spine,
                 copies)
         _traffic(b, only[b], bypass, copies, parts, a, moved, psum, tbytes,
-                 oth, plain, affine, gi, mono, axes, count, cnt_s, pos, P, X, XN, lam, idx, memo,
-                 stamp, epoch, out, flags)
+                 oth, plain, affine, gi, mono, axes, count, cnt_s, pos, P, PS, X, XN, lam, idx,
+                 memo, stamp, epoch, out, flags)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
                              f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0, P,
@@ -423,7 +425,7 @@ def _legal(b, tiles, orders, sizes, align, a, chain, spine, forbidden, ways, ste
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, count, cnt_s,
-                cnt0, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2):
+                cnt0, TE, TM, TN, te, tm, P, PS, X, XN, xs, xe, xs2, xe2):
     """Step 2: per dim whose tiles or ways changed since the last candidate, its tile lists
     ``(extent, multiplicity)`` per level, the power sums ``P``, the loop counts and the
     explicit border tiles (module doc). Returns whether any dim changed.
@@ -549,7 +551,7 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                         acc += v
                     P[j, lm, lv, pw] = acc
         _below_array(j, tiles[b, a, j], wj, a, max_pow, step, TE, TM, TN, te, tm, count, P,
-                     cnt_s, cnt0)
+                     PS, cnt_s, cnt0)
         if explicit[j]:  # border tiles as (start, extent), same recursion
             size, left, right = sizes[j], win[j, 0], win[j, 1]
             XN[j, 0, 0] = 0
@@ -612,15 +614,17 @@ def _cut(te, tm, n, s):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, cnt_s, cnt0):
+def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, cnt_s, cnt0):
     """Dim ``j`` as the cores walk it below the array (:mod:`tilewise.simulation.walker`: each
     core its own slice; a core with nothing there does nothing and keeps its tiles).
     ``cnt_s [D, L]``: the loop iterations down to each level summed over the cores along
     ``j``, each counting only the tiles holding some of its slices (the traffic rule's
     ``count`` for levels below the array); ``cnt0``: core 0's (the busiest core's)
-    iterations; ``P[j, lm, lv]`` for ``lm < a < lv``: the tiles at ``lv`` under a level-``lm``
-    tile whose loops iterate once *for the core* (exactly one child holds some of its slice:
-    a core idle in the remainder of a loop sees its one full tile), summed over the cores.
+    iterations; ``PS[j, lm, lv]`` for ``lm < a < lv``: ``P``'s sums when the loops must
+    iterate once *for the core* (exactly one child holds some of its slice: a core idle in
+    the remainder of a loop sees its one full tile), summed over the cores. (``P`` keeps the
+    array's rule, once for all cores: an output the array level keeps drains below it when
+    an idle core's tile there is stored, so an idle stretch changes its tiles.)
     ``ct``: the core tile, ``w`` the ways of ``j``; the array is at level ``a``."""
     L = cnt_s.shape[1]
     for l in range(L):
@@ -647,12 +651,13 @@ def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, cnt_s
         for i in range(n):
             c += tm[i]
         cnt0[j, k + 1] = c
-    if w == 1:
-        return  # one slice per array tile: the walk is the array's, P holds it already
     for lm in range(a):
         for lv in range(a + 1, L):
             for pw in range(max_pow + 1):
-                P[j, lm, lv, pw] = 0
+                PS[j, lm, lv, pw] = P[j, lm, lv, pw] if w == 1 else 0
+    if w == 1:
+        return  # one slice per array tile: the cores walk it as the array does
+    for lm in range(a):
         for c in range(w):
             th = c * ct  # core c's offset in an array tile
             n = TN[lm]
@@ -676,7 +681,7 @@ def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, cnt_s
                     for i in range(n):
                         v = tm[i]
                         for pw in range(max_pow + 1):
-                            P[j, lm, lv, pw] += v
+                            PS[j, lm, lv, pw] += v
                             v *= te[i]
 
 
@@ -744,8 +749,8 @@ def _copies(r, rw, c, cw, a, tmask, passes, real, spine, copies):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, affine,
-             gi, mono, axes, count_a, cnt_s, pos, P, X, XN, lam, idx, memo, stamp, epoch, out,
-             flags):
+             gi, mono, axes, count_a, cnt_s, pos, P, PS, X, XN, lam, idx, memo, stamp, epoch,
+             out, flags):
     """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
     rule of the module doc); only tensor ``one`` when ``one >= 0``; inputs x their ``copies``
     (:func:`_copies`); a final output's visits at the array level x its ``parts``
@@ -772,6 +777,9 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
             continue
         for level in range(1, L):
             count = cnt_s if level > a else count_a
+            # below the array each core keeps its tiles while idle, but an output the array
+            # level keeps drains when an idle core's tile there is stored (_below_array)
+            per_core = level > a and not (psum[t] and not bypass[b, a, t])
             total = 1
             check = float(max(tbytes[t], psum[t]))
             for ii in range(1, oth[t, 0] + 1):
@@ -820,8 +828,12 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                     for ii in range(plain[t, 0]):
                         j = plain[t, 1 + 2 * ii]
                         kk = k + 1 if pos[k, j] < p else k
-                        term *= P[j, kk, level, plain[t, 2 + 2 * ii]]
-                        n_term *= P[j, kk, level, 0]
+                        if per_core and kk < a:
+                            term *= PS[j, kk, level, plain[t, 2 + 2 * ii]]
+                            n_term *= PS[j, kk, level, 0]
+                        else:
+                            term *= P[j, kk, level, plain[t, 2 + 2 * ii]]
+                            n_term *= P[j, kk, level, 0]
                     for gg in range(affine[t, 0]):
                         g = affine[t, 1 + gg]
                         key = level
