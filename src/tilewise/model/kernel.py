@@ -622,9 +622,9 @@ def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, c
     ``count`` for levels below the array); ``cnt0``: core 0's (the busiest core's)
     iterations; ``PS[j, lm, lv]`` for ``lm < a < lv``: ``P``'s sums when the loops must
     iterate once *for the core* (exactly one child holds some of its slice: a core idle in
-    the remainder of a loop sees its one full tile), summed over the cores. (``P`` keeps the
-    array's rule, once for all cores: an output the array level keeps drains below it when
-    an idle core's tile there is stored, so an idle stretch changes its tiles.)
+    the remainder of a loop sees its one full tile), summed over the cores. (Outputs keep
+    ``P``, the array's rule, once for all cores: a core idle along an output's dim drains
+    its tiles of it, so an idle stretch ends their reuse.)
     ``ct``: the core tile, ``w`` the ways of ``j``; the array is at level ``a``."""
     L = cnt_s.shape[1]
     for l in range(L):
@@ -777,9 +777,9 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
             continue
         for level in range(1, L):
             count = cnt_s if level > a else count_a
-            # below the array each core keeps its tiles while idle, but an output the array
-            # level keeps drains when an idle core's tile there is stored (_below_array)
-            per_core = level > a and not (psum[t] and not bypass[b, a, t])
+            # below the array each core keeps its inputs' tiles while idle; an output's drain
+            # when the core idles along its dims (walker): the array's once-rule (P)
+            per_core = level > a and not psum[t]
             total = 1
             check = float(max(tbytes[t], psum[t]))
             for ii in range(1, oth[t, 0] + 1):

@@ -13,9 +13,11 @@ of a tensor loaded into a level, reloaded as a partial sum, or stored back) and
   takes the same tiles shifted by ``i x core tile`` and clipped to its slice. A core whose
   tile there is empty (a short edge slice, or no slice at all) does nothing at those levels:
   no transfer, its private tiles stay resident. At the array level itself every core is
-  visited at every step, as above; when that stores an idle core's output tile (its tile
-  there turns empty), the core's tiles of that output below the array drain first (stored,
-  innermost first, no longer resident), so no partial sum outlives its parent tile.
+  visited at every step, as above. A core idle at the array level (its slice empty along a
+  split dim) drains its tiles of an output below the array (stores them, innermost first; they
+  are no longer resident) when the output has that split dim, or when a level at or above the
+  array that keeps the output is about to store its tile: no partial sum outlives its parent
+  tile, and an idle stretch along an output's own dim ends its tiles' reuse.
 - Chains: the loops over spine dims run first (in nest order); at each spine point every op in
   turn runs the loops over its private dims (Chimera's fused loop tree, legal by
   :mod:`tilewise.model.legality`).
@@ -178,11 +180,18 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
             box = tensor_box(t, dict(zip(t.dims, old)))
             yield Transfer("store", level, t.name, core, box, box_bytes(t, box), step, old)
 
-    def drain_below(t, core, rng, step):
-        """An idle core's array-level tile of output ``t`` is about to be stored: store its
-        tiles of ``t`` below the array first (innermost first) and drop them."""
-        old = resident.get((a, t.name, core))
-        if old is None or old == tuple(rng[d] for d in t.dims):
+    def drain_below(t, core, step):
+        """The drain of output ``t``'s tiles below the array on a core idle at the array level
+        (module doc): stores, innermost first, and the tiles dropped."""
+        rng = core_ranges(a, core)
+        if not idle(rng):
+            return
+        along = any(rng[d][0] >= rng[d][1] for d in split if d in t.dims)
+        moving = any(resident.get((p, t.name, core if p == a else None), ident) != ident
+                     for p in range(1, a + 1) if t.name in kept[p]
+                     for ident in [tuple((core_ranges(p, core) if p == a else ranges[p])[d]
+                                         for d in t.dims)])
+        if not (along or moving):
             return
         for level in range(n - 1, a, -1):
             ident = resident.pop((level, t.name, core), None)
@@ -210,20 +219,20 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
         counter[0] += 1
         step = counter[0]
         moved = [t for t in op.tensors if t.name not in st.intermediate_names]
-        visits, idle_cores = [], set()
+        visits = []
         for level in range(1, n):
             for core in (cores if level >= a else [None]):
                 rng = core_ranges(level, core) if core is not None else ranges[level]
                 if level > a and idle(rng):
-                    idle_cores.add(core)
                     continue  # a core with no tile here: nothing moves below the array
                 visits += [(level, core, rng, t) for t in moved if t.name in kept[level]]
+        if a < n - 1 and op.output in moved:
+            for core in cores:
+                yield from drain_below(op.output, core, step)
         # Stores first, innermost level first: a tile drains into its parent before the parent
         # tile is itself stored and replaced (the executor moves real data along these events).
         for level, core, rng, t in sorted(visits, key=lambda v: -v[0]):
             if t is op.output:
-                if level == a and core in idle_cores:
-                    yield from drain_below(t, core, rng, step)
                 yield from evict(level, t, core, rng, step)
         for level, core, rng, t in visits:
             yield from touch(level, t, core, rng, t is op.output, step)
