@@ -113,10 +113,8 @@ def mappings(draw, workload, arch, legal_only=True, through=False):
                     t[d] = align * draw(st.integers(1, limit // align))
             elif legal_only and chain and d in private:
                 t[d] = parent  # private dims stay whole above the innermost loops
-            elif k == s.array_level:  # an array tile of ways x core tile within the parent
-                t[d] = draw(st.integers(1, max(1, parent // ways.get(d, 1))))
-            elif s.array_level is not None and k < s.array_level < n - 1:
-                t[d] = draw(st.integers(min(parent, ways.get(d, 1)), parent))  # room for the ways
+            elif k == s.array_level:  # a core tile of at most the parent's share
+                t[d] = draw(st.integers(1, -(-parent // ways.get(d, 1))))
             else:
                 t[d] = draw(st.integers(1, parent))
         tiles.append(t)

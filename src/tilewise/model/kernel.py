@@ -632,10 +632,13 @@ def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, c
         cnt0[j, l] = count[j, l]
     if a >= L - 1:
         return
-    for l in range(a):  # a core holds part of a tile of extent e iff its offset is below e
+    # a tile of extent e above the array holds part of core c's slices iff c x ct is below
+    # the extent of its first array tile, min(e, tp) (tp: the tile at a - 1)
+    tp = TE[a - 1, 0] if a == 1 else step[a - 2, j]
+    for l in range(a):
         acc = 0
         for i in range(TN[l]):
-            acc += TM[l, i] * min(w, (TE[l, i] + ct - 1) // ct)
+            acc += TM[l, i] * min(w, (min(TE[l, i], tp) + ct - 1) // ct)
         cnt_s[j, l] = acc
     cnt_s[j, a] = P[j, a, a, 0]
     n = TN[a - 1]  # core 0's slices: its part of each array tile, then cut below
@@ -663,16 +666,18 @@ def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, c
             n = TN[lm]
             for i in range(n):
                 te[i] = TE[lm, i]
-                tm[i] = TM[lm, i] * (TE[lm, i] > th)
+                tm[i] = TM[lm, i] * (min(TE[lm, i], tp) > th)
             for lv in range(lm + 1, L):
                 st = step[lv - 1, j]
+                cap = tp if lv < a else st  # first-array-tile extent of a child (as above)
                 for i in range(n):
                     if lv <= a:  # one child holds part of the core's slice, or none counts
                         q = te[i] // st
                         r = te[i] - q * st
-                        once = q == 0 or (q == 1 and r <= th)
-                        te[i] = te[i] if q == 0 else st
-                        tm[i] *= once
+                        full = q * (min(st, cap) > th)
+                        rest = min(r, cap) > th
+                        tm[i] *= full + rest == 1
+                        te[i] = st if full else r
                         if lv == a:
                             te[i] = max(0, min(ct, te[i] - th))
                     else:

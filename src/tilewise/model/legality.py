@@ -147,9 +147,10 @@ def check_mapping(workload, arch, mapping) -> None:
             if tile_fits(tile, parent, w, align, k == n - 1):
                 continue
             if k < n - 1:
-                raise MappingError(f"level {names[k]}: tile {d}={tile}"
-                                   + (f" x {w} ways" if w > 1 else "")
-                                   + f" exceeds its parent tile {d}={parent} at {names[k - 1]}")
+                raise MappingError(f"level {names[k]}: tile {d}={tile} exceeds its parent tile "
+                                   f"{d}={parent} at {names[k - 1]}" + (
+                                       f" split {w} ways (at most {-(-parent // w)} a core)"
+                                       if w > 1 else ""))
             if tile % align:
                 raise MappingError(f"level {names[k]}: tile {d}={tile} violates the "
                                    f"alignment of {d} to multiples of {align} ({arch.name})")

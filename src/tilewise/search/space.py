@@ -78,7 +78,7 @@ from ..mapping import LevelMapping, Mapping, Spatial
 from ..model.legality import below_array_refusal
 from ..model.problem import Problem
 from ..model.rules import level_bytes
-from .ladders import ladders
+from .ladders import core0_padded, ladders
 from ..model.structure import Structure
 
 
@@ -444,7 +444,9 @@ class Space:
         at = -1 if st.array_level is None else int(st.array_level)  # -1: no array
         tiles, counts, padded_all = ladders(int(st.sizes[j]), int(w), int(a), L, at, flat,
                                             np.cumsum(n) - n, np.cumsum(n))
-        return TileLadders(tiles, counts, counts[:, L - 1] * tiles[:, L - 1], padded_all)
+        one = (counts[:, L - 1] * tiles[:, L - 1] if not 0 <= at < L - 1 or w == 1 else
+               core0_padded(int(st.sizes[j]), tiles, int(w), at))  # below the array: core 0's
+        return TileLadders(tiles, counts, one, padded_all)
 
     def real_loops(self, tiles: np.ndarray, ways: np.ndarray) -> np.ndarray:
         """``[n, L-1, D]`` bool: the loop over dim d at level k iterates more than once (its
