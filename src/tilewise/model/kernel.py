@@ -20,6 +20,10 @@ this order (all exact int64 except times):
    10 cut into tiles of 4 then 3 has, at the second level, extents ``{3: 3, 1: 2, 2: 1}``.
    Dims under an affine index that may touch the tensor border also get explicit
    ``(start, extent)`` lists of the border tiles only (:mod:`tilewise.model.problem`).
+   Below an array that is not the innermost level each core walks its own slice
+   (:func:`_below_array`): the loop counts summed over the cores count only the tiles that
+   hold some of a core's slice, the busiest core's (core 0's) give the steps, and an input's
+   once-rule is per core (a core idle in a loop's remainder sees one tile).
 3. *Traffic* (the reuse rule, the same one :mod:`tilewise.simulation.walker` follows step by
    step): walking the flattened nest, a tensor's tile at level ``l`` is (re)loaded each time
    its identity changes; the bytes moved are the real (clipped) bytes. Counting without
