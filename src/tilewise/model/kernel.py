@@ -335,8 +335,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                  memo, stamp, epoch, out, flags)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
-                             f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0, P,
-                             nbraw, op_s, op_busy, op_pad, iters)
+                             f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0,
+                             count, P, nbraw, op_s, op_busy, op_pad, iters)
         _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, nbraw, pf, footprint, fits)
         _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
         _links(b, dbuf, bypass, rows_ways[b] * cols_ways[b], inst, link_a, no_read, no_write,
@@ -892,12 +892,13 @@ def _group_tiles(g, lam, level, gi, P):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum, f_red, step,
-               block, bank, op_mask, op_pp, op_rate, call, count, P, nbraw, op_s, op_busy, op_pad,
-               iters):
+               block, bank, op_mask, op_pp, op_rate, call, count, count_all, P, nbraw, op_s,
+               op_busy, op_pad, iters):
     """Step 4, the parts that depend on the tiles and ways only: buffer bytes at full tile
     size per level (:func:`.rules.buffer_bytes`, before double buffering and bypass), steps
-    and padded points per op, tiles visited per level (``count``: core 0's iterations, the
-    busiest core's); returns the busiest core's cycles (:func:`.rules.compute_cycles`)."""
+    and padded points per op (``count``: core 0's iterations, the busiest core's), tiles
+    visited per level (``count_all``: below the array summed over the cores, as the search's
+    ladder counts); returns the busiest core's cycles (:func:`.rules.compute_cycles`)."""
     L, D = tiles.shape[1], tiles.shape[2]
     for l in range(L):
         for f in range(f_level.shape[0]):
@@ -924,7 +925,7 @@ def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psu
     for l in range(L):
         it = 1
         for j in range(D):
-            it *= count[j, l]
+            it *= count_all[j, l]
         iters[l] = max(it, 1)
     return compute_cycles(op_busy, op_s, op_pp, op_rate, call)
 
