@@ -226,7 +226,7 @@ EXPLICIT = {
         array={"level": "core", "rows": 2, "cols": 1, "reduce_cols": True}),
         {"orders": ["m,n,k"], "double_buffer": {"memtile": ["B"], "core": ["A", "C"]},
          "tiles": {"memtile": {"k": 8}}}),
-    # array at the middle level (cores own l2 and l1): no split in the space
+    # array at the middle level (cores own l2 and l1): splits walked per core below it
     "array-above-innermost": (tw.gemm(6, 4, 6), arch("cpu-mini", [
         level("l2", 160, instances=2), level("l1", 48, instances=2)],
         array={"level": "l2", "rows": 1, "cols": 2, "broadcast": []}),

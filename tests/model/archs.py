@@ -56,7 +56,7 @@ def four_level(rows: int = 2, cols: int = 3) -> Arch:
 
 
 def array_above_innermost() -> Arch:
-    """A CPU-like arch whose cores own L2 and L1 (array at L2): runs unsplit only."""
+    """A CPU-like arch whose cores own L2 and L1 (array at L2, the middle of three levels)."""
     return Arch(
         name="cpu-like",
         levels=(Level("l3", 1 << 20, read_bandwidth=0.0),
@@ -64,6 +64,23 @@ def array_above_innermost() -> Arch:
                 Level("l1", 4 * 1024, instances=2, read_bandwidth=128e9, write_bandwidth=128e9)),
         compute=Compute(3e9, {"i8": 32, "i16": 32, "i32": 16, "bf16": 16, "f16": 16, "f32": 16}),
         array=SpatialArray("l2", 1, 2, False, False, False),
+    )
+
+
+def array_in_the_middle(rows: int = 2, cols: int = 3) -> Arch:
+    """cpu-6core's shape, smaller: DRAM -> shared L3 -> per-core L2 (the array, broadcast along
+    rows) -> per-core L1 (double-buffered), so each core walks its slice through L1."""
+    return Arch(
+        name="array-middle",
+        levels=(Level("dram", None),
+                Level("l3", 64 * 1024, block_bytes=8, read_bandwidth=40e9, write_bandwidth=40e9),
+                Level("l2", 8 * 1024, instances=rows * cols, read_bandwidth=64e9,
+                      write_bandwidth=64e9),
+                Level("l1", 1024, instances=rows * cols, read_bandwidth=128e9,
+                      write_bandwidth=128e9)),
+        compute=Compute(3e9, {"i8": 32, "i16": 32, "i32": 16, "bf16": 16, "f16": 16, "f32": 16}),
+        array=SpatialArray("l2", rows, cols, broadcast_rows=True, broadcast_cols=False,
+                           reduce_cols=False),
     )
 
 

@@ -4,10 +4,11 @@ from hypothesis import strategies as st
 
 from tilewise.ir import library as lib
 from tilewise.mapping import LevelMapping, Mapping, Spatial
+from tilewise.model.legality import below_array_refusal
 from tilewise.model.structure import Structure
 
-from .archs import (aie_like, array_above_innermost, four_level, output_registers,
-                    per_operand, two_level)
+from .archs import (aie_like, array_above_innermost, array_in_the_middle, four_level,
+                    output_registers, per_operand, two_level)
 
 DTYPES = st.sampled_from(["i8", "i16", "bf16", "f32"])
 
@@ -55,7 +56,7 @@ def workloads(draw, kinds=CONSTRUCTORS):
 ARCHS = st.sampled_from([
     aie_like(), aie_like(2, 3, broadcast=False, reduce_cols=False),
     aie_like(4, 2, alignment={"m": 2, "k": 2}), two_level(block_bytes=32), four_level(),
-    array_above_innermost(), per_operand(), output_registers(),
+    array_above_innermost(), array_in_the_middle(), per_operand(), output_registers(),
 ])
 
 
@@ -72,14 +73,16 @@ def mappings(draw, workload, arch, legal_only=True, through=False):
     # private dims of a tensor that several ops read differently stay whole (legality rule 3)
     shared_private = {d for t in s.moved for d in t.dims if d not in s.spine
                       and s.passes(t.name) == 0}
-    # spatial split (array at the innermost level only)
+    # spatial split (with levels below the array: of the dims each core can walk there)
     ways = {}
     rows = cols = None
-    if arch.array is not None and s.array_level == n - 1:
+    if arch.array is not None:
         for axis in ("rows", "cols"):
             if draw(st.booleans()):
                 # a dim on both axes (cut rows x cols ways) as often as a fresh one
                 cand = [d for d in dims if d not in ways or ways[d] * getattr(arch.array, axis) <= sizes[d]]
+                if s.array_level < n - 1:
+                    cand = [d for d in cand if below_array_refusal(s, d) is None]
                 red = {d for op in workload.ops for d in op.reduction_dims}
                 if chain:  # attention's key dim merges across cores (Structure.mergeable)
                     cand = [d for d in cand if (d in s.spine and d not in red) or d in s.mergeable]
@@ -110,6 +113,8 @@ def mappings(draw, workload, arch, legal_only=True, through=False):
                     t[d] = align * draw(st.integers(1, limit // align))
             elif legal_only and chain and d in private:
                 t[d] = parent  # private dims stay whole above the innermost loops
+            elif k == s.array_level:  # a core tile of at most the parent's share
+                t[d] = draw(st.integers(1, -(-parent // ways.get(d, 1))))
             else:
                 t[d] = draw(st.integers(1, parent))
         tiles.append(t)

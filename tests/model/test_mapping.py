@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tilewise.model.legality import validate
-from tilewise import Mapping, gemm, gemm_chain, layernorm, mha
+from tilewise import Mapping, conv2d, gemm, gemm_chain, layernorm, mha
 from tilewise.errors import MappingError, ParseError
 
 from .archs import aie_like, array_above_innermost, two_level
@@ -106,12 +106,15 @@ def test_reduction_split_through_the_parent_is_legal():
     validate(G, aie_like(), Mapping.parse(BASE.replace("cols=m2", "cols=k2").replace("core[m4", "core[m8")))
 
 
-def test_spatial_needs_an_array_and_an_innermost_array():
+def test_spatial_needs_an_array_and_splits_below_it_only_plain_dims():
     assert "has no core array" in _bad("gm[m4 n4 k4] mnk | ub[m2 n4 k4] ; rows=m2", gemm(4, 4, 4),
                                        two_level())
-    assert "need the array at the innermost level" in _bad(
-        "l3[m4 n4 k4] mnk | l2[m2 n4 k4] mnk | l1[m2 n2 k2] ; cols=m2", gemm(4, 4, 4),
-        array_above_innermost())
+    validate(gemm(4, 4, 4), array_above_innermost(),
+             Mapping.parse("l3[m4 n4 k4] mnk | l2[m2 n4 k4] mnk | l1[m2 n2 k2] ; cols=m2"))
+    conv = conv2d(1, 2, 6, 6, 2, 3, 3)
+    text = ("l3[n1 k2 p4 q4 c2 r3 s3] nkpqcrs | l2[n1 k2 p2 q4 c2 r3 s3] nkpqcrs | "
+            "l1[n1 k2 p2 q4 c2 r3 s3] ; cols=p2")
+    assert "indexes a window (affine) axis" in _bad(text, conv, array_above_innermost())
     arch = aie_like(reduce_cols=False)
     assert "cannot reduce_cols" in _bad("ddr[r8 c64] rc | memtile[r8 c64] rc | core[r8 c16] ; rows=c4",
                                         layernorm(8, 64), arch)

@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tilewise.search.ladders import ladders
+from tilewise.search.ladders import core0_padded, ladders
 
 
 def reference(size, w, a, L, array_level, vals):
@@ -18,7 +18,7 @@ def reference(size, w, a, L, array_level, vals):
             rows_a.append(sum(m for _, m in tl) * ladder[-1])
             return
         ww = w if k == array_level else 1
-        lim = -(-(-(-parent // ww)) // a) * a if k == L - 1 else parent // ww
+        lim = -(-(-(-parent // ww)) // a) * a if k == L - 1 else -(-parent // ww)
         for t in vals[k - 1]:
             if t > lim:
                 continue
@@ -49,3 +49,29 @@ def test_compiled_ladders_equal_the_recursion(size, w, a, L, data):
                                         np.cumsum(n))
     rt, rc, ra = reference(size, w, a, L, array_level, vals)
     assert tiles.tolist() == rt and counts.tolist() == rc and padded_all.tolist() == ra
+
+
+def core0_reference(size, ladder, w, array_level):
+    """Core 0's innermost extent, walking the dim's ranges: at the array level core 0 takes the
+    first ``t`` of each array tile of ``w x t``; elsewhere each range is cut by the tile."""
+    ranges = [(0, size)]
+    for k in range(1, len(ladder)):
+        t = ladder[k]
+        step = t * w if k == array_level else t
+        ranges = [(s, min(s + step, hi)) for lo, hi in ranges for s in range(lo, hi, step)]
+        if k == array_level:
+            ranges = [(lo, min(lo + t, hi)) for lo, hi in ranges]
+    return len(ranges) * ladder[-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(size=st.integers(1, 300), w=st.integers(1, 6), L=st.integers(2, 5), data=st.data())
+def test_core0_padded_walks_core_0s_slices(size, w, L, data):
+    """Below the array the busiest core (core 0) walks its own slices: its padded extent."""
+    a = data.draw(st.integers(1, L - 1))
+    ladder = [size]
+    for k in range(1, L):
+        top = -(-ladder[-1] // w) if k == a else ladder[-1]
+        ladder.append(data.draw(st.integers(1, top)))
+    got = core0_padded(size, np.array([ladder], np.int64), w, a)
+    assert got.tolist() == [core0_reference(size, ladder, w, a)]

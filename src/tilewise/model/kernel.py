@@ -20,6 +20,10 @@ this order (all exact int64 except times):
    10 cut into tiles of 4 then 3 has, at the second level, extents ``{3: 3, 1: 2, 2: 1}``.
    Dims under an affine index that may touch the tensor border also get explicit
    ``(start, extent)`` lists of the border tiles only (:mod:`tilewise.model.problem`).
+   Below an array that is not the innermost level each core walks its own slice
+   (:func:`_below_array`): the loop counts summed over the cores count only the tiles that
+   hold some of a core's slice, the busiest core's (core 0's) give the steps, and an input's
+   once-rule is per core (a core idle in a loop's remainder sees one tile).
 3. *Traffic* (the reuse rule, the same one :mod:`tilewise.simulation.walker` follows step by
    step): walking the flattened nest, a tensor's tile at level ``l`` is (re)loaded each time
    its identity changes; the bytes moved are the real (clipped) bytes. Counting without
@@ -252,7 +256,10 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     te = np.zeros(ME, np.int64)
     tm = np.zeros(ME, np.int64)
     count = np.zeros((D, L), np.int64)            # loop iterations down to level l
+    cnt_s = np.zeros((D, L), np.int64)            # the same summed over the cores below the array
+    cnt0 = np.zeros((D, L), np.int64)             # core 0's (the busiest core's)
     P = np.zeros((D, L, L, max_pow + 1), np.int64)  # power sums of tile extents
+    PS = np.zeros((D, L, L, max_pow + 1), np.int64)  # the same as the cores walk (_below_array)
     X = np.zeros((D, L, L, max_x, 2), np.int64)   # explicit border tiles (start, extent)
     XN = np.zeros((D, L, L), np.int64)
     xs = np.zeros(max_x, np.int64)
@@ -312,7 +319,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
         legal[b] = _legal(b, tiles, orders, sizes, align, a, on_chain, spine, forbidden, ways,
                           step, real, pos)
         changed = _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last,
-                              count, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2)
+                              count, cnt_s, cnt0, TE, TM, TN, te, tm, P, PS, X, XN, xs, xe,
+                              xs2, xe2)
         if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
             epoch += 1
         if _through_parent(b, rows_dim, rows_ways, cols_dim, cols_ways, reduce_rows, through,
@@ -323,12 +331,12 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, tmask, passes, real, spine,
                 copies)
         _traffic(b, only[b], bypass, copies, parts, a, moved, psum, tbytes,
-                 oth, plain, affine, gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp,
-                 epoch, out, flags)
+                 oth, plain, affine, gi, mono, axes, count, cnt_s, pos, P, PS, X, XN, lam, idx,
+                 memo, stamp, epoch, out, flags)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
-                             f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, count, P,
-                             nbraw, op_s, op_busy, op_pad, iters)
+                             f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0,
+                             count, P, nbraw, op_s, op_busy, op_pad, iters)
         _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, nbraw, pf, footprint, fits)
         _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
         _links(b, dbuf, bypass, rows_ways[b] * cols_ways[b], inst, link_a, no_read, no_write,
@@ -420,8 +428,8 @@ def _legal(b, tiles, orders, sizes, align, a, chain, spine, forbidden, ways, ste
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, count, TE, TM, TN,
-                te, tm, P, X, XN, xs, xe, xs2, xe2):
+def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, count, cnt_s,
+                cnt0, TE, TM, TN, te, tm, P, PS, X, XN, xs, xe, xs2, xe2):
     """Step 2: per dim whose tiles or ways changed since the last candidate, its tile lists
     ``(extent, multiplicity)`` per level, the power sums ``P``, the loop counts and the
     explicit border tiles (module doc). Returns whether any dim changed.
@@ -546,6 +554,8 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                             v *= te[i]
                         acc += v
                     P[j, lm, lv, pw] = acc
+        _below_array(j, tiles[b, a, j], wj, a, max_pow, step, TE, TM, TN, te, tm, count, P,
+                     PS, cnt_s, cnt0)
         if explicit[j]:  # border tiles as (start, extent), same recursion
             size, left, right = sizes[j], win[j, 0], win[j, 1]
             XN[j, 0, 0] = 0
@@ -589,6 +599,99 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                         X[j, lm, k + 1, i, 1] = xe[i]
                     XN[j, lm, k + 1] = n
     return changed
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _cut(te, tm, n, s):
+    """Cut each listed tile ``(te, tm)[:n]`` by step ``s`` in place: ``e // s`` tiles of ``s``
+    (entry 0) and one of ``e % s`` (entry ``i + 1``). Returns the new entry count."""
+    full = 0
+    for i in range(n - 1, -1, -1):
+        q = te[i] // s
+        r = te[i] - q * s
+        full += tm[i] * q
+        te[i + 1] = r
+        tm[i + 1] = tm[i] * (r > 0)
+    te[0] = s
+    tm[0] = full
+    return n + 1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, cnt_s, cnt0):
+    """Dim ``j`` as the cores walk it below the array (:mod:`tilewise.simulation.walker`: each
+    core its own slice; a core with nothing there does nothing and keeps its tiles).
+    ``cnt_s [D, L]``: the loop iterations down to each level summed over the cores along
+    ``j``, each counting only the tiles holding some of its slices (the traffic rule's
+    ``count`` for levels below the array); ``cnt0``: core 0's (the busiest core's)
+    iterations; ``PS[j, lm, lv]`` for ``lm < a < lv``: ``P``'s sums when the loops must
+    iterate once *for the core* (exactly one child holds some of its slice: a core idle in
+    the remainder of a loop sees its one full tile), summed over the cores. (Outputs keep
+    ``P``, the array's rule, once for all cores: a core idle along an output's dim drains
+    its tiles of it, so an idle stretch ends their reuse.)
+    ``ct``: the core tile, ``w`` the ways of ``j``; the array is at level ``a``."""
+    L = cnt_s.shape[1]
+    for l in range(L):
+        cnt_s[j, l] = count[j, l]
+        cnt0[j, l] = count[j, l]
+    if a >= L - 1:
+        return
+    # a tile of extent e above the array holds part of core c's slices iff c x ct is below
+    # the extent of its first array tile, min(e, tp) (tp: the tile at a - 1)
+    tp = TE[a - 1, 0] if a == 1 else step[a - 2, j]
+    for l in range(a):
+        acc = 0
+        for i in range(TN[l]):
+            acc += TM[l, i] * min(w, (min(TE[l, i], tp) + ct - 1) // ct)
+        cnt_s[j, l] = acc
+    cnt_s[j, a] = P[j, a, a, 0]
+    n = TN[a - 1]  # core 0's slices: its part of each array tile, then cut below
+    for i in range(n):
+        te[i] = TE[a - 1, i]
+        tm[i] = TM[a - 1, i]
+    n = _cut(te, tm, n, step[a - 1, j])
+    for i in range(n):
+        te[i] = min(te[i], ct)
+    for k in range(a, L - 1):
+        n = _cut(te, tm, n, step[k, j])
+        c = 0
+        for i in range(n):
+            c += tm[i]
+        cnt0[j, k + 1] = c
+    for lm in range(a):
+        for lv in range(a + 1, L):
+            for pw in range(max_pow + 1):
+                PS[j, lm, lv, pw] = P[j, lm, lv, pw] if w == 1 else 0
+    if w == 1:
+        return  # one slice per array tile: the cores walk it as the array does
+    for lm in range(a):
+        for c in range(w):
+            th = c * ct  # core c's offset in an array tile
+            n = TN[lm]
+            for i in range(n):
+                te[i] = TE[lm, i]
+                tm[i] = TM[lm, i] * (min(TE[lm, i], tp) > th)
+            for lv in range(lm + 1, L):
+                st = step[lv - 1, j]
+                cap = tp if lv < a else st  # first-array-tile extent of a child (as above)
+                for i in range(n):
+                    if lv <= a:  # one child holds part of the core's slice, or none counts
+                        q = te[i] // st
+                        r = te[i] - q * st
+                        full = q * (min(st, cap) > th)
+                        rest = min(r, cap) > th
+                        tm[i] *= full + rest == 1
+                        te[i] = st if full else r
+                        if lv == a:
+                            te[i] = max(0, min(ct, te[i] - th))
+                    else:
+                        tm[i] *= te[i] <= st
+                if lv > a:
+                    for i in range(n):
+                        v = tm[i]
+                        for pw in range(max_pow + 1):
+                            PS[j, lm, lv, pw] += v
+                            v *= te[i]
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -655,11 +758,14 @@ def _copies(r, rw, c, cw, a, tmask, passes, real, spine, copies):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, affine,
-             gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp, epoch, out, flags):
+             gi, mono, axes, count_a, cnt_s, pos, P, PS, X, XN, lam, idx, memo, stamp, epoch,
+             out, flags):
     """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
     rule of the module doc); only tensor ``one`` when ``one >= 0``; inputs x their ``copies``
     (:func:`_copies`); a final output's visits at the array level x its ``parts``
-    (:func:`_partials`: partials merged through the parent, written and read back)."""
+    (:func:`_partials`: partials merged through the parent, written and read back). Below
+    the array the loop counts are the cores' own, summed (``cnt_s``, :func:`_below_array`),
+    and each core has its own first visits of an output's tiles."""
     reads, writes, reloads = out.reads, out.writes, out.reloads
     fills, drains = out.fills, out.drains
     L = reads.shape[1]
@@ -679,6 +785,10 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                 drains[b, level, t] = 0
             continue
         for level in range(1, L):
+            count = cnt_s if level > a else count_a
+            # below the array each core keeps its inputs' tiles while idle; an output's drain
+            # when the core idles along its dims (walker): the array's once-rule (P)
+            per_core = level > a and not psum[t]
             total = 1
             check = float(max(tbytes[t], psum[t]))
             for ii in range(1, oth[t, 0] + 1):
@@ -727,8 +837,12 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                     for ii in range(plain[t, 0]):
                         j = plain[t, 1 + 2 * ii]
                         kk = k + 1 if pos[k, j] < p else k
-                        term *= P[j, kk, level, plain[t, 2 + 2 * ii]]
-                        n_term *= P[j, kk, level, 0]
+                        if per_core and kk < a:
+                            term *= PS[j, kk, level, plain[t, 2 + 2 * ii]]
+                            n_term *= PS[j, kk, level, 0]
+                        else:
+                            term *= P[j, kk, level, plain[t, 2 + 2 * ii]]
+                            n_term *= P[j, kk, level, 0]
                     for gg in range(affine[t, 0]):
                         g = affine[t, 1 + gg]
                         key = level
@@ -744,6 +858,10 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                     nc += term
                     n_nc += n_term
             kept = 1 - bypass[b, level, t]
+            if psum[t] and level > a:  # every core along a dim the output lacks has its own
+                for ii in range(1, oth[t, 0] + 1):
+                    distinct *= cnt_s[oth[t, ii], 0]
+                    n_distinct *= cnt_s[oth[t, ii], 0]
             if psum[t]:  # a final output: the last visit of a tile writes it converted, the
                 k_par = parts[t] if level == a else 1  # others write partial sums, reloaded
                 again = (total - nc) * k_par - distinct
@@ -774,12 +892,13 @@ def _group_tiles(g, lam, level, gi, P):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum, f_red, step,
-               block, bank, op_mask, op_pp, op_rate, call, count, P, nbraw, op_s, op_busy, op_pad,
-               iters):
+               block, bank, op_mask, op_pp, op_rate, call, count, count_all, P, nbraw, op_s,
+               op_busy, op_pad, iters):
     """Step 4, the parts that depend on the tiles and ways only: buffer bytes at full tile
     size per level (:func:`.rules.buffer_bytes`, before double buffering and bypass), steps
-    and padded points per op, tiles visited per level; returns the busiest core's cycles
-    (:func:`.rules.compute_cycles`)."""
+    and padded points per op (``count``: core 0's iterations, the busiest core's), tiles
+    visited per level (``count_all``: below the array summed over the cores, as the search's
+    ladder counts); returns the busiest core's cycles (:func:`.rules.compute_cycles`)."""
     L, D = tiles.shape[1], tiles.shape[2]
     for l in range(L):
         for f in range(f_level.shape[0]):
@@ -806,7 +925,7 @@ def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psu
     for l in range(L):
         it = 1
         for j in range(D):
-            it *= count[j, l]
+            it *= count_all[j, l]
         iters[l] = max(it, 1)
     return compute_cycles(op_busy, op_s, op_pp, op_rate, call)
 

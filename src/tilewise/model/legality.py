@@ -18,8 +18,9 @@ ways at the array) is smaller than its level's tile.
    (:meth:`.Structure.passes`); readers that walk it differently must keep its private dims
    whole.
 
-Spatial splits need the array at the innermost level; in a chain they may split only spine
-dims that no op reduces, or a reduction whose partials merge (:attr:`.Structure.mergeable`:
+Spatial splits: with private levels below the array, each core walks its own slice through
+them (:func:`below_array_refusal` names the dims that cannot be split there yet); in a chain
+they may split only spine dims that no op reduces, or a reduction whose partials merge (:attr:`.Structure.mergeable`:
 attention's key dim). A reduction split merges its partials along the columns of an array that
 ``reduce_cols`` (a rows split, as GEMM's K over a column); otherwise (a cols split, or no
 ``reduce_cols``) through the parent level, when the partials are moved outputs
@@ -146,9 +147,10 @@ def check_mapping(workload, arch, mapping) -> None:
             if tile_fits(tile, parent, w, align, k == n - 1):
                 continue
             if k < n - 1:
-                raise MappingError(f"level {names[k]}: tile {d}={tile}"
-                                   + (f" x {w} ways" if w > 1 else "")
-                                   + f" exceeds its parent tile {d}={parent} at {names[k - 1]}")
+                raise MappingError(f"level {names[k]}: tile {d}={tile} exceeds its parent tile "
+                                   f"{d}={parent} at {names[k - 1]}" + (
+                                       f" split {w} ways (at most {-(-parent // w)} a core)"
+                                       if w > 1 else ""))
             if tile % align:
                 raise MappingError(f"level {names[k]}: tile {d}={tile} violates the "
                                    f"alignment of {d} to multiples of {align} ({arch.name})")
@@ -168,11 +170,10 @@ def _check_spatial(st: Structure, mapping) -> dict[str, int]:
             continue
         if arch.array is None:
             raise MappingError(f"{axis}={sp}: arch {arch.name} has no core array")
-        if st.array_level != st.n_levels - 1:
-            raise MappingError(f"{axis}={sp}: spatial splits need the array at the innermost level; "
-                               f"{arch.name} puts it at {arch.array.level} (run it unsplit)")
         if sp.dim not in wl.sizes:
             raise MappingError(f"{axis}={sp}: unknown dim {sp.dim!r}; dims: {', '.join(wl.sizes)}")
+        if st.array_level != st.n_levels - 1:
+            _check_below_array(st, axis, sp)
         limit = getattr(arch.array, axis)
         if not 1 <= sp.ways <= limit:
             raise MappingError(f"{axis}={sp}: {sp.ways} ways, but the array has {limit} {axis}")
@@ -193,6 +194,29 @@ def _check_spatial(st: Structure, mapping) -> dict[str, int]:
                                f"shared dim ({', '.join(sorted(st.spine))})")
         ways[sp.dim] = ways.get(sp.dim, 1) * sp.ways  # on both axes: rows x cols ways
     return ways
+
+
+def below_array_refusal(st: Structure, dim: str) -> str | None:
+    """Why ``dim`` cannot be split over an array with private levels below it (None: it can).
+    Each core walks its own slice through those levels (:mod:`tilewise.simulation.walker`);
+    the model counts that for dims under plain indices. Not yet for a dim under a window
+    (affine) index, whose border tiles the model lists explicitly, nor for a chain's reduction
+    (attention's keys, merged by the online softmax at the array level only)."""
+    wl = st.workload
+    if any(not ax.is_plain for t in st.tensors for ax in t.axes if dim in ax.dims):
+        return "it indexes a window (affine) axis"
+    if len(wl.ops) > 1 and any(dim in op.reduction_dims for op in wl.ops):
+        return "a fused chain reduces over it"
+    return None
+
+
+def _check_below_array(st: Structure, axis: str, sp) -> None:
+    why = below_array_refusal(st, sp.dim)
+    if why:
+        arch = st.arch
+        raise MappingError(f"{axis}={sp}: {arch.name} has private levels below its array (at "
+                           f"{arch.array.level}) and {sp.dim} cannot be split there: {why}; "
+                           "split another dim")
 
 
 def _check_chain(st: Structure, mapping, tiles, ways) -> None:

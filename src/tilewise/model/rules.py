@@ -193,11 +193,12 @@ def loop_step(next_tile, ways, at_array):
 @njit(cache=True, inline="always", error_model="numpy")
 def tile_fits(tile, parent, ways, align, innermost):
     """Whether ``tile`` is legal under ``parent`` split ``ways`` ways: at the innermost level
-    a multiple of ``align`` of at most :func:`innermost_limit`, elsewhere
-    ``tile x ways <= parent``."""
+    a multiple of ``align`` of at most :func:`innermost_limit`, elsewhere at most the parent's
+    share ``ceil(parent / ways)`` (an array level above the innermost: 256 rows on 6 cores
+    take tiles of up to 43, the last core's slice clipped to 41)."""
     if innermost:
         return tile <= innermost_limit(parent, ways, align) and tile % align == 0
-    return tile * ways <= parent
+    return tile <= (parent + ways - 1) // ways
 
 
 @njit(cache=True, inline="always", error_model="numpy")

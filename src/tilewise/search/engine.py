@@ -286,7 +286,7 @@ class Engine:
     def _keep_whole(self, tt: np.ndarray, s: np.ndarray, stage: int) -> None:
         """Raise, in place, the traffic stand-ins ``tt [n, L, D]`` of the open levels below a
         dim's first open one to the largest tile legal under the stand-in above (the model's
-        :func:`~tilewise.model.rules.innermost_limit` at the innermost, ``tile // ways``
+        :func:`~tilewise.model.rules.innermost_limit` at the innermost, ``ceil(tile / ways)``
         elsewhere): the dim kept whole below its first open level (:mod:`.bound`, fact 2).
         The group's largest tile there can be smaller where the space leaves out tiles that
         cannot fit the level (:func:`.space.fit_limits`); a stand-in with a real loop there
@@ -302,7 +302,7 @@ class Engine:
                 if k == L - 1:
                     lim = -(-(-(-up // ww)) // align[j]) * align[j]
                 else:
-                    lim = up // ww
+                    lim = -(-up // ww)
                 np.maximum(tt[:, k, j], lim, out=tt[:, k, j])
 
     def fixed_real_loops(self, tt: np.ndarray, s: np.ndarray, stage: int) -> np.ndarray:

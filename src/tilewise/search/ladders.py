@@ -55,7 +55,7 @@ def ladders(size, ways, align, n_levels, array_level, vals, v_lo, v_hi):
         nxt[k] += 1
         ww = ways if k == array_level else 1
         par = parent[k]
-        lim = -(-(-(-par // ww)) // align) * align if k == L - 1 else par // ww
+        lim = -(-(-(-par // ww)) // align) * align if k == L - 1 else -(-par // ww)
         if t > lim:
             continue
         step = t * ww
@@ -110,3 +110,35 @@ def ladders(size, ways, align, n_levels, array_level, vals, v_lo, v_hi):
         flat[i] = out[i]
     rows = flat.reshape(-1, 2 * L + 1)
     return rows[:, :L].copy(), rows[:, L:2 * L].copy(), rows[:, 2 * L].copy()
+
+
+@njit(cache=True)
+def core0_padded(size, tiles, ways, array_level):
+    """``[n]``: the padded extent core 0 computes (its innermost tiles x the innermost tile)
+    for each ladder ``tiles [n, L]`` of a dim of ``size`` cut ``ways`` ways at
+    ``array_level``. Core 0 takes the first (largest) slice of every array tile, so it is the
+    busiest core; below the array it walks its own slices (the model's ``steps``), which
+    ``counts`` (summed over the cores) overstates."""
+    n, L = tiles.shape
+    out = np.zeros(n, np.int64)
+    E = np.zeros(2 * L + 2, np.int64)
+    M = np.zeros(2 * L + 2, np.int64)
+    for r in range(n):
+        E[0], M[0], c = size, 1, 1
+        for k in range(1, L):
+            t = tiles[r, k]
+            step = t * ways if k == array_level else t
+            full = 0
+            for q in range(c - 1, -1, -1):
+                full += M[q] * (E[q] // step)
+                E[q + 1], M[q + 1] = E[q] % step, M[q] * (E[q] % step > 0)
+            E[0], M[0] = step, full
+            c += 1
+            if k == array_level:
+                for q in range(c):
+                    E[q] = min(E[q], t)
+        total = 0
+        for q in range(c):
+            total += M[q]
+        out[r] = total * tiles[r, L - 1]
+    return out

@@ -16,8 +16,9 @@ whether it is double-buffered. Nothing is bypassed. The *declared* space:
   default space it multiplied the search time of GEMM, conv and attention: conv 3x3 2 s to
   3 s, attention L=16384 d=128 0.7 s to 4.7 s), and attention's keys over cores (a spine
   dim a chain reduces: alone it took attention at L=16384, d=128 from 0.72 s to 1.32 s; it
-  is close to the optimum there, so its subtrees are not pruned early). Needs the array at
-  the innermost level.
+  is close to the optimum there, so its subtrees are not pruned early). With private levels
+  below the array (cpu-6core: L2 and L1 per core) the dims
+  :func:`~tilewise.model.legality.below_array_refusal` names are left out.
 - tiles, per level ``l >= 1`` and dim ``d`` of size ``S`` split ``w`` ways at the array
   (``Q = ceil(S / w)``), with ``a`` the dim's alignment (every value rounded up to ``a``):
 
@@ -74,9 +75,10 @@ import numpy as np
 
 from ..errors import TilewiseError
 from ..mapping import LevelMapping, Mapping, Spatial
+from ..model.legality import below_array_refusal
 from ..model.problem import Problem
 from ..model.rules import level_bytes
-from .ladders import ladders
+from .ladders import core0_padded, ladders
 from ..model.structure import Structure
 
 
@@ -227,13 +229,14 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
     such as ``"rows=n4 cols=m2"`` (``"none"`` for no split)."""
     wl, arch, dims = st.workload, st.arch, st.dims
     out = [Split(None, None)]
-    if arch.array is None or st.array_level != st.n_levels - 1:
+    if arch.array is None:
         splits = out
     else:
         chain = len(wl.ops) > 1
         red = {d for op in wl.ops for d in op.reduction_dims}
 
         named = allow not in ("any", "none")  # some splits only when named (module doc)
+        below = st.array_level != st.n_levels - 1  # private levels below the array
 
         def axis_opts(axis: str):
             opts: list = [None]
@@ -242,6 +245,8 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
                     continue
                 if chain and d in red and d in st.spine and not named:
                     continue  # attention's keys over cores: only when named
+                if below and below_array_refusal(st, d):
+                    continue
                 if d in red and (axis != "rows" or not arch.array.reduce_cols) and \
                         not (named and d in st.parent_mergeable):
                     continue
@@ -439,7 +444,9 @@ class Space:
         at = -1 if st.array_level is None else int(st.array_level)  # -1: no array
         tiles, counts, padded_all = ladders(int(st.sizes[j]), int(w), int(a), L, at, flat,
                                             np.cumsum(n) - n, np.cumsum(n))
-        return TileLadders(tiles, counts, counts[:, L - 1] * tiles[:, L - 1], padded_all)
+        one = (counts[:, L - 1] * tiles[:, L - 1] if not 0 <= at < L - 1 or w == 1 else
+               core0_padded(int(st.sizes[j]), tiles, int(w), at))  # below the array: core 0's
+        return TileLadders(tiles, counts, one, padded_all)
 
     def real_loops(self, tiles: np.ndarray, ways: np.ndarray) -> np.ndarray:
         """``[n, L-1, D]`` bool: the loop over dim d at level k iterates more than once (its

@@ -12,10 +12,11 @@ from __future__ import annotations
 from .walker import Transfer
 
 
-def share_group(ev: Transfer, outputs, array) -> tuple | None:
-    """The key shared by every transfer that travels with ``ev`` (None above the array: each
-    transfer is its own). ``outputs``: the names of the workload's output tensors."""
-    if ev.core is None or array is None:
+def share_group(ev: Transfer, outputs, array, array_level: int) -> tuple | None:
+    """The key shared by every transfer that travels with ``ev`` (None above and below the
+    array level: each transfer is its own; below it, on a core's private links).
+    ``outputs``: the names of the workload's output tensors."""
+    if ev.core is None or array is None or ev.level != array_level:
         return None
     r, c = ev.core
     output = ev.tensor in outputs

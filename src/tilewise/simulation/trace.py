@@ -99,7 +99,7 @@ def simulate(workload, arch, mapping) -> Trace:
             allocate(ev.level, ev.core, t)
             if ev.kind == "zero":
                 continue
-            group = share_group(ev, st.outputs, arr)
+            group = share_group(ev, st.outputs, arr, st.array_level)
             if group is not None:
                 if group in seen_groups:
                     continue

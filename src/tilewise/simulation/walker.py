@@ -8,6 +8,16 @@ of a tensor loaded into a level, reloaded as a partial sum, or stored back) and
   level's tiles inside the current tile (at the level above the array: over array tiles of
   ``ways x core tile``); core ``(r, c)`` takes slice ``r`` of the rows-split dim and slice ``c``
   of the cols-split dim. The last tile of a loop is clipped (partial).
+- Below the array (private levels of each core, as cpu-6core's L1 under its L2) each core walks
+  its own slice: the loops there step through core 0's slice (the largest) and core ``i``
+  takes the same tiles shifted by ``i x core tile`` and clipped to its slice. A core whose
+  tile there is empty (a short edge slice, or no slice at all) does nothing at those levels:
+  no transfer, its private tiles stay resident. At the array level itself every core is
+  visited at every step, as above. A core idle at the array level (its slice empty along a
+  split dim) drains its tiles of an output below the array (stores them, innermost first; they
+  are no longer resident) when the output has that split dim, or when a level at or above the
+  array that keeps the output is about to store its tile: no partial sum outlives its parent
+  tile, and an idle stretch along an output's own dim ends its tiles' reuse.
 - Chains: the loops over spine dims run first (in nest order); at each spine point every op in
   turn runs the loops over its private dims (Chimera's fused loop tree, legal by
   :mod:`tilewise.model.legality`).
@@ -131,15 +141,23 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
     visited: set = set()
     counter = [0]
 
+    array_tile: dict = {}  # split dim -> the range of the current array tile
+    # (ranges[a] and below hold core 0's slice and its tiles, the frame the other cores shift)
+
     def core_ranges(level: int, core: tuple[int, int]) -> dict:
         rng = dict(ranges[level])
         if level >= a:
             for d, axis in split.items():
-                lo, hi = ranges[a][d]
+                lo, hi = array_tile[d]
                 t = tiles[a][d]
                 i = core[0] * n_cols + core[1] if axis == 2 else core[axis]
-                rng[d] = (min(hi, lo + i * t), min(hi, lo + (i + 1) * t))
+                end = min(hi, lo + (i + 1) * t)
+                f_lo, f_hi = ranges[level][d]
+                rng[d] = (min(end, f_lo + i * t), min(end, f_hi + i * t))
         return rng
+
+    def idle(rng: dict) -> bool:
+        return any(rng[d][0] >= rng[d][1] for d in split)
 
     def nest(todo: list, i: int, leaf) -> Iterator:
         if i == len(todo):
@@ -150,6 +168,9 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
         step = tiles[k + 1][d] * (ways.get(d, 1) if k + 1 == a else 1)
         for s in range(lo, hi, step):
             ranges[k + 1][d] = (s, min(s + step, hi))
+            if k + 1 == a and d in split:
+                array_tile[d] = ranges[k + 1][d]
+                ranges[k + 1][d] = (s, min(s + tiles[a][d], hi))
             yield from nest(todo, i + 1, leaf)
 
     def evict(level, t, core, rng, step):
@@ -158,6 +179,25 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
         if old is not None and old != tuple(rng[d] for d in t.dims):
             box = tensor_box(t, dict(zip(t.dims, old)))
             yield Transfer("store", level, t.name, core, box, box_bytes(t, box), step, old)
+
+    def drain_below(t, core, step):
+        """The drain of output ``t``'s tiles below the array on a core idle at the array level
+        (module doc): stores, innermost first, and the tiles dropped."""
+        rng = core_ranges(a, core)
+        if not idle(rng):
+            return
+        along = any(rng[d][0] >= rng[d][1] for d in split if d in t.dims)
+        moving = any(resident.get((p, t.name, core if p == a else None), ident) != ident
+                     for p in range(1, a + 1) if t.name in kept[p]
+                     for ident in [tuple((core_ranges(p, core) if p == a else ranges[p])[d]
+                                         for d in t.dims)])
+        if not (along or moving):
+            return
+        for level in range(n - 1, a, -1):
+            ident = resident.pop((level, t.name, core), None)
+            if ident is not None:
+                box = tensor_box(t, dict(zip(t.dims, ident)))
+                yield Transfer("store", level, t.name, core, box, box_bytes(t, box), step, ident)
 
     def touch(level, t, core, rng, is_output, step):
         key = (level, t.name, core)
@@ -179,9 +219,16 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
         counter[0] += 1
         step = counter[0]
         moved = [t for t in op.tensors if t.name not in st.intermediate_names]
-        visits = [(level, core, core_ranges(level, core) if core is not None else ranges[level], t)
-                  for level in range(1, n) for core in (cores if level >= a else [None])
-                  for t in moved if t.name in kept[level]]
+        visits = []
+        for level in range(1, n):
+            for core in (cores if level >= a else [None]):
+                rng = core_ranges(level, core) if core is not None else ranges[level]
+                if level > a and idle(rng):
+                    continue  # a core with no tile here: nothing moves below the array
+                visits += [(level, core, rng, t) for t in moved if t.name in kept[level]]
+        if a < n - 1 and op.output in moved:
+            for core in cores:
+                yield from drain_below(op.output, core, step)
         # Stores first, innermost level first: a tile drains into its parent before the parent
         # tile is itself stored and replaced (the executor moves real data along these events).
         for level, core, rng, t in sorted(visits, key=lambda v: -v[0]):

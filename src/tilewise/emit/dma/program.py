@@ -224,7 +224,7 @@ class _Builder:
                     self.extent[key] = tuple(max(x, y) for x, y in zip(old, ext))
                 if ev.kind != "zero" and not all(lo < hi for lo, hi in ev.tile):
                     continue  # an idle core's empty tile moves nothing
-                g = share_group(ev, self.st.outputs, self.arch.array) if ev.kind != "zero" else None
+                g = share_group(ev, self.st.outputs, self.arch.array, self.a) if ev.kind != "zero" else None
                 if g is not None and g in groups:
                     groups[g].append(ev)
                     continue
