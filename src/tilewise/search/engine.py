@@ -99,7 +99,8 @@ class Engine:
         self.cap = self.problem.levels.capacity       # bytes per level (the model's rule)
         self._split_tables()
         chain = self.problem.chain  # the model's chain rules: spine and forbidden dims
-        self.chain_rules = ChainRules(chain.spine, chain.forbidden) if chain.chain else None
+        self.chain_rules = (ChainRules(chain.spine, chain.forbidden, chain.projected)
+                            if chain.chain else None)
         self._order_tables()
         self._stages()
         self._tries: dict = {}
@@ -175,7 +176,8 @@ class Engine:
     def _order_tables(self) -> None:
         """Per moved tensor its favourable order (``fav``) and ranks for completing partial
         orders (``prio``); for the chain rules, spine dims first (``prio_legal``)."""
-        spine = self.chain_rules.spine if self.chain_rules is not None else None
+        rules = self.chain_rules  # spine dims first where the rules put them first
+        spine = rules.spine if rules is not None and not rules.projected else None
         self.fav = favorable_orders(self.st, self.space.moved, spine)
         self.prio = np.argsort(self.fav, axis=1)
         self.prio_legal = np.argsort(sorted(range(self.D), key=lambda j: (
@@ -697,7 +699,7 @@ class Engine:
         rbw, wbw = self.rbw[s], self.wbw[s]
         iterations = np.prod(counts, axis=2).astype(float)
         tr = Traffic.of(cb)
-        fits, space = self._leaf_fits(tiles, s, cb.legal)
+        fits, space = self._leaf_fits(tiles, s, cb.legal, cb.footprint)
         bi, vi = np.nonzero(fits)
         if len(bi) == 0:
             return Pool()
@@ -713,12 +715,16 @@ class Engine:
                     double_buffer=self.db[vi], split=spb[bi])
         return replace(pool, objective=np.asarray(pool.metric(run.rank), float))
 
-    def _leaf_fits(self, tiles: np.ndarray, s: np.ndarray, legal: np.ndarray):
+    def _leaf_fits(self, tiles: np.ndarray, s: np.ndarray, legal: np.ndarray,
+                   footprint: np.ndarray):
         """``[B, V]``: the legal mappings (tiles ``[B, L, D]``, splits ``s``) whose buffers
         (partial sums at the accumulator width where the model says so) under each
         double-buffer choice fit every level, and their on-chip bytes (the footprints of
-        levels 1 .. L-1 summed, float)."""
-        bufs, fixed = self.buf.bytes(tiles, self.merged[s])  # partial sums: merged ways
+        levels 1 .. L-1 summed, float). The buffers other than the moved tensors' (a chain's
+        fused intermediates and state, whose panels the loop orders decide) are the model's
+        ``footprint [B, L]`` of the mappings without double buffers less the moved ones."""
+        bufs, _ = self.buf.bytes(tiles, self.merged[s])  # partial sums: merged ways
+        fixed = footprint - bufs.sum(2)
         total = np.einsum("blt,vlt->bvl", bufs, self.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
         over = total > self.cap[None, None, :]
         if self.part_cap.shape[1] > 1:  # some level reserves bytes for some tensors

@@ -269,6 +269,11 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
     return out
 
 
+def problem_memory_max(workload) -> bool:
+    """Whether a chain's footprint is Chimera's max over ops (:attr:`.Chain.memory`)."""
+    return len(workload.ops) > 1 and workload.memory == "max"
+
+
 def signatures(st: Structure) -> list[tuple]:
     """Per dim: the tensors indexing it and the ops using it (loops with equal signatures commute)."""
     wl = st.workload
@@ -327,6 +332,11 @@ class Space:
         dims, L = st.dims, st.n_levels
         if L < 2:
             raise TilewiseError(f"arch {arch.name} has one memory level; tiling needs two")
+        if problem_memory_max(workload):
+            raise TilewiseError(
+                f"workload {workload.name}: memory='max' (Chimera's MU) is evaluated, simulated "
+                "and executed, not searched (the search's capacity bounds add buffers); search "
+                "with memory='sum' and evaluate the result with 'max'")
         problem = Problem.build(workload, arch)
         fixed = {}
         align = workload.alignment(arch.alignment)
