@@ -222,7 +222,10 @@ _ALL = (
         _int("k", "K", "reduction dim of the first GEMM"),
         _int("l", "L", "columns of C = reduction dim of the second GEMM"),
         _int("n", "N", "columns of E"),
-        *_dtypes("i8")), "C[m,l] = A[m,k]·B[k,l]; E[m,n] = C[m,l]·D[l,n] with C fused (seed 004)",
+        *_dtypes("i8"),
+        Param("memory", "memory", "text", "a level's footprint: sum (every live buffer) or max "
+              "(seed 004's Chimera MU: the larger GEMM's buffers; evaluate, run, not search)",
+              "sum")), "C[m,l] = A[m,k]·B[k,l]; E[m,n] = C[m,l]·D[l,n] with C fused (seed 004)",
         ("gemm_chain",)),
     Kind("einsum", library.einsum, (
         Param("spec", "spec", "spec", "einsum spec over single-letter dims, e.g. \"mk,kn->mn\""),
