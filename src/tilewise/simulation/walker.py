@@ -35,7 +35,7 @@ Example (GM -> UB, two row tiles of a 4x4x4 f16 GEMM)::
     Transfer(kind='load', level=1, tensor='A', core=(0, 0), box=((0, 2), (0, 4)), nbytes=16, step=1, tile=((0, 2), (0, 4)))
     Transfer(kind='load', level=1, tensor='B', core=(0, 0), box=((0, 4), (0, 4)), nbytes=32, step=1, tile=((0, 4), (0, 4)))
     Transfer(kind='zero', level=1, tensor='C', core=(0, 0), box=((0, 2), (0, 4)), nbytes=0, step=1, tile=((0, 2), (0, 4)))
-    Compute(op='C', core=(0, 0), ranges={'m': (0, 2), 'n': (0, 4), 'k': (0, 4)}, step=1)
+    Compute(op='C', core=(0, 0), ranges={'m': (0, 2), 'n': (0, 4), 'k': (0, 4)}, step=1, shared=1)
     Transfer(kind='load', level=1, tensor='A', core=(0, 0), box=((2, 4), (0, 4)), nbytes=16, step=2, tile=((2, 4), (0, 4)))
 """
 
