@@ -141,3 +141,14 @@ def test_executor_equals_reference_in_orders_that_diverge_early(order):
                       "core[m16 k16 l16 n16] ; rows=m2")
     report = verify(wl, m, seed=3, arch=load_arch("aie-4x2"))
     assert report.passed, str(report)
+
+
+def test_memory_option_round_trips_and_names_the_valid_values():
+    from tilewise.errors import WorkloadError
+    from tilewise.ir.kinds import build, params_of
+    w = gemm_chain(8, 6, 10, 4, memory="max")
+    name, params = params_of(w)
+    assert params["memory"] == "max" and build(name, params) == w
+    assert "memory" not in params_of(gemm_chain(8, 6, 10, 4))[1]
+    with pytest.raises(WorkloadError, match="memory='avg'; valid: sum"):
+        gemm_chain(8, 6, 10, 4, memory="avg")

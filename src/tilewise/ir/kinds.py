@@ -320,7 +320,8 @@ def _layernorm(w):
 _GUESS = {
     "gemm": lambda w: ("gemm", {d: w.sizes[d] for d in "mnk"}),
     "batched_gemm": lambda w: ("batched-gemm", {d: w.sizes[d] for d in "bmnk"}),
-    "gemm_chain": lambda w: ("chain", {d: w.sizes[d] for d in "mkln"}),
+    "gemm_chain": lambda w: ("chain", {**{d: w.sizes[d] for d in "mkln"},
+                                       **({"memory": w.memory} if w.memory != "sum" else {})}),
     "mha": lambda w: ("mha", {"lq": w.sizes["m"], "lkv": w.sizes["n"], "d": w.sizes["k"],
                               "heads": w.sizes["h"],
                               **({"dv": w.sizes["e"]} if w.sizes["e"] != w.sizes["k"] else {})}),
