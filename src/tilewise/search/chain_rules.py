@@ -62,6 +62,32 @@ class ChainRules:
                 force = np.ones(n, bool) if forbidden[j] else l - 1 >= first + 1
                 small[:, l, j] = np.where(force, np.maximum(small[:, l, j], need), small[:, l, j])
 
+    def panel_floor(self, inner: np.ndarray, tiles: np.ndarray, real: np.ndarray,
+                    ways: np.ndarray, array_level) -> np.ndarray:
+        """``[n, D]``: a lower bound of a projected chain's intermediate panel
+        (:func:`tilewise.model.rules.panel_tile`) for nodes whose innermost footprint
+        stand-ins are ``inner [n, D]`` and whose loops known to iterate are ``real [n, L-1,
+        D]`` (their tiles ``tiles [n, L, D]`` fixed; ``ways [n, D]`` at ``array_level``).
+        A known real loop over a spine dim at a level below one with a known real private
+        loop runs below the divergence point whatever the orders, so the producer's tiles
+        along that dim under one shared point are at least its trip count ``ceil(tile /
+        step)`` (the most of those; a product would overcount partial tiles). Single tiles
+        elsewhere, and for chains that keep spine loops first."""
+        out = inner.copy()
+        if not self.projected:
+            return out
+        n, K, D = real.shape
+        priv = (real & ~self.spine[None, None, :]).any(2)                   # [n, L-1]
+        first = np.where(priv.any(1), np.argmax(priv, axis=1), K)           # [n]
+        for j in np.flatnonzero(self.spine):
+            most = np.ones(n, np.int64)
+            for k in range(1, K):
+                step = tiles[:, k + 1, j] * (ways[:, j] if k + 1 == array_level else 1)
+                trips = -(-tiles[:, k, j] // step)
+                most = np.where(real[:, k, j] & (k > first), np.maximum(most, trips), most)
+            out[:, j] *= most
+        return out
+
     def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:
         """``[n]``: whether the loops of levels 0 .. k (orders ``ords[parent]`` above k,
         ``ordk [n, D]`` at k; ``real_all`` the parents' real loops, :meth:`.Space.real_loops`)

@@ -316,9 +316,16 @@ class Engine:
 
     def stand_ins(self, nd: Nodes, stage: int) -> StandIns:
         """The stand-ins of nodes at ``stage`` (:meth:`assemble`) and the single-buffer bytes
-        of their smallest tiles."""
+        of their smallest tiles (a projected chain's intermediates at least their panel's
+        floor, :meth:`.ChainRules.panel_floor`)."""
         tt, tm, cnt, pad = self.assemble(nd.group, stage, nd.split)
         bufs, fixed = self.buffers(tm)
+        rules = self.chain_rules
+        if rules is not None and rules.projected:  # the intermediates' panels, at least
+            pm = tm.copy()
+            pm[:, -1] = rules.panel_floor(tm[:, -1], tt, self.fixed_real_loops(
+                tt, nd.split, stage), self.ways[nd.split], self.st.array_level)
+            fixed[:, -1] = self.buffers(pm)[1][:, -1]
         pmax, pall = np.empty_like(pad), np.empty_like(pad)
         for j in range(self.D):
             g = self.groups[j][self.depth[stage, j]]
