@@ -40,7 +40,9 @@ this order (all exact int64 except times):
    by its partials (:func:`_partials`): each partial but the last is written to the parent at
    the accumulator type and read back by the merging core.
 4. *Footprint* (buffers at full tile size, rounded to blocks and banks, x2 double-buffered,
-   checked per part of a level that reserves bytes for some tensors),
+   checked per part of a level that reserves bytes for some tensors; a chain's fused
+   intermediates at their panel, :func:`.rules.panel_tile`, which the orders decide; with
+   ``memory="max"`` the max over ops of the buffers each touches),
    *compute* (steps, padded points, cycles), *link times and latency*
    (:mod:`tilewise.model.cost` states the formulas), off-chip bytes.
 

@@ -17,6 +17,9 @@ The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` co
     buffer bytes = prod over axes of min(sum c*(t-1) + 1, span) x bytes per point,
                    rounded up to the block, then (bank granular) to whole banks; an output's
                    bytes per point are its accumulator type's where it holds partial sums
+    panel        = a fused intermediate's extents: the innermost tile x, per dim, the tiles
+                   one core writes along it below the first real private loop (seed 004's
+                   fused loop tree; :func:`panel_tile`)
     output bytes = final writes x its type + (visits - final writes) x accumulator type
                    (partial sums written and reloaded; the conversion happens once, where the
                    reduction completes; at the array a reduction split through the parent
