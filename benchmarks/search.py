@@ -46,6 +46,11 @@ CASES = [
     # across them), a split the default space leaves out
     ("mha L=4096 d=64 i16 keys over 8 cores", "mha", dict(Lq=4096, Lkv=4096, d=64, dtype="i16"),
      "aie-4x2", {"spatial": ["rows=n4 cols=n2"]}),
+    # issue 14: seed 004's GEMM chain, every loop order its dependences allow
+    ("gemm_chain 256x64x256x64 i8", "gemm_chain", dict(M=256, K=64, L=256, N=64, dtype="i8"),
+     "aie-4x2", {}),
+    ("gemm_chain 512x256x512x128 i8", "gemm_chain", dict(M=512, K=256, L=512, N=128, dtype="i8"),
+     "aie-4x2", {}),
     # issue 13: other objectives; ties ranked by the secondary keys (the default then=)
     ("gemm 512x768x768 i8 --objective traffic", "gemm", dict(M=512, N=768, K=768, dtype="i8"),
      "aie-4x2", {"objective": "traffic"}),

@@ -239,6 +239,14 @@ EXPLICIT = {
     "chain-no-array-x2": (tw.gemm_chain(4, 4, 4, 4), arch("chain-x2", [
         level("l2", 128, instances=2), level("l1", 96, instances=2, block=4)]),
         {"orders": ["m,n,k,l", "m,n,l,k"], "double_buffer": "none"}),
+    # seed 004: a GEMM chain in orders that diverge above shared loops (C lives as a panel
+    # T_M x L in mnkl), every order at both levels, capacity binding on the panels
+    "chain-every-order": (tw.gemm_chain(4, 2, 4, 2), arch("chain-any", [
+        level("l1", 96, instances=1)]), {"double_buffer": "none"}),
+    "chain-orders-array-2x1": (tw.gemm_chain(4, 2, 3, 2, dtype="i16"), arch("chain-arr", [
+        level("l2", 160, instances=1), level("l1", 64, instances=2)],
+        array={"level": "l1", "rows": 2, "cols": 1}),
+        {"orders": ["m,n,k,l", "n,l,k,m"], "double_buffer": "none"}),
     # halos (affine input axes), a 2x1 array, double buffering any
     "conv-array-2x1": (tw.conv2d(1, 2, 3, 3, 1, 2, 2), arch("conv", [
         level("l1", 20, instances=2, block=4)], array={"level": "l1", "rows": 2, "cols": 1}),

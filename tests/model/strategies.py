@@ -67,7 +67,7 @@ def mappings(draw, workload, arch, legal_only=True, through=False):
     level (cols, or rows without ``reduce_cols``)."""
     s = Structure(workload, arch)
     dims, sizes, n = s.dims, workload.sizes, s.n_levels
-    chain = len(workload.ops) > 1
+    chain = len(workload.ops) > 1 and not s.projected  # a GEMM chain takes every order
     spine = [d for d in dims if d in s.spine]
     private = [d for d in dims if d not in s.spine]
     # private dims of a tensor that several ops read differently stay whole (legality rule 3)
@@ -84,7 +84,7 @@ def mappings(draw, workload, arch, legal_only=True, through=False):
                 if s.array_level < n - 1:
                     cand = [d for d in cand if below_array_refusal(s, d) is None]
                 red = {d for op in workload.ops for d in op.reduction_dims}
-                if chain:  # attention's key dim merges across cores (Structure.mergeable)
+                if len(workload.ops) > 1:  # attention's key dim merges (Structure.mergeable)
                     cand = [d for d in cand if (d in s.spine and d not in red) or d in s.mergeable]
                 if axis == "cols" or not arch.array.reduce_cols:
                     cand = [d for d in cand if d not in red

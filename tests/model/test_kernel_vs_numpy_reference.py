@@ -24,7 +24,8 @@ from .numpy_reference.cost import evaluate_batch as reference
 
 def random_batch(workload, arch, n: int, rng: np.random.Generator) -> MappingBatch:
     """``n`` random candidates: log-uniform tiles in [1, parent] (one in ten up to 2x the parent,
-    illegal), random orders (spine first for chains), flags and splits."""
+    illegal), random orders (spine first for chains other than GEMM chains), flags and
+    splits."""
     st = Structure(workload, arch)
     L, D, T = st.n_levels, len(st.dims), len(st.tensors)
     tiles = np.empty((n, L, D), np.int64)
@@ -33,7 +34,7 @@ def random_batch(workload, arch, n: int, rng: np.random.Generator) -> MappingBat
         top = tiles[:, k - 1] * np.where(rng.random((n, D)) < 0.1, 2, 1)
         tiles[:, k] = np.clip(np.exp(rng.random((n, D)) * np.log(top + 1)).astype(np.int64), 1, top)
     keys = rng.random((n, L - 1, D))
-    if len(workload.ops) > 1:
+    if len(workload.ops) > 1 and not st.projected:
         keys += np.array([0.0 if d in st.spine else 1.0 for d in st.dims])
     orders = np.argsort(keys, axis=2)
     bypass = np.zeros((n, L, T), bool)

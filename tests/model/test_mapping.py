@@ -135,11 +135,15 @@ def test_chain_legality_rules():
     arch = two_level()
     ok = Mapping.parse("gm[m8 k6 l10 n4] mlkn | ub[m4 k3 l5 n2]")
     validate(wl, arch, ok)
-    # plain Chimera accepts k outside l; E would consume a partial C
-    assert "loop over k at gm (private to op C) encloses the loop over the shared dim l" in _bad(
-        "gm[m8 k6 l10 n4] mkln | ub[m4 k3 l5 n2]", wl, arch)
-    # the same order is fine when k is not actually tiled
-    validate(wl, arch, Mapping.parse("gm[m8 k6 l10 n4] mkln | ub[m4 k6 l5 n2]"))
+    # k outside l, seed 004's semantics: below k each op runs its own loops, C the panel
+    # T_M x L (issue 14); so is seed 004's own example order mnkl
+    validate(wl, arch, Mapping.parse("gm[m8 k6 l10 n4] mkln | ub[m4 k3 l5 n2]"))
+    validate(wl, arch, Mapping.parse("gm[m8 k6 l10 n4] mnkl | ub[m4 k3 l5 n2]"))
+    # attention keeps its shared loops outside its private ones (online state)
+    assert ("loop over k at gm (private to op S) encloses the loop over the shared dim n at gm; "
+            "the ops of mha") in _bad("gm[h1 m8 n8 k4 e4] hmkne | ub[h1 m4 n4 k2 e4]",
+                                      mha(8, 8, 4), arch)
+    validate(mha(8, 8, 4), arch, Mapping.parse("gm[h1 m8 n8 k4 e4] hmkne | ub[h1 m4 n8 k2 e4]"))
     # LayerNorm's c may be tiled: the statistics pass and the normalize pass each read X
     validate(layernorm(4, 8), arch, Mapping.parse("gm[r4 c8] rc | ub[r2 c4]"))
     assert "X is read by ops S, Y over different dims; tiling its private dim c" in _bad(

@@ -23,6 +23,13 @@ CASES = [
      {"double_buffer": "all", "orders": ["bmnk", "bkmn"]}),
     (tw.gemm_chain(8, 8, 16, 8), small_aie(rows=2, cols=1, core_bytes=8192, memtile=False),
      {"double_buffer": "none", "orders": ["mlkn", "mkln", "lmkn", "kmln"]}),
+    # seed 004's orders that diverge above shared loops (the panel decides the fit), two
+    # levels and three (m split over the rows; a core so small that C's panel binds: the
+    # search's panel floor, ChainRules.panel_floor, prunes there)
+    (tw.gemm_chain(8, 8, 16, 8), small_aie(rows=2, cols=1, core_bytes=8192, memtile=False),
+     {"double_buffer": "none", "orders": ["mnkl", "nlkm", "kmnl", "lkmn"]}),
+    (tw.gemm_chain(4, 4, 8, 4), small_aie(rows=2, cols=1, core_bytes=128, bank=16),
+     {"double_buffer": "none", "orders": ["mnkl", "nlkm"], "tiles": {"memtile": {"k": 4}}}),
     (tw.layernorm(16, 12, dtype="i16"), small_aie(rows=2, cols=1), {"double_buffer": "none"}),
     (tw.conv2d(1, 2, 4, 4, 4, 3, 3, padding=1), small_aie(rows=2, cols=1, core_bytes=8192, memtile=False),
      {"double_buffer": "none", "spatial": ["none", "rows=k2"], "orders": ["nkcpqrs", "nkpqcrs", "cnkpqrs"]}),

@@ -24,7 +24,7 @@ import click
 from ..ir.kinds import KINDS, Kind, Param
 
 _OWN = "_workload_"  # prefix of the click parameter names this module adds
-_CLICK_TYPES = {"int": int, "ints": int, "float": float, "dtype": str, "sizes": str}
+_CLICK_TYPES = {"int": int, "ints": int, "float": float, "dtype": str, "sizes": str, "text": str}
 
 
 def _option(p: Param) -> Callable:

@@ -58,7 +58,7 @@ import ml_dtypes
 import numpy as np
 
 from ..errors import CapacityError, MappingError, WorkloadError
-from ..model.legality import merged_ways
+from ..model.legality import merged_ways, ways_of
 from ..model.footprint import in_place
 from ..model.problem import Problem
 from ..tiles.kernels import conv_tile, einsum_tile, merge_softmax, online_softmax, read_tile
@@ -308,6 +308,9 @@ class _Executor:
         self.shared = in_place(workload)
         self.tiles = [lv.sizes for lv in mapping.levels]
         self.ways = merged_ways(mapping, arch)  # the partial-sum width rule's view
+        # the fused intermediates' live panel (the model's rule, from the loop orders)
+        self.panel = self.problem.panel(self.tiles, [lv.order for lv in mapping.levels[:-1]],
+                                        ways_of(mapping))
         self.kept = kept_tensors(self.st, mapping)
         self.split_reduction = {op.output.name for op in workload.ops
                                 if any(sp and sp.dim in op.reduction_dims
@@ -328,6 +331,10 @@ class _Executor:
         self.fused: dict = {}       # (core, tensor) -> (identity, array or Moments)
         self.storage: dict = {}     # (core, tensor) -> the array a fused tile last lived in
         self.fresh = None           # (core, tensor) of the fused tile _fused just created
+        self.point = 0              # the point of the shared loops the current step runs under
+        self.panels: dict = {}      # (core, tensor) -> (point, {identity: array}): a chain of
+        #                             GEMMs keeps every tile of one shared point (its panel)
+        self.spare: dict = {}       # (core, tensor) -> arrays of an older panel, for reuse
         self.conv: dict = {}        # op -> _conv_form(op)
         self.specs: dict = {}       # op -> einsum spec of its mac tile
         self.state: dict = {}       # core -> (rows identity, max, denom) resident softmax state
@@ -366,14 +373,15 @@ class _Executor:
             return
         lv = self.arch.levels[level]
         db = t.name in self.m.levels[level].double_buffer
-        buf[t.name] = self.problem.buffer_bytes(t.name, level, self.tiles, self.ways, db)
+        buf[t.name] = self.problem.buffer_bytes(t.name, level, self.tiles, self.ways, db,
+                                                panel=self.panel)
         # the model's rule (per instance below the array), per part of the level
         part = self.problem.buffer_part(t.name, level)
         cap = self.problem.levels.part_cap[level, part]
         if not np.isfinite(cap):
             return
         cap = int(cap)
-        need = sum(v for k, v in buf.items() if self.problem.buffer_part(k, level) == part)
+        need = self._need(buf, level, part)
         if need > cap:
             where = f"level {lv.name}" + (f" (core {inst})" if inst is not None and self.arch.array else "")
             if lv.reserved:
@@ -383,6 +391,16 @@ class _Executor:
                                            else "") for k, v in buf.items())
             raise CapacityError(f"{where}: allocating {t.name} ({buf[t.name]} bytes) needs {need} bytes "
                                 f"but it holds {cap}; buffers: {held}")
+
+    def _need(self, buf: dict, level: int, part: int) -> int:
+        """Bytes the buffers ``buf`` of one instance take in ``part`` of ``level``: their sum,
+        or for ``memory="max"`` (:attr:`.Chain.memory`) the max over ops of the buffers each
+        op touches (the model's :func:`.kernel._fit`)."""
+        mine = {k: v for k, v in buf.items() if self.problem.buffer_part(k, level) == part}
+        if self.w.memory != "max":
+            return sum(mine.values())
+        return max(sum(v for k, v in mine.items() if any(t.name == k for t in ts))
+                   for ts in self.op_tensors.values())
 
     def _dtype(self, level: int, t) -> np.dtype:
         """Element type of ``t``'s buffer at ``level``: an op's accumulator in the innermost,
@@ -434,6 +452,7 @@ class _Executor:
 
     def _compute(self, ev) -> None:
         op = self.ops[ev.op]
+        self.point = ev.shared
         r = {d: ev.ranges[d] for d in self.op_dims[op.name]}
         if any(hi <= lo for lo, hi in r.values()):
             return  # an idle core (empty slice of a partial array tile)
@@ -468,6 +487,8 @@ class _Executor:
         """The innermost-level tile of fused intermediate ``t`` for this spine point; a fresh
         tile when ``create`` and the spine point changed: zeros, or undefined values when not
         ``zero`` (the caller overwrites it; :attr:`fresh` names it)."""
+        if self.st.projected:
+            return self._panel_tile(t, core, r, create, dtype, zero)
         ident = self._fused_ident(t, r)
         held = self.fused.get((core, t.name))
         if held is not None and held[0] == ident:
@@ -485,6 +506,36 @@ class _Executor:
             value = self.storage[(core, t.name)] = np.zeros(shape, dtype)
         self.fused[(core, t.name)] = (ident, value)
         self.fresh = (core, t.name)
+        return value
+
+    def _panel_tile(self, t, core, r, create: bool, dtype, zero: bool):
+        """:meth:`_fused` for a chain of GEMMs in any loop order: the tile of ``t`` over ``r``
+        in the panel of the current shared point (every tile the producer wrote under it; a
+        new point starts an empty panel, its arrays reused)."""
+        key = (core, t.name)
+        point, panel = self.panels.get(key, (None, None))
+        if point != self.point:
+            spare = self.spare.setdefault(key, [])
+            spare.extend((panel or {}).values())
+            panel = {}
+            self.panels[key] = (self.point, panel)
+        ident = tuple(r[d] for d in self.dims[t.name])
+        value = panel.get(ident)
+        if value is not None:
+            return value
+        if not create:
+            raise MappingError(f"internal: {t.name} is read before its producer ran at {r}")
+        shape = tuple(r[d][1] - r[d][0] for d in self.dims[t.name]) + array_shape(t)[len(t.shape):]
+        spare = self.spare.setdefault(key, [])
+        i = next((i for i, v in enumerate(spare) if v.shape == shape and v.dtype == dtype), None)
+        if i is None:
+            value = np.zeros(shape, dtype)
+        else:
+            value = spare.pop(i)
+            if zero:
+                value.fill(0)
+        panel[ident] = value
+        self.fresh = key
         return value
 
     def _output(self, op, core, r, dtype, zero: bool = True) -> np.ndarray:

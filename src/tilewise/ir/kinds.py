@@ -222,7 +222,10 @@ _ALL = (
         _int("k", "K", "reduction dim of the first GEMM"),
         _int("l", "L", "columns of C = reduction dim of the second GEMM"),
         _int("n", "N", "columns of E"),
-        *_dtypes("i8")), "C[m,l] = A[m,k]·B[k,l]; E[m,n] = C[m,l]·D[l,n] with C fused (seed 004)",
+        *_dtypes("i8"),
+        Param("memory", "memory", "text", "a level's footprint: sum (every live buffer) or max "
+              "(seed 004's Chimera MU: the larger GEMM's buffers; evaluate, run, not search)",
+              "sum")), "C[m,l] = A[m,k]·B[k,l]; E[m,n] = C[m,l]·D[l,n] with C fused (seed 004)",
         ("gemm_chain",)),
     Kind("einsum", library.einsum, (
         Param("spec", "spec", "spec", "einsum spec over single-letter dims, e.g. \"mk,kn->mn\""),
@@ -317,7 +320,8 @@ def _layernorm(w):
 _GUESS = {
     "gemm": lambda w: ("gemm", {d: w.sizes[d] for d in "mnk"}),
     "batched_gemm": lambda w: ("batched-gemm", {d: w.sizes[d] for d in "bmnk"}),
-    "gemm_chain": lambda w: ("chain", {d: w.sizes[d] for d in "mkln"}),
+    "gemm_chain": lambda w: ("chain", {**{d: w.sizes[d] for d in "mkln"},
+                                       **({"memory": w.memory} if w.memory != "sum" else {})}),
     "mha": lambda w: ("mha", {"lq": w.sizes["m"], "lkv": w.sizes["n"], "d": w.sizes["k"],
                               "heads": w.sizes["h"],
                               **({"dv": w.sizes["e"]} if w.sizes["e"] != w.sizes["k"] else {})}),

@@ -152,10 +152,14 @@ def conv2d(N: int, C: int, H: int, W: int, K: int, R: int, S: int, stride=1, pad
 
 
 def gemm_chain(M: int, K: int, L: int, N: int, dtype: str = "i8",
-               out_dtype: str | None = None) -> Chain:
+               out_dtype: str | None = None, memory: str = "sum") -> Chain:
     """Seed 004's chain: ``C[m,l] = A[m,k]·B[k,l]`` then ``E[m,n] = C[m,l]·D[l,n]``, C fused.
 
-    C is kept in the accumulator type (it is a finished sum of the first GEMM).
+    C is kept in the accumulator type (it is a finished sum of the first GEMM). Every loop
+    order is legal: each op runs its projection of the nest below the first private loop, C
+    live as the panel E walks (:func:`tilewise.model.rules.panel_tile`). ``memory``: the
+    buffers of a level summed (``"sum"``) or, as Chimera computes MU, the max over the two
+    GEMMs of the buffers each touches (``"max"``; :attr:`.Chain.memory`).
     """
     dims = _dims(m=M, k=K, l=L, n=N)
     s, dt = {d.name: d.size for d in dims}, _dt(dtype)
@@ -163,7 +167,8 @@ def gemm_chain(M: int, K: int, L: int, N: int, dtype: str = "i8",
     ot = _dt(out_dtype, "out_dtype") if out_dtype else acc
     A, B, C = _t("A", dt, "m,k", s), _t("B", dt, "k,l", s), _t("C", acc, "m,l", s)
     D, E = _t("D", dt, "l,n", s), _t("E", ot, "m,n", s)
-    return Chain("gemm_chain", dims, (_mac("C", C, (A, B), dt), _mac("E", E, (C, D), dt)))
+    return Chain("gemm_chain", dims, (_mac("C", C, (A, B), dt), _mac("E", E, (C, D), dt)),
+                 memory=memory)
 
 
 def mha(Lq: int, Lkv: int, d: int, heads: int = 1, dtype: str = "bf16",

@@ -214,6 +214,11 @@ class Chain:
     ``c`` -> ``c_in``, which aligns as ``k`` unless the arch names ``c_in`` (seed 003: "aligned
     to 8 for the channels"; :data:`ROLE_FALLBACK`), leaving batch and pixels free. (A role
     with ``_`` never collides with a dim name.)"""
+    memory: str = "sum"
+    """How a fused chain's buffers share a level: ``"sum"``, every live buffer at once (the
+    default; the intermediate's panel beside every op's operands), or ``"max"``, Chimera's
+    (seed 004's) ``MU = max over ops`` of the buffers each op touches (the ops' operands
+    take turns in one memory). A single op is the same either way."""
 
     def __post_init__(self):
         object.__setattr__(self, "dims", tuple(self.dims))
@@ -228,6 +233,9 @@ class Chain:
             raise WorkloadError(f"workload {self.name}: duplicate dim names in {names}")
         if not self.ops:
             raise WorkloadError(f"workload {self.name}: has no ops")
+        if self.memory not in ("sum", "max"):
+            raise WorkloadError(f"workload {self.name}: memory={self.memory!r}; valid: sum (every "
+                                "live buffer), max (Chimera's max over ops)")
         sizes = self.sizes
         by_name: dict[str, Tensor] = {}
         produced: dict[str, int] = {}

@@ -52,7 +52,7 @@ from ..errors import CapacityError, MappingError, SpecError, TilewiseError
 from .batch import MappingBatch
 from .breakdown import energy_breakdown, fixed_seconds
 from .kernel import CostArrays, evaluate_into
-from .legality import merged_ways
+from .legality import merged_ways, ways_of
 from .problem import Problem
 
 
@@ -168,14 +168,19 @@ def _overflow(problem: Problem, mapping, cost: Cost) -> str:
     """The first level (and part of it, where it reserves bytes for some tensors) whose
     buffers exceed its capacity, with the bytes."""
     names = problem.buffer_names()
+    tiles = [m.sizes for m in mapping.levels]
+    panel = problem.panel(tiles, [m.order for m in mapping.levels[:-1]], ways_of(mapping))
     for l, name in enumerate(cost.footprint):
         lv = problem.arch.levels[l]
         for p, cap in enumerate(problem.levels.part_cap[l]):
-            held = [n for f, n in enumerate(names) if problem.buffers.part[f, l] == p]
-            need = sum(problem.buffer_bytes(n, l, [m.sizes for m in mapping.levels],
-                                            merged_ways(mapping, problem.arch),
-                                            n in mapping.levels[l].double_buffer)
-                       for n in held if n not in mapping.levels[l].bypass)
+            held = {n: problem.buffer_bytes(n, l, tiles, merged_ways(mapping, problem.arch),
+                                            n in mapping.levels[l].double_buffer, panel=panel)
+                    for f, n in enumerate(names) if problem.buffers.part[f, l] == p
+                    and n not in mapping.levels[l].bypass}
+            need = sum(held.values())
+            if problem.chain.memory_max:  # Chimera's MU: the max over ops
+                need = max(sum(v for n, v in held.items() if n in {t.name for t in op.tensors + op.state})
+                           for op in problem.workload.ops)
             if need > cap:
                 what = ("" if not lv.reserved else " (shared part)" if p == 0 else
                         f" (the part reserved for {lv.reserved[p - 1][0]})")

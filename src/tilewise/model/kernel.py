@@ -44,7 +44,9 @@ this order (all exact int64 except times):
    by its partials (:func:`_partials`): each partial but the last is written to the parent at
    the accumulator type and read back by the merging core.
 4. *Footprint* (buffers at full tile size, rounded to blocks and banks, x2 double-buffered,
-   checked per part of a level that reserves bytes for some tensors),
+   checked per part of a level that reserves bytes for some tensors; a chain's fused
+   intermediates at their panel, :func:`.rules.panel_tile`, which the orders decide; with
+   ``memory="max"`` the max over ops of the buffers each touches),
    *compute* (steps, padded points, cycles), *link times and latency*
    (:mod:`tilewise.model.cost` states the formulas), off-chip bytes.
 
@@ -77,7 +79,7 @@ from numba import njit
 
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
 from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, compute_energy,
-                    passes_at, transfer_energy,
+                    panel_tile, passes_at, transfer_energy,
                     holds_partial_sums, latency, link_instances, link_time, loop_step,
                     tile_fits)
 
@@ -282,6 +284,9 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     # every input bound once (a field read from a tuple costs a reference-count update)
     sizes, align, a = dims.sizes, dims.align, levels.array
     on_chain, spine, forbidden, passes = chain.chain, chain.spine, chain.forbidden, chain.passes
+    projected, mem_max, f_ops, f_inner = chain.projected, chain.memory_max, buffers.ops, buffers.inner
+    panel = np.zeros(D, np.int64)                 # extents of the fused intermediates' panel
+    po = np.zeros((O, levels.part_cap.shape[1] + 1), np.int64)  # bytes per op and part (_fit, max)
     copies = np.ones((T, L), np.int64)            # transfers per tile moved (_copies)
     explicit, win = groups.explicit, groups.win
     gi, mono, axes = groups.gi, groups.mono, groups.axes
@@ -316,8 +321,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
         if not _split_ways(b, tiles, rows_dim, rows_ways, cols_dim, cols_ways, ways):
             _zero(b, out)  # a non-positive tile or way: nothing to count
             continue
-        legal[b] = _legal(b, tiles, orders, sizes, align, a, on_chain, spine, forbidden, ways,
-                          step, real, pos)
+        legal[b] = _legal(b, tiles, orders, sizes, align, a, on_chain, spine, forbidden,
+                          projected, ways, step, real, pos)
         changed = _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last,
                               count, cnt_s, cnt0, TE, TM, TN, te, tm, P, PS, X, XN, xs, xe,
                               xs2, xe2)
@@ -337,7 +342,11 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
                              f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0,
                              count, P, nbraw, op_s, op_busy, op_pad, iters)
-        _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, nbraw, pf, footprint, fits)
+        if on_chain:  # the intermediates' panel depends on the orders: every candidate
+            _panels(b, tiles, orders, real, spine, step, sizes, f_inner, f_axes, ax_terms,
+                    terms, f_bytes, block, bank, panel, te, tm, nbraw)
+        _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, f_ops, mem_max, nbraw, pf, po,
+             footprint, fits)
         _compute(b, cyc, clock, op_s, op_pad, steps, padded, cycles, compute_s)
         _links(b, dbuf, bypass, rows_ways[b] * cols_ways[b], inst, link_a, no_read, no_write,
                read_bw, write_bw, xfer_s, ideal, lk, src, iters, out, flags)
@@ -398,7 +407,8 @@ def _zero(b, out):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _legal(b, tiles, orders, sizes, align, a, chain, spine, forbidden, ways, step, real, pos):
+def _legal(b, tiles, orders, sizes, align, a, chain, spine, forbidden, projected, ways, step,
+           real, pos):
     """Step 1: tiles within their parents (x ways at the array, :func:`.rules.tile_fits`),
     the innermost aligned, the chain rules (:func:`.rules.chain_violation`). Fills the loop
     steps, positions and real loops of ``sc``."""
@@ -421,7 +431,7 @@ def _legal(b, tiles, orders, sizes, align, a, chain, spine, forbidden, ways, ste
         for k in range(L - 1):
             for j in range(D):
                 real[k, j] = step[k, j] < tiles[b, k, j]
-        kind, _, _ = chain_violation(orders[b], real, L - 1, spine, forbidden)
+        kind, _, _ = chain_violation(orders[b], real, L - 1, spine, forbidden, projected)
         if kind != 0:
             ok = False
     return ok
@@ -931,15 +941,39 @@ def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psu
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, nbraw, pf, footprint, fits):
+def _panels(b, tiles, orders, real, spine, step, sizes, f_inner, f_axes, ax_terms, terms,
+            f_bytes, block, bank, panel, ext, mult, nbraw):
+    """Step 4, per candidate of a chain: the bytes of the innermost-only buffers (fused
+    intermediates, op state) at the panel's extents (:func:`.rules.panel_tile`: the tiles
+    the producer writes within one iteration of the shared loops, which the loop orders
+    decide; ``ext``/``mult`` work arrays)."""
+    L = tiles.shape[1]
+    panel_tile(orders[b], real, spine, step, tiles[b], panel, ext, mult)
+    for f in range(f_inner.shape[0]):
+        if f_inner[f]:
+            nbraw[L - 1, f] = buffer_bytes_arrays(f, panel, sizes, f_axes, ax_terms, terms,
+                                                  f_bytes[f, L - 1], block[L - 1], bank[L - 1])
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, f_ops, mem_max, nbraw, pf, po,
+         footprint, fits):
     """Step 4: footprint per level (x2 double-buffered, nothing for a bypass) and per part of
     the level (``pf [P]`` work sums) against the parts' capacities (:func:`.rules.part_capacity`:
-    one part, the level's capacity, unless it reserves bytes for some tensors)."""
+    one part, the level's capacity, unless it reserves bytes for some tensors). With
+    ``mem_max`` (Chimera's MU) a level's footprint, and each part's, is the max over ops of
+    the buffers each op touches (``f_ops [F, O]``; ``po [O, P + 1]`` work sums per op and
+    part, then in all)."""
     fit = True
+    O, P = f_ops.shape[1], pf.shape[0]
     for l in range(part_cap.shape[0]):
         fp = 0
-        for p in range(pf.shape[0]):
+        for p in range(P):
             pf[p] = 0
+        if mem_max:
+            for o in range(O):
+                for p in range(P + 1):
+                    po[o, p] = 0
         for f in range(f_tensor.shape[0]):
             nb = nbraw[l, f]
             ti = f_tensor[f]
@@ -947,6 +981,19 @@ def _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, nbraw, pf, footprint, fits
                 nb *= (1 + dbuf[b, l, ti]) * (1 - bypass[b, l, ti])
             fp += nb
             pf[f_part[f, l]] += nb
+            if mem_max:
+                for o in range(O):
+                    if f_ops[f, o]:
+                        po[o, f_part[f, l]] += nb
+                        po[o, P] += nb
+        if mem_max:  # the max over ops, per part and in all
+            fp = 0
+            for p in range(P):
+                pf[p] = 0
+            for o in range(O):
+                fp = max(fp, po[o, P])
+                for p in range(P):
+                    pf[p] = max(pf[p], po[o, p])
         footprint[b, l] = fp
         for p in range(pf.shape[0]):
             if pf[p] > part_cap[l, p]:

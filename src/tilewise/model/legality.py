@@ -4,10 +4,16 @@
 chains obey three rules. A loop is *real* when it can iterate more than once: its step (the next level's tile, x
 ways at the array) is smaller than its level's tile.
 
-1. Spine first: in the flattened nest (level 0 loops ... innermost loops) no real loop over a
-   private dim (a dim of one op only) may enclose a real loop over a spine dim. Otherwise the
-   consumer would run inside the producer's private loop: with ``C = A·B; E = C·D`` and ``k``
-   outside ``l``, E would consume a partial C. (Chimera's model accepts such orders.)
+1. Loop orders. A chain of plain GEMMs (:attr:`.Structure.projected`, seed 004's chains)
+   accepts every order, with seed 004's semantics: the ops share the loops above the first
+   real loop over a private dim (a dim of one op only), and below it each op runs the rest
+   of the nest projected onto its own dims, one op after the other (a loop over a dim an op
+   does not have does not repeat that op). The intermediate lives in the innermost level as
+   the panel its consumer walks (:func:`.rules.panel_tile`): with ``C = A·B; E = C·D`` and
+   the order ``mnkl``, C is ``T_M x L`` (the l loop runs inside n). Chains with online state
+   or several readers of a tensor (attention, LayerNorm) keep *spine first*: no real private
+   loop may enclose a real loop over a spine dim (their executors merge state per spine
+   point).
 2. A producer's reduction over a spine dim must not be real: its output would be consumed
    before the reduction completes (a 3-GEMM chain reducing over a shared dim). Softmax reduces
    nothing (its statistics are online state), so attention may tile ``n``.
@@ -232,7 +238,7 @@ def _check_chain(st: Structure, mapping, tiles, ways) -> None:
     real = np.array([[loop_step(tiles[k + 1][d], ways.get(d, 1), st.array_level == k + 1)
                       < tiles[k][d] for d in dims] for k in range(L - 1)], bool)
     kind, p, q = chain_violation(orders, real.reshape(L - 1, len(dims)), L - 1, rules.spine,
-                                 rules.forbidden)
+                                 rules.forbidden, rules.projected)
     if kind == 0:
         return
     names = [lv.level for lv in mapping.levels]
@@ -243,8 +249,9 @@ def _check_chain(st: Structure, mapping, tiles, ways) -> None:
         op = next(o for o in wl.ops if dp in o.dims)
         raise MappingError(
             f"illegal order: the loop over {dp} at {lp} (private to op {op.name}) encloses the "
-            f"loop over the shared dim {dq} at {lq}; the ops that read {op.name}'s result would "
-            f"consume partial results. Put private loops inside shared ones.")
+            f"loop over the shared dim {dq} at {lq}; the ops of {wl.name} (online state, or a "
+            f"tensor read by several ops) must share every shared loop. Put private loops "
+            f"inside shared ones.")
     for t in wl.intermediates:
         prod = wl.producer(t.name)
         if dp in prod.reduction_dims and dp in st.spine:

@@ -39,7 +39,7 @@ from .footprint import element_bytes, in_place, partial_sum_bytes
 from .rules import (buffer_bytes, compute_bound_s, energy_per_point, energy_table,
                     transfer_seconds,
                     holds_partial_sums, level_capacity, loop_step, ops_per_point,
-                    part_capacity, rate, rates)
+                    panel_tile, part_capacity, rate, rates)
 from .structure import Structure
 
 
@@ -227,7 +227,10 @@ class Buffers(NamedTuple):
     buffer holds partial sums, where ``red [F, D]`` (the reduction dims of the op producing a
     final output) are split above the level (:func:`.rules.holds_partial_sums`). ``part [F, L]``:
     the part of the level's capacity it is allocated in (:attr:`.structure.Structure.part`; 0
-    the shared part)."""
+    the shared part). ``ops [F, O]``: the ops that touch the buffer (read, write or keep
+    state in it; the footprint rule of ``memory="max"``). ``inner [F]``: a buffer of the
+    innermost level only (a fused intermediate or op state: sized as the panel,
+    :func:`.rules.panel_tile`)."""
 
     tensor: np.ndarray
     level: np.ndarray
@@ -240,6 +243,8 @@ class Buffers(NamedTuple):
     terms: np.ndarray
     block: np.ndarray
     bank: np.ndarray
+    ops: np.ndarray
+    inner: np.ndarray
 
 
 class Compute(NamedTuple):
@@ -264,12 +269,17 @@ class ChainRules(NamedTuple):
     shared by every op, ``forbidden [D]`` dims whose loops may not iterate, ``passes [T]``
     how many ops walk a moved tensor's tiles each on its own once a private loop iterates
     above a level (LayerNorm's X: 2, the statistics pass then the normalize pass; 1 for a
-    tensor with one reader, :meth:`.Structure.passes`)."""
+    tensor with one reader, :meth:`.Structure.passes`); ``projected``: every loop order is
+    legal, each op running its projection of the nest below the first real private loop
+    (:attr:`.Structure.projected`); ``memory_max``: a level's footprint is the max over ops of
+    the buffers each touches (:attr:`.Chain.memory` ``"max"``), not their sum."""
 
     chain: bool
     spine: np.ndarray
     forbidden: np.ndarray
     passes: np.ndarray
+    projected: bool
+    memory_max: bool
 
 
 @dataclass(frozen=True)
@@ -320,14 +330,35 @@ class Problem:
         names = self.buffer_names()
         return int(self.buffers.part[names.index(tensor), level]) if tensor in names else 0
 
+    def panel(self, tiles: list, orders: list, ways: dict) -> np.ndarray:
+        """The extents ``[D]`` (elements, per core) of the fused intermediates' live panel
+        for a mapping's per-level ``tiles``, ``orders`` (loop dims per level above the
+        innermost) and split ``ways`` (:func:`.legality.ways_of`): the model's rule,
+        :func:`.rules.panel_tile`; the innermost tiles for a single op."""
+        dims, L = self.st.dims, self.st.n_levels
+        tl = np.array([[t[d] for d in dims] for t in tiles], np.int64).reshape(L, len(dims))
+        out = tl[L - 1].copy()
+        if not self.chain.chain:
+            return out
+        step = np.array([[loop_step(tl[k + 1, j], ways.get(d, 1), k + 1 == self.levels.array)
+                          for j, d in enumerate(dims)] for k in range(L - 1)],
+                        np.int64).reshape(L - 1, len(dims))
+        od = np.array([[dims.index(d) for d in o] for o in orders], np.int64).reshape(L - 1,
+                                                                                   len(dims))
+        work = np.zeros((2, L + 1), np.int64)
+        panel_tile(od, step < tl[:L - 1], self.chain.spine, step, tl, out, work[0], work[1])
+        return out
+
     def buffer_bytes(self, tensor: str, level: int, tiles: list, ways: dict,
-                     double_buffered: bool) -> int:
+                     double_buffered: bool, panel: np.ndarray | None = None) -> int:
         """Bytes ``tensor``'s buffer takes at ``level`` for a mapping's per-level, per-dim
         ``tiles`` (elements) and split ``ways`` (:func:`.legality.merged_ways`: a split whose
         partials merge through the parent counts as a loop above the array): the model's rule
         (:func:`.rules.buffer_bytes`, at the partial-sum width where
         :func:`.rules.holds_partial_sums`), x2 when double buffered; 0 for a tensor that has
-        no buffer there (computed in place of its input, or inner-only)."""
+        no buffer there (computed in place of its input, or inner-only). A buffer of the
+        innermost level only (a fused intermediate, op state) takes the ``panel`` extents
+        (:meth:`panel`) when given."""
         names = self.buffer_names()
         if tensor not in names:
             return 0
@@ -340,7 +371,9 @@ class Problem:
                           for j, d in enumerate(dims)] for k in range(L - 1)], np.int64)
         partial = holds_partial_sums(self.buffers.red[f], level, step.reshape(L - 1, len(dims)),
                                      tl)
-        nb = int(buffer_bytes(f, level, tl[level], self.dims.sizes, self.buffers, partial))
+        at = panel if panel is not None and self.buffers.inner[f] else tl[level]
+        nb = int(buffer_bytes(f, level, np.asarray(at, np.int64), self.dims.sizes, self.buffers,
+                              partial))
         return nb * (2 if double_buffered else 1)
 
     @classmethod
@@ -460,12 +493,14 @@ def _buffers(st: Structure) -> Buffers:
     workload, arch, dims, L = st.workload, st.arch, st.dims, st.n_levels
     shared = in_place(workload)
     f_tensor, f_level, f_bytes, f_ax, ax_terms, terms = [], [], [], [], [], []
-    f_psum, f_red, f_part = [], [], []
+    f_psum, f_red, f_part, f_ops, f_inner = [], [], [], [], []
     held, part = st.held, st.part
     items = [(ti, t) for ti, t in enumerate(st.tensors) if t.name not in shared]
     items += [(-1, t) for t in workload.state]
     for ti, t in items:
         inner_only = ti < 0 or t.name in st.intermediate_names
+        f_inner.append(inner_only)
+        f_ops.append([any(t.name == u.name for u in op.tensors + op.state) for op in workload.ops])
         f_tensor.append(ti)
         f_level.append([l == L - 1 if inner_only else bool(held[l, ti]) for l in range(L)])
         f_part.append([0 if ti < 0 else int(part[l, ti]) for l in range(L)])
@@ -487,7 +522,8 @@ def _buffers(st: Structure) -> Buffers:
         _i64(ax_terms, (-1, 2)), _i64(terms, (-1, 2)),
         _i64([max(int(lv.block_bytes), 1) for lv in arch.levels]),
         _i64([int(lv.bank_bytes) if lv.bank_granular and lv.bank_bytes else 0
-              for lv in arch.levels]))
+              for lv in arch.levels]),
+        np.array(f_ops, bool).reshape(-1, len(workload.ops)), np.array(f_inner, bool))
 
 
 def _compute(st: Structure) -> Compute:
@@ -517,4 +553,5 @@ def chain_rules(st: Structure) -> ChainRules:
                 for d in t.dims:
                     forbidden[dims.index(d)] |= d not in st.spine
     passes = _i64([max(st.passes(t.name), 1) if chain else 1 for t in st.tensors])
-    return ChainRules(chain, np.array([d in st.spine for d in dims]), forbidden, passes)
+    return ChainRules(chain, np.array([d in st.spine for d in dims]), forbidden, passes,
+                      st.projected, chain and workload.memory == "max")

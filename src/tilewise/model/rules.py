@@ -17,6 +17,9 @@ The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` co
     buffer bytes = prod over axes of min(sum c*(t-1) + 1, span) x bytes per point,
                    rounded up to the block, then (bank granular) to whole banks; an output's
                    bytes per point are its accumulator type's where it holds partial sums
+    panel        = a fused intermediate's extents: the innermost tile x, per dim, the tiles
+                   one core writes along it below the first real private loop (seed 004's
+                   fused loop tree; :func:`panel_tile`)
     output bytes = final writes x its type + (visits - final writes) x accumulator type
                    (partial sums written and reloaded; the conversion happens once, where the
                    reduction completes; at the array a reduction split through the parent
@@ -277,12 +280,14 @@ def level_bytes(k, tl, sizes, bf):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def chain_violation(orders, real, n_levels, spine, forbidden):
+def chain_violation(orders, real, n_levels, spine, forbidden, projected=False):
     """Chain legality (:mod:`.legality`) of the flattened nest of levels ``0 .. n_levels-1``
     (``orders [L-1, D]`` dim indices outermost first, ``real [L-1, D]`` whether the loop over
     a dim iterates). Returns ``(kind, p, q)``: kind 0 legal; 1 the real private loop at
-    flattened position ``p`` encloses the real spine loop at ``q``; 2 the loop at ``p`` is
-    over a forbidden dim. Position ``p`` is level ``p // D``, loop ``p % D`` of its order."""
+    flattened position ``p`` encloses the real spine loop at ``q`` (only when not
+    ``projected``: a chain whose ops run their own projection of the nest after it diverges,
+    :func:`diverges_at`, accepts every order); 2 the loop at ``p`` is over a forbidden dim.
+    Position ``p`` is level ``p // D``, loop ``p % D`` of its order."""
     D = orders.shape[1]
     first_private = -1
     for k in range(n_levels):
@@ -294,11 +299,69 @@ def chain_violation(orders, real, n_levels, spine, forbidden):
             if forbidden[d]:
                 return 2, p, -1
             if spine[d]:
-                if first_private >= 0:
+                if first_private >= 0 and not projected:
                     return 1, first_private, p
             elif first_private < 0:
                 first_private = p
     return 0, -1, -1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def diverges_at(orders, real, spine):
+    """Flattened position (level ``p // D``, loop ``p % D``) of the first real loop over a
+    private dim (``spine[d]`` False): the ops share every loop above it and each runs, below
+    it, the rest of the nest projected onto its own dims, one op after the other (seed 004's
+    fused loop tree). ``K x D`` (past the end) when no private loop iterates."""
+    K, D = orders.shape
+    for k in range(K):
+        for i in range(D):
+            d = orders[k, i]
+            if real[k, d] and not spine[d]:
+                return k * D + i
+    return K * D
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def panel_tile(orders, real, spine, step, tiles, out, ext, mult):
+    """Fill ``out [D]`` with the extents (elements, per core) of a fused intermediate's live
+    *panel*: every innermost tile the producer writes on one core under one point of the
+    shared loops (above :func:`diverges_at`), each at full tile size, so that the consumer
+    finds the whole panel it walks. Per dim: the innermost tile x the tiles one core visits
+    along the dim under the first (largest) shared point: its extent there (the size, cut
+    by the shared loops over the dim) cut by the steps of the loops over it below the
+    divergence point, ``e // s`` pieces of ``s`` and one of ``e % s`` per cut; at the array
+    a piece of ``ways x tile`` gives a core one tile. The innermost tile when no loop over
+    the dim iterates below the divergence point (every spine-first order).
+    ``orders [L-1, D]``, ``real [L-1, D]``, ``step [L-1, D]`` (:func:`loop_step`),
+    ``tiles [L, D]``; ``ext``/``mult`` work arrays of at least ``L + 1`` entries."""
+    K, D = orders.shape
+    p = diverges_at(orders, real, spine)
+    for d in range(D):
+        ext[0] = tiles[0, d]
+        mult[0] = 1
+        n = 1
+        for k in range(K):
+            for i in range(D):
+                if orders[k, i] != d:
+                    continue
+                s = step[k, d]
+                if k * D + i < p:  # a shared loop: its first iteration, at most s
+                    ext[0] = min(ext[0], s)
+                    continue
+                full = 0
+                m = n
+                for x in range(n):
+                    full += mult[x] * (ext[x] // s)
+                    r = ext[x] % s
+                    mult[x] = mult[x] * (r > 0)
+                    ext[x] = r
+                ext[m] = s
+                mult[m] = full
+                n = m + 1
+        count = 0
+        for x in range(n):
+            count += mult[x] * (ext[x] > 0)
+        out[d] = tiles[K, d] * max(count, 1)
 
 
 @njit(cache=True, inline="always", error_model="numpy")

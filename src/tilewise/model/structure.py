@@ -73,6 +73,19 @@ class Structure:
         return frozenset(self.workload.spine)
 
     @cached_property
+    def projected(self) -> bool:
+        """Whether the chain runs seed 004's fused loop tree in every loop order: every op a
+        plain ``mac`` (no online state, no softmax or normalization) and every moved tensor
+        read by one op. The ops then share the loops above the first real private loop and
+        each runs the rest of the nest projected onto its own dims, one op after the other,
+        the intermediates kept whole over that rest (:func:`.rules.panel_tile`). Other chains
+        (attention, LayerNorm) keep their spine loops first (:mod:`.legality` rule 1)."""
+        ops = self.workload.ops
+        return (len(ops) > 1 and all(op.kind == "mac" and not op.state and not op.attrs
+                                     for op in ops)
+                and all(len(self.workload.readers(t.name)) <= 1 for t in self.moved))
+
+    @cached_property
     def mergeable(self) -> frozenset[str]:
         """Reduction dims whose partial results from several cores merge exactly, so a
         spatial split may cut them (partials combined along the array's reduction path):

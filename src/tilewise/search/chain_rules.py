@@ -1,8 +1,9 @@
 """The model's rules for a fused operator chain, applied to nodes and partial loop orders.
 
 A chain (seed 004's GEMM chains, attention) has *spine* dims, shared by every op, and private
-ones: in the flattened loop nest every real spine loop comes before every real private loop,
-and a loop over a *forbidden* dim may not iterate (:mod:`tilewise.model.legality`). The search
+ones: a loop over a *forbidden* dim may not iterate, and, unless the chain is *projected* (a
+chain of GEMMs, which takes every order: seed 004's fused loop tree), in the flattened loop
+nest every real spine loop comes before every real private loop (:mod:`tilewise.model.legality`). The search
 reads both masks from the model (:class:`tilewise.model.problem.ChainRules`) and applies them early: to
 tiles whose loops are already known to iterate (:meth:`ChainRules.legal_tiles`,
 :meth:`ChainRules.force_small`) and to loop orders as they are fixed
@@ -21,10 +22,12 @@ from ..model.rules import chain_violation
 
 @dataclass(frozen=True, eq=False)
 class ChainRules:
-    """``spine [D]`` and ``forbidden [D]`` (bool per dim, the model's)."""
+    """``spine [D]`` and ``forbidden [D]`` (bool per dim, the model's); ``projected``: every
+    order is legal (:attr:`tilewise.model.structure.Structure.projected`)."""
 
     spine: np.ndarray
     forbidden: np.ndarray
+    projected: bool = False
 
     def legal_tiles(self, real: np.ndarray) -> np.ndarray:
         """``[n]``: whether nodes whose loops known to iterate are ``real [n, L-1, D]`` can be
@@ -33,6 +36,8 @@ class ChainRules:
         that is checked when the order is fixed)."""
         spine, forbidden = self.spine, self.forbidden
         ok = ~(real & forbidden[None, None, :]).any((1, 2))
+        if self.projected:
+            return ok
         private = np.logical_or.accumulate((real & ~spine[None, None, :]).any(2), axis=1)
         return ok & ~(private[:, :-1] & (real & spine[None, None, :]).any(2)[:, 1:]).any(1)
 
@@ -49,13 +54,39 @@ class ChainRules:
         priv = (real & ~spine[None, None, :]).any(2)                        # [n, L-1]
         first = np.where(priv.any(1), np.argmax(priv, axis=1), L)           # [n]
         for j in range(D):
-            if not (spine[j] or forbidden[j]):
+            if not ((spine[j] and not self.projected) or forbidden[j]):
                 continue
             for l in range(int(depth[j]) + 1, L):
                 w = ways[:, j] if l == array_level else 1
                 need = -(-small[:, l - 1, j] // w)
                 force = np.ones(n, bool) if forbidden[j] else l - 1 >= first + 1
                 small[:, l, j] = np.where(force, np.maximum(small[:, l, j], need), small[:, l, j])
+
+    def panel_floor(self, inner: np.ndarray, tiles: np.ndarray, real: np.ndarray,
+                    ways: np.ndarray, array_level) -> np.ndarray:
+        """``[n, D]``: a lower bound of a projected chain's intermediate panel
+        (:func:`tilewise.model.rules.panel_tile`) for nodes whose innermost footprint
+        stand-ins are ``inner [n, D]`` and whose loops known to iterate are ``real [n, L-1,
+        D]`` (their tiles ``tiles [n, L, D]`` fixed; ``ways [n, D]`` at ``array_level``).
+        A known real loop over a spine dim at a level below one with a known real private
+        loop runs below the divergence point whatever the orders, so the producer's tiles
+        along that dim under one shared point are at least its trip count ``ceil(tile /
+        step)`` (the most of those; a product would overcount partial tiles). Single tiles
+        elsewhere, and for chains that keep spine loops first."""
+        out = inner.copy()
+        if not self.projected:
+            return out
+        n, K, D = real.shape
+        priv = (real & ~self.spine[None, None, :]).any(2)                   # [n, L-1]
+        first = np.where(priv.any(1), np.argmax(priv, axis=1), K)           # [n]
+        for j in np.flatnonzero(self.spine):
+            most = np.ones(n, np.int64)
+            for k in range(1, K):
+                step = tiles[:, k + 1, j] * (ways[:, j] if k + 1 == array_level else 1)
+                trips = -(-tiles[:, k, j] // step)
+                most = np.where(real[:, k, j] & (k > first), np.maximum(most, trips), most)
+            out[:, j] *= most
+        return out
 
     def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:
         """``[n]``: whether the loops of levels 0 .. k (orders ``ords[parent]`` above k,
@@ -67,12 +98,12 @@ class ChainRules:
         o[:, k] = ordk
         out = np.empty(len(parent), np.bool_)
         _prefix_legal(np.ascontiguousarray(o, np.int64), np.ascontiguousarray(real_all[parent]),
-                      k + 1, self.spine, self.forbidden, out)
+                      k + 1, self.spine, self.forbidden, self.projected, out)
         return out
 
 
 @njit(cache=True)
-def _prefix_legal(orders, real, n_levels, spine, forbidden, out):
+def _prefix_legal(orders, real, n_levels, spine, forbidden, projected, out):
     for i in range(orders.shape[0]):
-        kind, _, _ = chain_violation(orders[i], real[i], n_levels, spine, forbidden)
+        kind, _, _ = chain_violation(orders[i], real[i], n_levels, spine, forbidden, projected)
         out[i] = kind == 0

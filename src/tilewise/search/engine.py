@@ -100,7 +100,8 @@ class Engine:
         self.cap = self.problem.levels.capacity       # bytes per level (the model's rule)
         self._split_tables()
         chain = self.problem.chain  # the model's chain rules: spine and forbidden dims
-        self.chain_rules = ChainRules(chain.spine, chain.forbidden) if chain.chain else None
+        self.chain_rules = (ChainRules(chain.spine, chain.forbidden, chain.projected)
+                            if chain.chain else None)
         self._order_tables()
         self._stages()
         self._tries: dict = {}
@@ -178,7 +179,8 @@ class Engine:
     def _order_tables(self) -> None:
         """Per moved tensor its favourable order (``fav``) and ranks for completing partial
         orders (``prio``); for the chain rules, spine dims first (``prio_legal``)."""
-        spine = self.chain_rules.spine if self.chain_rules is not None else None
+        rules = self.chain_rules  # spine dims first where the rules put them first
+        spine = rules.spine if rules is not None and not rules.projected else None
         self.fav = favorable_orders(self.st, self.space.moved, spine)
         self.prio = np.argsort(self.fav, axis=1)
         self.prio_legal = np.argsort(sorted(range(self.D), key=lambda j: (
@@ -317,9 +319,16 @@ class Engine:
 
     def stand_ins(self, nd: Nodes, stage: int) -> StandIns:
         """The stand-ins of nodes at ``stage`` (:meth:`assemble`) and the single-buffer bytes
-        of their smallest tiles."""
+        of their smallest tiles (a projected chain's intermediates at least their panel's
+        floor, :meth:`.ChainRules.panel_floor`)."""
         tt, tm, cnt, pad = self.assemble(nd.group, stage, nd.split)
         bufs, fixed = self.buffers(tm)
+        rules = self.chain_rules
+        if rules is not None and rules.projected:  # the intermediates' panels, at least
+            pm = tm.copy()
+            pm[:, -1] = rules.panel_floor(tm[:, -1], tt, self.fixed_real_loops(
+                tt, nd.split, stage), self.ways[nd.split], self.st.array_level)
+            fixed[:, -1] = self.buffers(pm)[1][:, -1]
         pall = np.empty_like(pad)
         for j in range(self.D):
             pall[:, j] = self.groups[j][self.depth[stage, j]].min_padded_all[nd.group[:, j]]
@@ -720,7 +729,7 @@ class Engine:
         rbw, wbw = self.rbw[s], self.wbw[s]
         iterations = np.prod(counts, axis=2).astype(float)
         tr = Traffic.of(cb)
-        fits, space = self._leaf_fits(tiles, s, cb.legal)
+        fits, space = self._leaf_fits(tiles, s, cb.legal, cb.footprint)
         bi, vi = np.nonzero(fits)
         if len(bi) == 0:
             return Pool()
@@ -736,12 +745,16 @@ class Engine:
                     double_buffer=self.db[vi], split=spb[bi])
         return replace(pool, objective=np.asarray(pool.metric(run.rank), float))
 
-    def _leaf_fits(self, tiles: np.ndarray, s: np.ndarray, legal: np.ndarray):
+    def _leaf_fits(self, tiles: np.ndarray, s: np.ndarray, legal: np.ndarray,
+                   footprint: np.ndarray):
         """``[B, V]``: the legal mappings (tiles ``[B, L, D]``, splits ``s``) whose buffers
         (partial sums at the accumulator width where the model says so) under each
         double-buffer choice fit every level, and their on-chip bytes (the footprints of
-        levels 1 .. L-1 summed, float)."""
-        bufs, fixed = self.buf.bytes(tiles, self.merged[s])  # partial sums: merged ways
+        levels 1 .. L-1 summed, float). The buffers other than the moved tensors' (a chain's
+        fused intermediates and state, whose panels the loop orders decide) are the model's
+        ``footprint [B, L]`` of the mappings without double buffers less the moved ones."""
+        bufs, _ = self.buf.bytes(tiles, self.merged[s])  # partial sums: merged ways
+        fixed = footprint - bufs.sum(2)
         total = np.einsum("blt,vlt->bvl", bufs, self.dbm.astype(np.int64)) + (bufs.sum(2) + fixed)[:, None, :]
         over = total > self.cap[None, None, :]
         if self.part_cap.shape[1] > 1:  # some level reserves bytes for some tensors

@@ -56,8 +56,11 @@ put last in dim order; and two adjacent loops indexed by exactly the same tensor
 the same ops) can be swapped without changing any count: for a tensor indexed by both, both
 advance it; for a tensor indexed by neither, the tensor's indexing loops inside either are the
 same set, so the transitions advancing either keep or change the tile alike, and per outer
-context the two loops give ``t_a*t_b - 1`` transitions in either order. Each run of such
-loops is kept in dim order only. Tests check pruned optimum == brute force over the unpruned
+context the two loops give ``t_a*t_b - 1`` transitions in either order. In a chain of GEMMs
+(seed 004's fused loop tree) two adjacent loops over private dims of different ops commute
+too: each op's projection holds at most one of them, and the ops diverge at the outer one
+either way, with the same loops below it (the same panel). Each run of such loops is kept in
+dim order only. Tests check pruned optimum == brute force over the unpruned
 space (:func:`iter_mappings`).
 
     >>> sp = Space.build(gemm(64, 64, 64), load_arch("aie-4x2"))
@@ -274,11 +277,25 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
     return out
 
 
+def problem_memory_max(workload) -> bool:
+    """Whether a chain's footprint is Chimera's max over ops (:attr:`.Chain.memory`)."""
+    return len(workload.ops) > 1 and workload.memory == "max"
+
+
 def signatures(st: Structure) -> list[tuple]:
-    """Per dim: the tensors indexing it and the ops using it (loops with equal signatures commute)."""
+    """Per dim: the tensors indexing it, the ops using it, and whether it is a private dim of
+    a chain of GEMMs (:attr:`.Structure.projected`); adjacent loops commute by
+    :func:`commutes`."""
     wl = st.workload
     return [(frozenset(t.name for t in wl.tensors if d in t.dims),
-             frozenset(op.name for op in wl.ops if d in op.dims)) for d in st.dims]
+             frozenset(op.name for op in wl.ops if d in op.dims),
+             st.projected and d not in st.spine) for d in st.dims]
+
+
+def commutes(sa: tuple, sb: tuple) -> bool:
+    """Whether two adjacent loops with :func:`signatures` ``sa``, ``sb`` can be swapped at no
+    cost: equal signatures, or private dims of different ops of a chain of GEMMs."""
+    return sa == sb or (sa[2] and sb[2] and not sa[1] & sb[1])
 
 
 def canonical_orders(real: tuple[bool, ...], sig: list[tuple]) -> np.ndarray:
@@ -289,7 +306,7 @@ def canonical_orders(real: tuple[bool, ...], sig: list[tuple]) -> np.ndarray:
     rest = [j for j, x in enumerate(real) if not x]
     out = []
     for p in itertools.permutations(r):
-        if all(not (sig[a] == sig[b] and a > b) for a, b in zip(p, p[1:])):
+        if all(not (a > b and commutes(sig[a], sig[b])) for a, b in zip(p, p[1:])):
             out.append(list(p) + rest)
     return np.array(out, np.int64).reshape(len(out), len(real))
 
@@ -332,6 +349,11 @@ class Space:
         dims, L = st.dims, st.n_levels
         if L < 2:
             raise TilewiseError(f"arch {arch.name} has one memory level; tiling needs two")
+        if problem_memory_max(workload):
+            raise TilewiseError(
+                f"workload {workload.name}: memory='max' (Chimera's MU) is evaluated, simulated "
+                "and executed, not searched (the search's capacity bounds add buffers); search "
+                "with memory='sum' and evaluate the result with 'max'")
         problem = Problem.build(workload, arch)
         fixed = {}
         align = workload.alignment(arch.alignment)
@@ -475,15 +497,15 @@ class Space:
 
 
 def _commute_sorted(loops: list[int], sig: list[tuple]) -> list[int]:
-    """``loops`` with every adjacent pair of equal-signature dims swapped into dim order until
-    none is left: the canonical representative of the orders equal to it in cost."""
+    """``loops`` with every adjacent pair of commuting dims (:func:`commutes`) swapped into dim
+    order until none is left: a canonical representative of the orders equal to it in cost."""
     loops = list(loops)
     swapped = True
     while swapped:
         swapped = False
         for i in range(len(loops) - 1):
             a, b = loops[i], loops[i + 1]
-            if sig[a] == sig[b] and a > b:
+            if a > b and commutes(sig[a], sig[b]):
                 loops[i], loops[i + 1] = b, a
                 swapped = True
     return loops

@@ -21,8 +21,11 @@ Counting rules:
   reloads the tile on a later visit (the model's ``parts``: visits x partials).
 - ``peak``: buffers are allocated at first use (full tile, rounded, x2 when double-buffered,
   :mod:`tilewise.model.footprint`) and live to the end; fused intermediates and state live in the
-  innermost level (a softmax result overwrites its input in place). The peak is per instance
-  (the largest core at the array level).
+  innermost level (a softmax result overwrites its input in place) as a *panel*: every tile
+  of them one core computes under one point of the chain's shared loops, each at full tile
+  size, counted from the walk (per dim, the most distinct tile starts under one point, x the
+  innermost tile; the model derives the same from the orders, :func:`.rules.panel_tile`).
+  The peak is per instance (the largest core at the array level).
 - ``steps[op]``: innermost tile executions per core (the busiest core); ``padded_points[op]``
   the iteration points computed over all cores including padding; ``useful_points[op]`` the
   real ones.
@@ -80,6 +83,7 @@ def simulate(workload, arch, mapping) -> Trace:
     # per final output, whether its partials of a rows / cols split merge through the parent
     through = {t: _through_axes(workload, arch, mapping, t) for t in st.outputs}
     merges: dict = defaultdict(list)  # (step, level, tensor, tile, merged coords) -> points
+    starts: dict = defaultdict(set)   # (core, shared point, inner tensor, dim) -> tile starts
 
     def allocate(level: int, instance, tensor) -> None:
         buf = allocated[(level, instance)]
@@ -125,9 +129,11 @@ def simulate(workload, arch, mapping) -> Trace:
                 fills[nm][ev.tensor] += moves
         elif isinstance(ev, Compute):
             op = ops[ev.op]
+            live = all(hi > lo for lo, hi in ev.ranges.values())
             for t in op.tensors + op.state:
-                if t.name in st.intermediate_names or t in op.state:
-                    allocate(n - 1, ev.core, t)
+                if (t.name in st.intermediate_names or t in op.state) and live:
+                    for d in t.dims:
+                        starts[(ev.core, ev.shared, t.name, d)].add(ev.ranges[d][0])
             real = 1
             for d in op.dims:
                 lo, hi = ev.ranges[d]
@@ -150,14 +156,39 @@ def simulate(workload, arch, mapping) -> Trace:
         writes[nm][tensor] += points[-1] * final + sum(points[:-1]) * partial[tensor]
     for (op_name, _core), k in per_core_steps.items():
         steps[op_name] = max(steps[op_name], k)
+    _panels(problem, tiles, merged, starts, allocated)
     peak = {nm: 0 for nm in names}
     for (level, _inst), buf in allocated.items():
-        peak[names[level]] = max(peak[names[level]], sum(buf.values()))
+        peak[names[level]] = max(peak[names[level]], _live(workload, buf))
     return Trace(
         reads=_nonzero(reads), reloads=_nonzero(reloads), writes=_nonzero(writes),
         fills=_nonzero(fills), drains=_nonzero(drains),
         peak=peak, steps=dict(steps), padded_points=dict(padded), useful_points=dict(useful),
     )
+
+
+def _panels(problem, tiles: list, merged: dict, starts: dict, allocated: dict) -> None:
+    """Allocate the innermost-only buffers (fused intermediates, state) of every core that
+    computed with them, at the panel measured by the walk: per dim the most distinct tile
+    starts under one shared point (``starts``), x the innermost tile."""
+    st = problem.st
+    n, dims = st.n_levels, st.dims
+    count: dict = defaultdict(int)  # (tensor, dim) -> most tiles under one point
+    for (_, _, name, d), seen in starts.items():
+        count[(name, d)] = max(count[(name, d)], len(seen))
+    for core, name in {(c, nm) for c, _, nm, _ in starts}:
+        panel = [tiles[n - 1][d] * max(count.get((name, d), 1), 1) for d in dims]
+        allocated[(n - 1, core)][name] = problem.buffer_bytes(name, n - 1, tiles, merged, False,
+                                                              panel=panel)
+
+
+def _live(workload, buf: dict) -> int:
+    """Bytes one instance's buffers ``buf`` take: their sum, or for ``memory="max"``
+    (Chimera's MU) the largest sum over the buffers of one op."""
+    if workload.memory != "max":
+        return sum(buf.values())
+    return max(sum(v for k, v in buf.items() if any(t.name == k for t in op.tensors + op.state))
+               for op in workload.ops)
 
 
 def _nonzero(table: dict) -> dict:

@@ -18,9 +18,11 @@ of a tensor loaded into a level, reloaded as a partial sum, or stored back) and
   are no longer resident) when the output has that split dim, or when a level at or above the
   array that keeps the output is about to store its tile: no partial sum outlives its parent
   tile, and an idle stretch along an output's own dim ends its tiles' reuse.
-- Chains: the loops over spine dims run first (in nest order); at each spine point every op in
-  turn runs the loops over its private dims (Chimera's fused loop tree, legal by
-  :mod:`tilewise.model.legality`).
+- Chains (seed 004's fused loop tree): the ops share the loops of the flattened nest above the
+  first loop over a private dim that iterates; at each point of those shared loops every op
+  in turn runs the rest of the nest projected onto its own dims (a loop over a dim an op
+  does not have does not repeat it). A spine-first order (every order of attention and
+  LayerNorm, :mod:`tilewise.model.legality`) shares every loop over a spine dim that iterates.
 - A level keeps a tensor unless the mapping bypasses it there or the level does not hold it
   (``Level.holds``); an input the innermost level does not keep is read by compute from the
   nearest level above that keeps it, an output accumulated there.
@@ -43,7 +45,7 @@ Example (GM -> UB, two row tiles of a 4x4x4 f16 GEMM)::
     Transfer(kind='load', level=1, tensor='A', core=(0, 0), box=((0, 2), (0, 4)), nbytes=16, step=1, tile=((0, 2), (0, 4)))
     Transfer(kind='load', level=1, tensor='B', core=(0, 0), box=((0, 4), (0, 4)), nbytes=32, step=1, tile=((0, 4), (0, 4)))
     Transfer(kind='zero', level=1, tensor='C', core=(0, 0), box=((0, 2), (0, 4)), nbytes=0, step=1, tile=((0, 2), (0, 4)))
-    Compute(op='C', core=(0, 0), ranges={'m': (0, 2), 'n': (0, 4), 'k': (0, 4)}, step=1)
+    Compute(op='C', core=(0, 0), ranges={'m': (0, 2), 'n': (0, 4), 'k': (0, 4)}, step=1, shared=1)
     Transfer(kind='load', level=1, tensor='A', core=(0, 0), box=((2, 4), (0, 4)), nbytes=16, step=2, tile=((2, 4), (0, 4)))
 """
 
@@ -83,12 +85,15 @@ class Transfer:
 
 @dataclass(frozen=True)
 class Compute:
-    """Op ``op`` on one core over the innermost tile ``ranges`` ({dim: (start, stop)})."""
+    """Op ``op`` on one core over the innermost tile ``ranges`` ({dim: (start, stop)});
+    ``shared`` numbers the point of the chain's shared loops it runs under (a fused
+    intermediate lives for one such point)."""
 
     op: str
     core: tuple[int, int]
     ranges: dict
     step: int
+    shared: int = 0
 
 
 def tensor_box(t: Tensor, ranges: dict) -> Box:
@@ -133,13 +138,14 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
             split[sp.dim] = 2 if sp.dim in split else axis
     cores = [(r, c) for r in range(n_rows) for c in range(n_cols)]
     loops = [(k, d) for k in range(n - 1) for d in mapping.levels[k].order]
-    spine = st.spine
+    shared = _shared_loops(st, loops, tiles, ways, a)
     kept = kept_tensors(st, mapping)
     ranges = [dict() for _ in range(n)]
     ranges[0] = {d: (0, s) for d, s in workload.sizes.items()}
     resident: dict = {}
     visited: set = set()
     counter = [0]
+    point = [0]  # the point of the shared loops the ops run under
 
     array_tile: dict = {}  # split dim -> the range of the current array tile
     # (ranges[a] and below hold core 0's slice and its tiles, the frame the other cores shift)
@@ -237,17 +243,31 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
         for level, core, rng, t in visits:
             yield from touch(level, t, core, rng, t is op.output, step)
         for core in cores:
-            yield Compute(op.name, core, core_ranges(n - 1, core), step)
+            yield Compute(op.name, core, core_ranges(n - 1, core), step, point[0])
 
-    def spine_leaf():
+    def shared_leaf():
+        point[0] += 1
         for op in workload.ops:
-            private = [(k, d) for k, d in loops if d in op.dims and d not in spine]
-            yield from nest(private, 0, lambda op=op: execute(op))
+            own = [(k, d) for k, d in loops[shared:] if d in op.dims]
+            yield from nest(own, 0, lambda op=op: execute(op))
 
-    yield from nest([(k, d) for k, d in loops if d in spine], 0, spine_leaf)
+    yield from nest(loops[:shared], 0, shared_leaf)
     for (level, name, core), ident in sorted(resident.items(), key=lambda kv: -kv[0][0]):
         if name in st.outputs:
             t = workload.tensor(name)
             box = tensor_box(t, dict(zip(t.dims, ident)))
             yield Transfer("store", level, name, core, box, box_bytes(t, box), counter[0] + 1, ident)
 
+
+
+def _shared_loops(st: Structure, loops: list, tiles: list, ways: dict, a: int) -> int:
+    """How many loops of the flattened nest ``loops`` ((level, dim) pairs, outermost first)
+    every op shares: those above the first loop over a private dim that iterates (its step,
+    the next level's tile x the ways into the array, below its tile); all for a single op."""
+    if len(st.workload.ops) == 1:
+        return len(loops)
+    for i, (k, d) in enumerate(loops):
+        step = tiles[k + 1][d] * (ways.get(d, 1) if k + 1 == a else 1)
+        if d not in st.spine and step < tiles[k][d]:
+            return i
+    return len(loops)
