@@ -343,7 +343,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                              f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0,
                              count, P, nbraw, op_s, op_busy, op_pad, iters)
         if on_chain:  # the intermediates' panel depends on the orders: every candidate
-            _panels(b, tiles, orders, real, spine, step, sizes, f_inner, f_axes, ax_terms,
+            _panels(b, tiles, orders, real, spine, step, a, sizes, f_inner, f_axes, ax_terms,
                     terms, f_bytes, block, bank, panel, te, tm, nbraw)
         _fit(b, dbuf, bypass, part_cap, f_tensor, f_part, f_ops, mem_max, nbraw, pf, po,
              footprint, fits)
@@ -941,14 +941,14 @@ def _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psu
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _panels(b, tiles, orders, real, spine, step, sizes, f_inner, f_axes, ax_terms, terms,
+def _panels(b, tiles, orders, real, spine, step, a, sizes, f_inner, f_axes, ax_terms, terms,
             f_bytes, block, bank, panel, ext, mult, nbraw):
     """Step 4, per candidate of a chain: the bytes of the innermost-only buffers (fused
     intermediates, op state) at the panel's extents (:func:`.rules.panel_tile`: the tiles
     the producer writes within one iteration of the shared loops, which the loop orders
     decide; ``ext``/``mult`` work arrays)."""
     L = tiles.shape[1]
-    panel_tile(orders[b], real, spine, step, tiles[b], panel, ext, mult)
+    panel_tile(orders[b], real, spine, step, tiles[b], a, panel, ext, mult)
     for f in range(f_inner.shape[0]):
         if f_inner[f]:
             nbraw[L - 1, f] = buffer_bytes_arrays(f, panel, sizes, f_axes, ax_terms, terms,

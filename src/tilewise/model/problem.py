@@ -346,7 +346,8 @@ class Problem:
         od = np.array([[dims.index(d) for d in o] for o in orders], np.int64).reshape(L - 1,
                                                                                    len(dims))
         work = np.zeros((2, L + 1), np.int64)
-        panel_tile(od, step < tl[:L - 1], self.chain.spine, step, tl, out, work[0], work[1])
+        panel_tile(od, step < tl[:L - 1], self.chain.spine, step, tl, self.levels.array, out,
+                   work[0], work[1])
         return out
 
     def buffer_bytes(self, tensor: str, level: int, tiles: list, ways: dict,

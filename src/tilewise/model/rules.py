@@ -322,7 +322,7 @@ def diverges_at(orders, real, spine):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def panel_tile(orders, real, spine, step, tiles, out, ext, mult):
+def panel_tile(orders, real, spine, step, tiles, a, out, ext, mult):
     """Fill ``out [D]`` with the extents (elements, per core) of a fused intermediate's live
     *panel*: every innermost tile the producer writes on one core under one point of the
     shared loops (above :func:`diverges_at`), each at full tile size, so that the consumer
@@ -330,8 +330,9 @@ def panel_tile(orders, real, spine, step, tiles, out, ext, mult):
     along the dim under the first (largest) shared point: its extent there (the size, cut
     by the shared loops over the dim) cut by the steps of the loops over it below the
     divergence point, ``e // s`` pieces of ``s`` and one of ``e % s`` per cut; at the array
-    a piece of ``ways x tile`` gives a core one tile. The innermost tile when no loop over
-    the dim iterates below the divergence point (every spine-first order).
+    a piece of ``ways x tile`` gives a core one tile, so below the array level ``a`` a
+    piece is at most the core's tile (core 0's slice, the largest). The innermost tile
+    when no loop over the dim iterates below the divergence point (every spine-first order).
     ``orders [L-1, D]``, ``real [L-1, D]``, ``step [L-1, D]`` (:func:`loop_step`),
     ``tiles [L, D]``; ``ext``/``mult`` work arrays of at least ``L + 1`` entries."""
     K, D = orders.shape
@@ -358,6 +359,9 @@ def panel_tile(orders, real, spine, step, tiles, out, ext, mult):
                 ext[m] = s
                 mult[m] = full
                 n = m + 1
+            if k + 1 == a:  # a core's slice of the array tile
+                for x in range(n):
+                    ext[x] = min(ext[x], tiles[a, d])
         count = 0
         for x in range(n):
             count += mult[x] * (ext[x] > 0)
