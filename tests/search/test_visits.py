@@ -15,6 +15,7 @@ from tilewise.search.engine import Engine
 from tilewise.search.optimize import search
 from tilewise.search.visits import VisitMemo, node_floors, visit_lists
 
+from ..model.archs import array_in_the_middle
 from .helpers import brute_force
 from .test_exact import assert_top_matches
 
@@ -59,21 +60,32 @@ def test_visit_lists_equal_a_walk():
 
 
 def _random_mapping(rng, w, arch):
+    """A random mapping; on an arch with an array, a random cols split (its tile per core
+    at most ``ceil(parent / ways)``)."""
     dims = list(w.sizes)
+    names = [lv.name for lv in arch.levels]
+    a = names.index(arch.array.level) if arch.array is not None else None
+    split, ways = (dims[int(rng.integers(0, len(dims)))], int(rng.integers(1, arch.array.cols + 1))
+                   ) if a is not None else (None, 1)
     tiles = [dict(w.sizes)]
-    for _ in arch.levels[1:]:
-        tiles.append({d: int(rng.integers(1, tiles[-1][d] + 1)) for d in dims})
+    for i in range(1, len(names)):
+        up = {d: -(-tiles[-1][d] // ways) if (i == a and d == split) else tiles[-1][d] for d in dims}
+        tiles.append({d: int(rng.integers(1, up[d] + 1)) for d in dims})
     parts = []
-    for i, lv in enumerate(arch.levels):
-        order = "" if i == len(arch.levels) - 1 else "".join(rng.permutation(dims))
-        parts.append(f"{lv.name}[{' '.join(f'{d}{tiles[i][d]}' for d in dims)}] {order}".strip())
-    return Mapping.parse(" | ".join(parts)), tiles
+    for i, name in enumerate(names):
+        order = "" if i == len(names) - 1 else "".join(rng.permutation(dims))
+        parts.append(f"{name}[{' '.join(f'{d}{tiles[i][d]}' for d in dims)}] {order}".strip())
+    text = " | ".join(parts) + (f" ; cols={split}{ways}" if ways > 1 else "")
+    return Mapping.parse(text), tiles
 
 
 @pytest.mark.parametrize("w", [tw.gemm(12, 10, 16, dtype="f32"), tw.gemm(9, 20, 7, dtype="i8"),
                                tw.batched_gemm(3, 6, 5, 8, dtype="f32")], ids=["f32", "i8", "bgemm"])
-def test_floors_are_below_the_model_on_random_mappings(w):
-    arch = caches(l3=1536, l2=512, l1=160)
+@pytest.mark.parametrize("split", [False, True], ids=["one-core", "cores"])
+def test_floors_are_below_the_model_on_random_mappings(w, split):
+    """Every level ``k+1`` of an unsplit mapping; with a split across the array (in the
+    middle: L2 per core), the levels below the array, each core's visits summed."""
+    arch = array_in_the_middle(rows=1, cols=3) if split else caches(l3=1536, l2=512, l1=160)
     eng = Engine(w, arch, {})
     table, dims = eng.visit_table, list(w.sizes)
     assert table is not None
@@ -86,7 +98,7 @@ def test_floors_are_below_the_model_on_random_mappings(w):
         if not c.fits:
             continue
         t = np.array([[tl[d] for d in dims] for tl in tiles], np.int64)[None]
-        for k in range(len(names) - 1):
+        for k in range(2 if split else 0, len(names) - 1):
             known = rng.random(len(dims)) < 0.5
             r, wr = node_floors(table, eng.problem.dims.sizes, t, known, k, eng.cap, VisitMemo())
             nxt = names[k + 1]

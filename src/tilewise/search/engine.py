@@ -435,7 +435,7 @@ class Engine:
             tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
         else:
             tr, legal = rw, None
-        vf = None if leaf or rw is not None else self.visit_floors(run, s, sr.whole, stage)
+        vf = None if leaf else self.visit_floors(run, s, sr.whole, stage)  # also a first filter's
         # the fewest kernel calls from the largest innermost tiles that fit (_least_objectives)
         sub, nfit = self._least_objectives(run, s, tr, vf, sr, ttc[:, -1, :])
         fl_level = self.floor_level(stage)
@@ -589,13 +589,17 @@ class Engine:
         if not ks:
             return None
         n = len(s)
-        plain = (self.ways[s] == 1).all(1)   # a split across the array: per-core visits
+        unsplit = (self.ways[s] == 1).all(1)
+        a = self.st.array_level
         rfl, wfl = np.zeros((n, self.L)), np.zeros((n, self.L))
-        idx = np.nonzero(plain)[0]
-        if not len(idx):
-            return None
         sizes = self.problem.dims.sizes
         for k in ks:
+            # a split: each core visits its slices, the sum over cores, where the level is
+            # private to each core (at the array level a broadcast or a merge of partial sums
+            # moves fewer bytes than the cores' sum)
+            idx = np.arange(n) if a is not None and k + 1 > a else np.nonzero(unsplit)[0]
+            if not len(idx):
+                continue
             memo = self._visit_memo.setdefault(k, VisitMemo())
             r, w = node_floors(self.visit_table, sizes, whole[idx], dep >= k + 1, k, self.cap, memo)
             rfl[idx, k + 1], wfl[idx, k + 1] = r, w

@@ -40,7 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.typed import Dict
 
 from .rows import _MIX, unique_rows
 
@@ -263,78 +264,98 @@ def visit_floors(E, F, uses, width, output, held, cap):
 
 
 def visit_lists(sizes: np.ndarray, tiles: np.ndarray, k: int):
-    """Per node the level-``k`` tiles visited (:func:`visit_shapes`, vectorized): for tiles
+    """Per node the level-``k`` tiles visited (:func:`visit_shapes`, compiled): for tiles
     ``tiles [n, >=k+1, D]``, ``ext, cnt [n, D, k+1]`` the distinct extents per dim and their
     visit counts (count 0: no such extent)."""
     n, _, D = tiles.shape
     ext = np.zeros((n, D, k + 1), np.int64)
     cnt = np.zeros((n, D, k + 1), np.int64)
-    ext[:, :, 0] = sizes[None, :]
-    cnt[:, :, 0] = 1
-    for lvl in range(1, k + 1):
-        t = tiles[:, lvl, :]                          # [n, D]
-        full = ext[:, :, :lvl] // np.maximum(t[:, :, None], 1)
-        rem = ext[:, :, :lvl] - full * t[:, :, None]
-        big = t[:, :, None] >= ext[:, :, :lvl]        # the tile holds the whole parent
-        n_full = np.where(big, 1, full) * cnt[:, :, :lvl]
-        n_part = np.where(big | (rem == 0), 0, cnt[:, :, :lvl])
-        part = np.where(big, 0, rem)
-        size = np.where(big, ext[:, :, :lvl], t[:, :, None])
-        # every parent extent gives a full-tile extent (the tile or the parent) and a remainder
-        new_e = np.concatenate([size, part], 2)
-        new_c = np.concatenate([n_full, n_part], 2)
-        ext, cnt = _merge(new_e, new_c, k + 1)
+    _visit_lists(np.asarray(sizes, np.int64), np.ascontiguousarray(tiles, np.int64), k, ext, cnt)
     return ext, cnt
 
 
-def _merge(e: np.ndarray, c: np.ndarray, width: int):
-    """Per ``[n, D]`` the extents ``e [n, D, m]`` with counts ``c`` merged (equal extents
-    summed, zero counts dropped) into ``width`` slots."""
-    n, D, m = e.shape
-    e = np.where(c > 0, e, -1)
-    order = np.argsort(-e, axis=2)
-    e = np.take_along_axis(e, order, 2)
-    c = np.take_along_axis(c, order, 2)
-    same = np.zeros_like(e, bool)
-    same[:, :, 1:] = e[:, :, 1:] == e[:, :, :-1]
-    slot = np.cumsum(~same, axis=2) - 1
-    oe = np.zeros((n, D, width), np.int64)
-    oc = np.zeros((n, D, width), np.int64)
-    ii, jj, kk = np.nonzero(e >= 0)
-    s = slot[ii, jj, kk]
-    keep = s < width
-    oe[ii[keep], jj[keep], s[keep]] = e[ii[keep], jj[keep], kk[keep]]
-    np.add.at(oc, (ii[keep], jj[keep], s[keep]), c[ii[keep], jj[keep], kk[keep]])
-    return oe, oc
+@njit(cache=True)
+def _visit_lists(sizes, tiles, k, ext, cnt):
+    n, _, D = tiles.shape
+    ce = np.empty(2 * (k + 1), np.int64)
+    cc = np.empty(2 * (k + 1), np.int64)
+    ne = np.empty(2 * (k + 1), np.int64)
+    nc = np.empty(2 * (k + 1), np.int64)
+    for i in range(n):
+        for d in range(D):
+            ce[0], cc[0], m = sizes[d], 1, 1
+            for lvl in range(1, k + 1):
+                t = tiles[i, lvl, d]
+                q = 0
+                for x in range(m):   # each extent: full tiles (or itself) and a remainder
+                    e, c = ce[x], cc[x]
+                    parts = ((e, c, 0), (e, 0, 0)) if t >= e else ((t, c * (e // t), 0), (e % t, c, 0))
+                    for pe, pc, _ in parts:
+                        if pc == 0 or pe == 0:
+                            continue
+                        y = 0
+                        while y < q and ne[y] != pe:
+                            y += 1
+                        if y == q:
+                            ne[q], nc[q] = pe, 0
+                            q += 1
+                        nc[y] += pc
+                for y in range(q):
+                    ce[y], cc[y] = ne[y], nc[y]
+                m = q
+            for y in range(m):
+                ext[i, d, y], cnt[i, d, y] = ce[y], cc[y]
 
 
 class VisitMemo:
     """The floors of the visit shapes met so far (one per level ``k``): rows ``(e, fixed)`` by
-    their hash (:data:`.rows._MIX`), each checked against the stored row (a collision is
-    computed again, not trusted)."""
+    their hash (:data:`.rows._MIX`) in a compiled dict, each checked against the stored row (a
+    collision is computed again, not trusted)."""
 
     def __init__(self):
-        self.slot: dict[int, int] = {}
+        self.slot = Dict.empty(key_type=types.int64, value_type=types.int64)
         self.rows = np.zeros((0, 0), np.int64)
         self.floor = np.zeros((0, 2))
+        self.n = 0
 
     def lookup(self, rows: np.ndarray, hashes: np.ndarray) -> np.ndarray:
         """``[u, 2]`` the stored floors of ``rows`` (NaN: not stored)."""
-        get = self.slot.get
-        at = np.array([get(h, -1) for h in hashes.tolist()], np.int64)
+        at = np.empty(len(hashes), np.int64)
+        _get(self.slot, hashes, at)
         out = np.full((len(rows), 2), np.nan)
-        hit = at >= 0
-        if hit.any():
+        hit = np.nonzero(at >= 0)[0]
+        if len(hit):
             same = (self.rows[at[hit]] == rows[hit]).all(1)
-            idx = np.nonzero(hit)[0][same]
+            idx = hit[same]
             out[idx] = self.floor[at[idx]]
         return out
 
     def store(self, rows: np.ndarray, hashes: np.ndarray, floor: np.ndarray) -> None:
-        base = len(self.rows)
-        self.rows = rows.copy() if base == 0 else np.concatenate([self.rows, rows])
-        self.floor = np.concatenate([self.floor, floor])
-        self.slot.update(zip(hashes.tolist(), range(base, base + len(rows))))
+        need = self.n + len(rows)
+        if need > len(self.rows):   # grow by doubling
+            size = max(need, 2 * len(self.rows), 1024)
+            grown = np.zeros((size, rows.shape[1]), np.int64)
+            fl = np.zeros((size, 2))
+            if self.n:
+                grown[:self.n] = self.rows[:self.n]
+                fl[:self.n] = self.floor[:self.n]
+            self.rows, self.floor = grown, fl
+        self.rows[self.n:need] = rows
+        self.floor[self.n:need] = floor
+        _put(self.slot, hashes, self.n)
+        self.n = need
+
+
+@njit(cache=True)
+def _get(d, hashes, out):
+    for i in range(len(hashes)):
+        out[i] = d.get(hashes[i], -1)
+
+
+@njit(cache=True)
+def _put(d, hashes, base):
+    for i in range(len(hashes)):
+        d[hashes[i]] = base + i
 
 
 def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: np.ndarray,
