@@ -45,7 +45,7 @@ from numba.typed import Dict
 
 from .rows import _MIX, unique_rows
 
-MAX_COMBOS = 1 << 14   # per visit shape: above this many enumerated tile choices, no floor
+MAX_COMBOS = 1 << 12   # per visit shape: above this many enumerated tile choices, no floor
 
 
 @dataclass(frozen=True)
@@ -347,6 +347,35 @@ class VisitMemo:
 
 
 @njit(cache=True)
+def _visit_rows(ext, cnt, fixed, rows, mult):
+    """Per node every combination of its dims' visited extents (the live entries of ``ext,
+    cnt [n, D, W]``): ``rows`` (extents, then ``fixed``) and ``mult`` (visits), node by node."""
+    n, D, W = ext.shape
+    idx = np.zeros(D, np.int64)
+    r = 0
+    for i in range(n):
+        for d in range(D):
+            idx[d] = 0
+        while True:
+            m = 1
+            for d in range(D):
+                rows[r, d] = ext[i, d, idx[d]]
+                rows[r, D + d] = fixed[i, d]
+                m *= cnt[i, d, idx[d]]
+            mult[r] = m
+            r += 1
+            d = 0
+            while d < D:   # next combination of live entries (they come first)
+                idx[d] += 1
+                if idx[d] < W and cnt[i, d, idx[d]] > 0:
+                    break
+                idx[d] = 0
+                d += 1
+            if d == D:
+                break
+
+
+@njit(cache=True)
 def _get(d, hashes, out):
     for i in range(len(hashes)):
         out[i] = d.get(hashes[i], -1)
@@ -366,14 +395,13 @@ def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: 
     a level holds (the model's fit); ``memo`` keeps each visit shape's floor across calls."""
     n, _, D = tiles.shape
     ext, cnt = visit_lists(sizes, tiles, k)                       # [n, D, k+1]
-    W = k + 1
-    combo = np.stack(np.meshgrid(*[np.arange(W)] * D, indexing="ij"), -1).reshape(-1, D)
-    E = ext[:, np.arange(D)[None, :], combo]                      # [n, W^D, D]
-    mult = np.prod(cnt[:, np.arange(D)[None, :], combo], axis=2)  # [n, W^D]
     fixed = np.where(known[None, :], tiles[:, k + 1, :], 0)       # [n, D]
-    live = mult > 0
-    owner = np.nonzero(live)[0]
-    rows = np.concatenate([E[live], fixed[owner]], 1)
+    live = (cnt > 0).sum(2)                                       # [n, D]
+    per_node = np.prod(live, axis=1)
+    rows = np.empty((int(per_node.sum()), 2 * D), np.int64)
+    mult = np.empty(len(rows), np.int64)
+    owner = np.repeat(np.arange(n), per_node)
+    _visit_rows(ext, cnt, np.ascontiguousarray(fixed), rows, mult)
     first, inv = unique_rows(rows)
     keys = rows[first]
     with np.errstate(over="ignore"):
@@ -387,7 +415,7 @@ def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: 
         fl[todo, 0], fl[todo, 1] = r, w
         memo.store(keys[todo], hashes[todo], fl[todo])
     resident = float(capacity[k + 1]) if k > 0 else 0.0   # saved across visits, at most
-    per = np.maximum(fl[inv] - resident, 0.0) * mult[live][:, None]
+    per = np.maximum(fl[inv] - resident, 0.0) * mult[:, None]
     out = np.zeros((n, 2))
     np.add.at(out, owner, per)
     return out[:, 0], out[:, 1]
