@@ -213,3 +213,17 @@ def test_repeated_calls_with_the_same_tuples():
         pack(y, pos, tiles, perm)
     assert np.array_equal(pack(y, pos, tiles, perm, padding_value=0.5),
                           pack_reference(y, pos, tiles, perm, padding_value=0.5))
+
+
+@pytest.mark.parametrize("cols", [1, 3, 8, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 129])
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.float32])
+def test_runs_of_every_length(cols, dt):
+    # Unclipped nests of tile rows take _walk_runs: each row is moved as pairs of 32-byte
+    # vectors and one move each of 32 .. 1 bytes; every remainder width, both directions.
+    rows = 24
+    x = np.random.default_rng(cols).integers(-99, 99, (rows, 3 * cols)).astype(dt)
+    packing = verify(x.shape, (0, 1), (8, cols))
+    if cols * x.dtype.itemsize > 8:  # a run of two units or more (one unit: a transpose)
+        for max_unit in (8, 1):
+            assert kernels._is_runs(_nest(packing, x.dtype.itemsize, max_unit, False).table)
+    _check_both_ways(x, (0, 1), (8, cols), (), 0, offsets=(0, 24))
