@@ -227,3 +227,17 @@ def test_runs_of_every_length(cols, dt):
         for max_unit in (8, 1):
             assert kernels._is_runs(_nest(packing, x.dtype.itemsize, max_unit, False).table)
     _check_both_ways(x, (0, 1), (8, cols), (), 0, offsets=(0, 24))
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.float32, np.float64])
+@pytest.mark.parametrize("hw", [(4, 16), (8, 24), (5, 13), (16, 64)])
+def test_zip_transposes_of_channel_planes(dt, hw):
+    # NCHW -> NCHW16c and back: transposes of single elements between 16 channel planes,
+    # by lane-parallel zips (whole lines on the strided side, started on its lines when
+    # the planes are a whole number of lines apart; the ragged edges unit by unit), from
+    # line-aligned and shifted buffers.
+    x = np.random.default_rng(hw[1]).integers(-99, 99, (2, 32) + hw).astype(dt)
+    _check_both_ways(x, (1,), (16,), (), 0, offsets=(0, 8, 40))
+    # and a transpose of 8-byte words with a ragged number of rows (f32 T(16, 2))
+    y = np.random.default_rng(3).standard_normal((48, 2 * 37)).astype(np.float32)
+    _check_both_ways(y, (0, 1), (16, 2), (), 0, offsets=(0, 24))

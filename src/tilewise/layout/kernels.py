@@ -112,6 +112,16 @@ _ptr8, _ptr4, _ptr2, _ptr1 = (_make_cast(t) for t in (types.uint64, types.uint32
 
 
 @intrinsic
+def _ptr_of(typingctx, arr):
+    """The data pointer of an array of units (``uint8`` .. ``uint64``)."""
+
+    def codegen(context, builder, signature, args):
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
+
+    return types.CPointer(arr.dtype)(arr), codegen
+
+
+@intrinsic
 def _line_aligned(typingctx, arr):
     """The data pointer of an array advanced to the next 64-byte boundary (the array needs
     ``64 / itemsize`` spare elements)."""
@@ -319,6 +329,157 @@ def _transpose8_codegen(context, builder, signature, args, streaming):
 
 
 
+def _swap_masks(k: int, step: int) -> tuple[list[int], list[int]]:
+    """The two masks of a transpose round on a pair of ``k``-vectors (a, b): ``lo`` keeps
+    a's even ``step``-blocks and takes b's even blocks in place of a's odd ones, ``hi`` the
+    odd blocks likewise; after rounds of step 1, 2, 4, .. k/2 on the right pairs, k rows
+    are transposed (``_ROUNDS`` is the k = 8 case)."""
+    lo = [x if (x // step) % 2 == 0 else k + x - step for x in range(k)]
+    hi = [x + step if (x // step) % 2 == 0 else k + x for x in range(k)]
+    return lo, hi
+
+
+# Side of the square a register transpose moves, by unit bytes: rows of 32 bytes (16 for
+# single bytes, whose 32 x 32 would not fit the registers).
+_SIDE = {8: 4, 4: 8, 2: 16, 1: 16}
+
+
+@intrinsic
+def _transpose_sq(typingctx, srcp, s, ss, dstp, d, ds):
+    """``dst[d + i*ds + j] = src[s + i + j*ss]`` for i, j < k, ``k = _SIDE[unit]``: k
+    vector loads, k log2 k shuffles (``_swap_masks``), k vector stores, plain."""
+    k = _SIDE[srcp.dtype.bitwidth // 8]
+
+    def codegen(context, builder, signature, args):
+        sp, s, ss, dp, d, ds = args
+        elty = context.get_value_type(signature.args[0].dtype)
+        vty = ir.VectorType(elty, k).as_pointer()
+        align = elty.width // 8
+        rows = []
+        for j in range(k):
+            at = builder.add(s, builder.mul(ss, ir.Constant(ss.type, j)))
+            rows.append(builder.load(builder.bitcast(builder.gep(sp, [at]), vty), align=align))
+        step = 1
+        while step < k:
+            lo, hi = _swap_masks(k, step)
+            out = [None] * k
+            for base in range(0, k, 2 * step):
+                for j in range(base, base + step):
+                    a, b = rows[j], rows[j + step]
+                    out[j] = builder.shuffle_vector(a, b, _mask(lo))
+                    out[j + step] = builder.shuffle_vector(a, b, _mask(hi))
+            rows = out
+            step *= 2
+        for i in range(k):
+            at = builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))
+            builder.store(rows[i], builder.bitcast(builder.gep(dp, [at]), vty), align=align)
+        return context.get_dummy_value()
+
+    return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), codegen
+
+
+_LANE = 16  # bytes of a 128-bit lane: x86 unpack instructions zip within lanes
+_LANES = 4  # lanes per row vector (64 bytes)
+
+
+def _zip_masks(k: int, lanes: int) -> tuple[list[int], list[int]]:
+    """Lane-local zips of two vectors of ``lanes`` lanes of ``k`` elements: ``lo`` takes
+    a0 b0 a1 b1 .. of each lane's first half, ``hi`` of its second half (x86
+    ``punpckl`` / ``punpckh``)."""
+    n = k * lanes
+    lo = [(x % 2) * n + lane * k + (x // 2) for lane in range(lanes) for x in range(k)]
+    hi = [(x % 2) * n + lane * k + k // 2 + (x // 2) for lane in range(lanes) for x in range(k)]
+    return lo, hi
+
+
+def _zip_rounds(builder, rows, k):
+    """``log2 k`` rounds of lane-local zips of row j with row j + k/2 (the perfect shuffle):
+    every lane's k x k square transposed."""
+    lo, hi = _zip_masks(k, _LANES)
+    for _ in range(k.bit_length() - 1):
+        out = []
+        for j in range(k // 2):
+            a, b = rows[j], rows[j + k // 2]
+            out += [builder.shuffle_vector(a, b, _mask(lo)),
+                    builder.shuffle_vector(a, b, _mask(hi))]
+        rows = out
+    return rows
+
+
+def _make_transpose_zip(wide_in: bool):
+    def _transpose_zip(typingctx, srcp, s, ss, dstp, d, ds):
+        """``dst[d + a*ds + b] = src[s + a + b*ss]`` for ``_LANES`` squares of ``k = 16 /
+        unit`` (one lane each): with ``wide_in``, side by side along ``a`` (``k`` loads of
+        a 64-byte source row, ``4k`` stores of 16 bytes: the source is the strided side
+        and gets whole lines, as in a pack), else along ``b`` (``4k`` loads of 16 bytes
+        joined into ``k`` rows, ``k`` stores of 64 bytes: the destination gets whole
+        lines, as in an unpack). The lanes' squares are transposed by ``_zip_rounds``,
+        whose unpack instructions, unlike general shuffles, run two or more a cycle."""
+        unit = srcp.dtype.bitwidth // 8
+        k = _LANE // unit
+
+        def codegen(context, builder, signature, args):
+            sp, s, ss, dp, d, ds = args
+            elty = context.get_value_type(signature.args[0].dtype)
+            row_ty = ir.VectorType(elty, k * _LANES).as_pointer()
+            lane_ty = ir.VectorType(elty, k).as_pointer()
+
+            def at(base, stride, i):
+                return builder.add(base, builder.mul(stride, ir.Constant(stride.type, i)))
+
+            def load(ptr, i, ty):
+                return builder.load(builder.bitcast(builder.gep(ptr, [i]), ty), align=unit)
+
+            def store(vec, i, ty):
+                builder.store(vec, builder.bitcast(builder.gep(dp, [i]), ty), align=unit)
+
+            def join(parts):
+                while len(parts) > 1:
+                    n = 2 * parts[0].type.count
+                    parts = [builder.shuffle_vector(x, y, _mask(list(range(n))))
+                             for x, y in zip(parts[::2], parts[1::2])]
+                return parts[0]
+
+            if wide_in:
+                rows = [load(sp, at(s, ss, j), row_ty) for j in range(k)]
+            else:
+                rows = [join([load(sp, at(s, ss, lane * k + j), lane_ty)
+                              for lane in range(_LANES)]) for j in range(k)]
+            rows = _zip_rounds(builder, rows, k)
+            if not wide_in:
+                for i in range(k):
+                    store(rows[i], at(d, ds, i), row_ty)
+                return context.get_dummy_value()
+            for lane in range(_LANES):  # in destination order (the stores combine better)
+                for i in range(k):
+                    part = builder.shuffle_vector(rows[i], rows[i],
+                                                  _mask(list(range(lane * k, lane * k + k))))
+                    store(part, at(d, ds, lane * k + i), lane_ty)
+            return context.get_dummy_value()
+
+        sig = types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp)
+        return sig, codegen
+
+    return intrinsic(_transpose_zip)
+
+
+# ``_zip_in``: squares side by side along the destination rows (64-byte source rows);
+# ``_zip_out``: along the source rows (64-byte destination rows).
+_zip_in = _make_transpose_zip(True)
+_zip_out = _make_transpose_zip(False)
+
+
+@intrinsic
+def _side(typingctx, ptr):
+    """``_SIDE`` of a pointer's unit (a compile-time constant)."""
+    k = _SIDE[ptr.dtype.bitwidth // 8]
+
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.intp, k)
+
+    return types.intp(ptr), codegen
+
+
 def _make_rows_to_lines(cols: int):
     def _rows_to_lines(typingctx, srcp, s, ss, dstp, d, p, carry, first):
         """Rows of ``cols`` (8 or 16) 8-byte units, consecutive in the destination from
@@ -516,6 +677,93 @@ def _gather(src, dst, s, d, a0, a1, ss1, ds1, b0, b1, ss0):
 
 
 @njit(cache=True, nogil=True)
+def _gather_sq(src, dst, s, d, a0, a1, ds1, b0, b1, ss0):
+    """``_gather`` with ``ss1 == 1`` (consecutive rows read consecutive units), plain
+    stores, by ``_transpose_sq`` squares, in tiles of a line of units by a line of units.
+    Within a tile, the side with the longer stride finishes its lines first: each strided
+    source line (packing NCHW -> NCHWc: 16 channel planes, all in one cache set) or strided
+    destination line (unpacking) is fetched once, not once per square."""
+    k = _side(src)
+    lu = max(k, _LINE // _unit_bytes(src))
+    ak = a0 + (a1 - a0) // k * k
+    bk = b0 + (b1 - b0) // k * k
+    for ac in range(a0, ak, lu):
+        ae = min(ak, ac + lu)
+        for bc in range(b0, bk, lu):
+            be = min(bk, bc + lu)
+            if ss0 >= ds1:
+                for b in range(bc, be, k):
+                    for a in range(ac, ae, k):
+                        _transpose_sq(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+            else:
+                for a in range(ac, ae, k):
+                    for b in range(bc, be, k):
+                        _transpose_sq(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+        for a in range(ac, ae):
+            for b in range(bk, b1):
+                _put(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+    for a in range(ak, a1):
+        for b in range(b0, b1):
+            _put(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+
+
+@njit(nogil=True, inline="always")
+def _gather_rect(src, dst, s, d, a0, a1, ds1, b0, b1, ss0):
+    """``dst[d + a*ds1 + b] = src[s + a + b*ss0]`` for a in [a0, a1), b in [b0, b1), unit
+    by unit (the edges of a transposed block)."""
+    for a in range(a0, a1):
+        for b in range(b0, b1):
+            _put(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+
+
+@njit(cache=True, nogil=True)
+def _gather_zip(src, dst, s, d, a0, a1, ds1, b0, b1, ss0, saddr, daddr):
+    """``_gather`` with ``ss1 == 1``, plain stores, by lane-parallel zip transposes; the
+    whole 64-byte lines go to the strided side: the source rows in a pack (``_zip_in``:
+    ``ss0 >= ds1``, and always for 8-byte units), the destination rows in an unpack
+    (``_zip_out``). When that side's rows are a whole number of lines apart, the block
+    starts on its lines (``saddr``, ``daddr``: base addresses in bytes), so each strided
+    line -- the 16 channel planes of NCHW, a power of two apart and in one cache set -- is
+    moved whole, once. Returns False (nothing moved) when the block is smaller than one
+    transpose."""
+    u = _unit_bytes(src)
+    lineu = _LINE // u
+    k = _LANE // u
+    wide = u == 8 or ss0 >= ds1
+    ka = lineu if wide else k
+    kb = k if wide else lineu
+    if a1 - a0 < ka or b1 - b0 < kb:
+        return False
+    ha = 0
+    hb = 0
+    if wide and (ss0 * u) % _LINE == 0:
+        ha = (lineu - (saddr // u + s + a0) % lineu) % lineu
+        if a1 - a0 - ha < ka:
+            ha = 0
+    if not wide and (ds1 * u) % _LINE == 0:
+        hb = (lineu - (daddr // u + d + b0) % lineu) % lineu
+        if b1 - b0 - hb < kb:
+            hb = 0
+    as_ = a0 + ha
+    bs = b0 + hb
+    ak = as_ + (a1 - as_) // ka * ka
+    bk = bs + (b1 - bs) // kb * kb
+    if wide:  # in destination order: a pack's destination rows are the contiguous side
+        for a in range(as_, ak, ka):
+            for b in range(bs, bk, kb):
+                _zip_in(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+    else:  # in source order: each source line is used up while it is in L1
+        for b in range(bs, bk, kb):
+            for a in range(as_, ak, ka):
+                _zip_out(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+    _gather_rect(src, dst, s, d, a0, as_, ds1, b0, b1, ss0)
+    _gather_rect(src, dst, s, d, ak, a1, ds1, b0, b1, ss0)
+    _gather_rect(src, dst, s, d, as_, ak, ds1, b0, bs, ss0)
+    _gather_rect(src, dst, s, d, as_, ak, ds1, bk, b1, ss0)
+    return True
+
+
+@njit(cache=True, nogil=True)
 def _gather_stream8(src, dst, s, d, a0, a1, ds1, n, ss0, h):
     """``_gather`` of 8-byte units with ``ss1 == 1`` into whole destination lines: each 8x8
     transpose stores 8 aligned lines, non-temporal. Every row's lines start at column
@@ -571,13 +819,16 @@ def _gather_rows8(src, dst, scr, s, d, a0, a1, n, ss0, p):
 
 
 @njit(cache=True, nogil=True)
-def _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0):
+def _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0, saddr, daddr):
     """Columns [b0, b1) of rows [a0, a1), plain stores: copied below ``e0``, padding from
     ``e0`` on."""
     c1 = min(b1, e0)
     if b0 < c1:
         if ss0 == 1:
             _copy_rows(src, dst, s + b0, d + b0, a0, a1, ss1, ds1, c1 - b0)
+        elif ss1 == 1:
+            if not _gather_zip(src, dst, s, d, a0, a1, ds1, b0, c1, ss0, saddr, daddr):
+                _gather_sq(src, dst, s, d, a0, a1, ds1, b0, c1, ss0)
         else:
             _gather(src, dst, s, d, a0, a1, ss1, ds1, b0, c1, ss0)
     f0 = max(b0, e0)
@@ -613,8 +864,8 @@ def _flush(scr, at, dst, d, r0, r1, ds1, cw, daddr, unit):
 
 
 @njit(cache=True, nogil=True)
-def _block(src, dst, scr, pad, period, unit, daddr, s, d, a0, a1, ss1, ds1, e0, n0, ss0, fill,
-           nt):
+def _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, a0, a1, ss1, ds1, e0, n0, ss0,
+           fill, nt):
     """Rows [a0, a1) of the 2-D block: the first ``e0`` of the ``n0`` units of each row are
     copied, the rest padded when ``fill``."""
     if a0 >= a1:
@@ -664,10 +915,11 @@ def _block(src, dst, scr, pad, period, unit, daddr, s, d, a0, a1, ss1, ds1, e0, 
             for r0 in range(a0, a1, rows):
                 r1 = min(a1, r0 + rows)
                 _columns(src, scr, pad, period, s + r0 * ss1, -b0, zero, r1 - r0, ss1, cw,
-                         b0, b1, e0, ss0)
+                         b0, b1, e0, ss0, saddr, zero)
                 _flush(scr, zero, dst, d + b0, r0, r1, ds1, cw, daddr, unit)
         else:
-            _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0)
+            _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0, saddr,
+                     daddr)
         b0 = b1
         b1 = min(w, b1 + chunk)
 
@@ -746,7 +998,7 @@ _words_only(_gather_rows8, _rows8_words)
 
 
 @njit(cache=True, nogil=True)
-def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt, panel):
+def _walk(src, dst, scr, pad, period, unit, saddr, daddr, nest, fill, nt, panel):
     """Walk ``nest`` (see ``Nest``): an odometer over the outer loops, clipped extents
     updated when a partner reaches its last index, clipped tails padded when ``fill``.
     A streamed ``panel`` nest runs its three innermost loops as a ``_panel``; otherwise the
@@ -775,12 +1027,12 @@ def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt, panel):
         if panel:
             _panel_words(src, dst, s, d, n1, ss1, ds1, n0, ss0, nest[nb + 2, 0], h)
         elif inner_clip and e1 == n1:
-            _block(src, dst, scr, pad, period, unit, daddr, s, d, zero, n1 - 1, ss1, ds1, e0,
+            _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, zero, n1 - 1, ss1, ds1, e0,
                    n0, ss0, fill, nt)
-            _block(src, dst, scr, pad, period, unit, daddr, s, d, n1 - 1, n1, ss1, ds1, rem0,
+            _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, n1 - 1, n1, ss1, ds1, rem0,
                    n0, ss0, fill, nt)
         else:
-            _block(src, dst, scr, pad, period, unit, daddr, s, d, zero, e1, ss1, ds1, e0, n0,
+            _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, zero, e1, ss1, ds1, e0, n0,
                    ss0, fill, nt)
         if fill and e1 < n1:
             _fill(dst, d + e1 * ds1, (n1 - e1) * ds1, pad, period, nt)
@@ -873,7 +1125,7 @@ def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt, panel):
         _walk_runs(srcp, dstp, nest)
         return 0
     # A line-aligned scratch: gathers stage whole 8-unit rows into it with aligned stores.
-    _walk(srcp, dstp, _line_aligned(scr), _data(pad), pad.size, unit, da, nest, fill, nt,
+    _walk(srcp, dstp, _line_aligned(scr), _data(pad), pad.size, unit, sa, da, nest, fill, nt,
           panel)
     if nt:
         _fence()
