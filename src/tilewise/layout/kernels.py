@@ -54,6 +54,7 @@ from math import gcd, lcm
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 # Destinations at least this large (bytes) bypass the cache. Below it, source and
@@ -122,30 +123,20 @@ def _ptr_of(typingctx, arr):
 
 
 @intrinsic
-def _line_aligned(typingctx, arr):
-    """The data pointer of an array advanced to the next 64-byte boundary (the array needs
-    ``64 / itemsize`` spare elements)."""
+def _scratch(typingctx, ptr):
+    """A line-aligned scratch of ``_STAGE_BYTES`` on the stack, as a pointer of ``ptr``'s
+    type (gathers stage whole 8-unit rows into it with aligned stores); no allocation per
+    call."""
 
     def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
         i64 = ir.IntType(64)
-        addr = builder.ptrtoint(data, i64)
+        raw = cgutils.alloca_once(builder, ir.IntType(8), size=_STAGE_BYTES + _LINE)
+        addr = builder.ptrtoint(raw, i64)
         aligned = builder.and_(builder.add(addr, ir.Constant(i64, _LINE - 1)),
                                ir.Constant(i64, -_LINE))
-        return builder.inttoptr(aligned, data.type)
+        return builder.inttoptr(aligned, args[0].type)
 
-    return types.CPointer(arr.dtype)(arr), codegen
-
-
-@intrinsic
-def _hold(typingctx, arr):
-    """No code: a use of ``arr`` that keeps it alive (numba frees an array after its last use,
-    and a raw pointer into it is not a use)."""
-
-    def codegen(context, builder, signature, args):
-        return context.get_dummy_value()
-
-    return types.void(arr), codegen
+    return ptr(ptr), codegen
 
 
 @intrinsic
@@ -1113,10 +1104,10 @@ def _is_runs(nest):
 
 
 @njit(nogil=True, inline="always")
-def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt, panel):
+def _entry(srcp, dstp, src, dst, pad, nest, fill, nt, panel):
     sa = src.ctypes.data
     da = dst.ctypes.data
-    if src.size and dst.size and sa < da + dst.size and da < sa + src.size:
+    if src.nbytes and dst.nbytes and sa < da + dst.nbytes and da < sa + src.nbytes:
         return 1
     unit = pad.itemsize
     if sa % unit or da % unit:
@@ -1124,41 +1115,32 @@ def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt, panel):
     if not nt and _is_runs(nest):
         _walk_runs(srcp, dstp, nest)
         return 0
-    # A line-aligned scratch: gathers stage whole 8-unit rows into it with aligned stores.
-    _walk(srcp, dstp, _line_aligned(scr), _data(pad), pad.size, unit, sa, da, nest, fill, nt,
-          panel)
+    _walk(srcp, dstp, _scratch(srcp), _data(pad), pad.size, unit, sa, da, nest, fill, nt, panel)
     if nt:
         _fence()
-    # The pointer _line_aligned returns holds no reference, and numba frees an array after
-    # its last use: without this use of ``scr`` the scratch was freed before _walk wrote to it
-    # (a use-after-free that corrupted the heap of threads other than the main one).
-    _hold(scr)
     return 0
 
 
-# One entry point per unit, compiled on first use. ``src`` and ``dst`` are 1-D byte views.
+# One entry point per unit, compiled on first use for each array type: ``src`` and ``dst``
+# are 1-D arrays of any one dtype (the byte views of dtypes numba has no type for).
 @njit(cache=True, nogil=True)
 def _run8(src, dst, pad, nest, fill, nt, panel):
-    scr = np.empty(_STAGE_BYTES // 8 + _LINE, np.uint64)
-    return _entry(_ptr8(src), _ptr8(dst), scr, src, dst, pad, nest, fill, nt, panel)
+    return _entry(_ptr8(src), _ptr8(dst), src, dst, pad, nest, fill, nt, panel)
 
 
 @njit(cache=True, nogil=True)
 def _run4(src, dst, pad, nest, fill, nt, panel):
-    scr = np.empty(_STAGE_BYTES // 4 + _LINE, np.uint32)
-    return _entry(_ptr4(src), _ptr4(dst), scr, src, dst, pad, nest, fill, nt, panel)
+    return _entry(_ptr4(src), _ptr4(dst), src, dst, pad, nest, fill, nt, panel)
 
 
 @njit(cache=True, nogil=True)
 def _run2(src, dst, pad, nest, fill, nt, panel):
-    scr = np.empty(_STAGE_BYTES // 2 + _LINE, np.uint16)
-    return _entry(_ptr2(src), _ptr2(dst), scr, src, dst, pad, nest, fill, nt, panel)
+    return _entry(_ptr2(src), _ptr2(dst), src, dst, pad, nest, fill, nt, panel)
 
 
 @njit(cache=True, nogil=True)
 def _run1(src, dst, pad, nest, fill, nt, panel):
-    scr = np.empty(_STAGE_BYTES + _LINE, np.uint8)
-    return _entry(_ptr1(src), _ptr1(dst), scr, src, dst, pad, nest, fill, nt, panel)
+    return _entry(_ptr1(src), _ptr1(dst), src, dst, pad, nest, fill, nt, panel)
 
 
 _RUN = {8: _run8, 4: _run4, 2: _run2, 1: _run1}
@@ -1279,6 +1261,13 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
 def byte_view(a: np.ndarray) -> np.ndarray:
     """A C-contiguous array's bytes as a 1-D ``uint8`` view."""
     return a.reshape(-1).view(np.uint8)
+
+
+# Dtypes whose arrays go to the kernels as they are (raveled, which is cheaper than a byte
+# view): one compiled entry per dtype and unit, so only the common ones.
+TYPED = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.uint8, np.int16,
+                                        np.uint16, np.int32, np.uint32, np.int64,
+                                        np.uint64))
 
 
 def run(nest: Nest, src: np.ndarray, dst: np.ndarray, pad: np.ndarray,
