@@ -241,3 +241,20 @@ def test_zip_transposes_of_channel_planes(dt, hw):
     # and a transpose of 8-byte words with a ragged number of rows (f32 T(16, 2))
     y = np.random.default_rng(3).standard_normal((48, 2 * 37)).astype(np.float32)
     _check_both_ways(y, (0, 1), (16, 2), (), 0, offsets=(0, 24))
+
+
+@pytest.mark.parametrize("shape, pos, tiles, dt", [
+    ((2, 32, 24, 40), (1,), (16,), np.int8),  # NCHW -> NCHW16c: element transposes
+    ((2, 32, 24, 40), (1,), (16,), np.float32),
+    ((96, 256), (0, 1), (8, 8), np.float32),  # 32-byte tile rows
+    ((64, 512), (0, 1), (16, 32), np.int8),
+])
+def test_staged_streaming_packs(shape, pos, tiles, dt):
+    # Streamed packs of short rows and single elements are staged: chunks of the packed
+    # tensor built in a scratch by the in-cache kernels, then streamed out as whole lines.
+    x = np.random.default_rng(1).integers(-99, 99, shape).astype(dt)
+    nest = _nest(verify(shape, pos, tiles), x.dtype.itemsize, 8, False)
+    assert nest.staged is not None and nest.kernel_args(True)[1] > kernels.STAGED
+    chunk = 1 + sum((n - 1) * ds for n, _, ds, *_ in nest.staged[nest.outer:])
+    assert chunk * nest.unit <= kernels.CHUNK_BYTES
+    _check_both_ways(x, pos, tiles, (), 0, offsets=(0, 8, 40))

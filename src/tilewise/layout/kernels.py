@@ -75,6 +75,10 @@ _PAGE = 4096
 _LINE = 64
 _L1_BYTES = 16384   # source lines a gather may keep live
 _STAGE_BYTES = 8192  # scratch for streamed gathers
+# Streamed destinations of unclipped nests go out in chunks of up to this many bytes: each is
+# built in an L1/L2-resident scratch by the in-cache kernels, then streamed out as whole
+# lines (``_walk_staged``).
+CHUNK_BYTES = 16384
 
 # Transposed 8-byte rows of at least this many units go straight to whole lines even when
 # their first and last lines are split (written with scalar streaming stores).
@@ -123,14 +127,35 @@ def _ptr_of(typingctx, arr):
 
 
 @intrinsic
+def _advance(typingctx, ptr, n):
+    """``ptr + n`` (units)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.gep(args[0], [args[1]])
+
+    return ptr(ptr, types.intp), codegen
+
+
+@intrinsic
+def _address(typingctx, ptr):
+    """A pointer as an integer (bytes)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.ptrtoint(args[0], context.get_value_type(types.intp))
+
+    return types.intp(ptr), codegen
+
+
+@intrinsic
 def _scratch(typingctx, ptr):
-    """A line-aligned scratch of ``_STAGE_BYTES`` on the stack, as a pointer of ``ptr``'s
-    type (gathers stage whole 8-unit rows into it with aligned stores); no allocation per
-    call."""
+    """A line-aligned scratch of ``_STAGE_BYTES`` or ``CHUNK_BYTES`` (the larger) on the
+    stack, as a pointer of ``ptr``'s type (streamed gathers and chunks are staged in it);
+    no allocation per call."""
 
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
-        raw = cgutils.alloca_once(builder, ir.IntType(8), size=_STAGE_BYTES + _LINE)
+        size = max(_STAGE_BYTES, CHUNK_BYTES) + _LINE
+        raw = cgutils.alloca_once(builder, ir.IntType(8), size=size)
         addr = builder.ptrtoint(raw, i64)
         aligned = builder.and_(builder.add(addr, ir.Constant(i64, _LINE - 1)),
                                ir.Constant(i64, -_LINE))
@@ -1103,8 +1128,50 @@ def _is_runs(nest):
     return True
 
 
+@njit(cache=True, nogil=True)
+def _walk_staged(srcp, dstp, scr, pad, period, unit, saddr, daddr, nest, nout):
+    """A streamed walk of a staged nest (``Nest.staged``): for each iteration of the
+    ``nout`` outer loops, the inner loops -- one contiguous chunk of the destination, at most
+    ``CHUNK_BYTES`` -- are moved into the scratch by the in-cache kernels (``_walk_runs`` or
+    ``_walk``: vector moves, register transposes), and the chunk is streamed out as whole
+    64-byte lines (``_stream_out``). Every streamed nest gets the in-cache kernels' speed
+    for the price of one more pass through L1."""
+    nl = nest.shape[0]
+    inner = nest[nout:]
+    chunk = np.int64(1)
+    for i in range(nout, nl):
+        chunk += (nest[i, 0] - 1) * nest[i, 2]
+    runs = _is_runs(inner)
+    at = _address(scr)
+    zero = np.int64(0)
+    idx = np.zeros(nout, np.int64)
+    s = zero
+    d = zero
+    while True:
+        sp = _advance(srcp, s)
+        if runs:
+            _walk_runs(sp, scr, inner)
+        else:
+            _walk(sp, scr, scr, pad, period, unit, saddr + s * unit, at, inner, False, False,
+                  False)
+        _stream_out(scr, zero, dstp, d, chunk, daddr, unit)
+        j = nout - 1
+        while j >= 0:
+            idx[j] += 1
+            s += nest[j, 1]
+            d += nest[j, 2]
+            if idx[j] < nest[j, 0]:
+                break
+            s -= nest[j, 1] * idx[j]
+            d -= nest[j, 2] * idx[j]
+            idx[j] = 0
+            j -= 1
+        if j < 0:
+            return
+
+
 @njit(nogil=True, inline="always")
-def _entry(srcp, dstp, src, dst, pad, nest, fill, nt, panel):
+def _entry(srcp, dstp, src, dst, pad, nest, fill, nt, mode):
     sa = src.ctypes.data
     da = dst.ctypes.data
     if src.nbytes and dst.nbytes and sa < da + dst.nbytes and da < sa + src.nbytes:
@@ -1115,7 +1182,12 @@ def _entry(srcp, dstp, src, dst, pad, nest, fill, nt, panel):
     if not nt and _is_runs(nest):
         _walk_runs(srcp, dstp, nest)
         return 0
-    _walk(srcp, dstp, _scratch(srcp), _data(pad), pad.size, unit, sa, da, nest, fill, nt, panel)
+    if nt and mode >= STAGED:
+        _walk_staged(srcp, dstp, _scratch(srcp), _data(pad), pad.size, unit, sa, da, nest,
+                     mode - STAGED)
+    else:
+        _walk(srcp, dstp, _scratch(srcp), _data(pad), pad.size, unit, sa, da, nest, fill, nt,
+              mode == PANEL)
     if nt:
         _fence()
     return 0
@@ -1124,29 +1196,32 @@ def _entry(srcp, dstp, src, dst, pad, nest, fill, nt, panel):
 # One entry point per unit, compiled on first use for each array type: ``src`` and ``dst``
 # are 1-D arrays of any one dtype (the byte views of dtypes numba has no type for).
 @njit(cache=True, nogil=True)
-def _run8(src, dst, pad, nest, fill, nt, panel):
-    return _entry(_ptr8(src), _ptr8(dst), src, dst, pad, nest, fill, nt, panel)
+def _run8(src, dst, pad, nest, fill, nt, mode):
+    return _entry(_ptr8(src), _ptr8(dst), src, dst, pad, nest, fill, nt, mode)
 
 
 @njit(cache=True, nogil=True)
-def _run4(src, dst, pad, nest, fill, nt, panel):
-    return _entry(_ptr4(src), _ptr4(dst), src, dst, pad, nest, fill, nt, panel)
+def _run4(src, dst, pad, nest, fill, nt, mode):
+    return _entry(_ptr4(src), _ptr4(dst), src, dst, pad, nest, fill, nt, mode)
 
 
 @njit(cache=True, nogil=True)
-def _run2(src, dst, pad, nest, fill, nt, panel):
-    return _entry(_ptr2(src), _ptr2(dst), src, dst, pad, nest, fill, nt, panel)
+def _run2(src, dst, pad, nest, fill, nt, mode):
+    return _entry(_ptr2(src), _ptr2(dst), src, dst, pad, nest, fill, nt, mode)
 
 
 @njit(cache=True, nogil=True)
-def _run1(src, dst, pad, nest, fill, nt, panel):
-    return _entry(_ptr1(src), _ptr1(dst), src, dst, pad, nest, fill, nt, panel)
+def _run1(src, dst, pad, nest, fill, nt, mode):
+    return _entry(_ptr1(src), _ptr1(dst), src, dst, pad, nest, fill, nt, mode)
 
 
 _RUN = {8: _run8, 4: _run4, 2: _run2, 1: _run1}
 
 # Statuses of ``run``.
 OK, OVERLAP, MISALIGNED = 0, 1, 2
+# Kernel modes: the block walker, a streamed panel nest, a staged nest of ``mode - STAGED``
+# outer loops (streamed only).
+BLOCKS, PANEL, STAGED = 0, 1, 2
 
 
 # --- planning ----------------------------------------------------------------------------
@@ -1173,6 +1248,14 @@ class Nest:
     table: np.ndarray
     fill: bool
     panel: bool = False
+    staged: np.ndarray | None = None  # the streamed form (``_stage``), if any
+    outer: int = 0  # loops of ``staged`` outside its chunks
+
+    def kernel_args(self, streaming: bool) -> tuple[np.ndarray, int]:
+        """The table and mode the kernel runs for a streamed or cached destination."""
+        if streaming and self.staged is not None:
+            return self.staged, STAGED + self.outer
+        return self.table, PANEL if self.panel else BLOCKS
 
     def pad_pattern(self, pad: bytes) -> np.ndarray:
         """The padding element ``pad`` repeated to a whole number of units."""
@@ -1232,6 +1315,56 @@ def _is_panel(dims: list[_Dim], unit: int) -> bool:
             and all(d[2] % lineu == 0 for d in dims[:-2]))
 
 
+def _stage(dims: list[_Dim], unit: int) -> tuple[np.ndarray, int] | None:
+    """The streamed form of an unclipped nest in destination order (``_walk_staged``): the
+    outer loops, then the inner loops that write one contiguous chunk of at most
+    ``CHUNK_BYTES``, the loop at the boundary split (by its largest divisor that fits) so
+    chunks are as large as fit. None for clipped nests, destinations not written densely in
+    order, or rows longer than a chunk (plain streaming stores move those at full speed)."""
+    if any(d[4] is not None for d in dims):
+        return None
+    limit = CHUNK_BYTES // unit
+    extent = 1  # destination units the loops from ``level`` on cover
+    level = len(dims)
+    while level > 0:
+        n, _, ds = dims[level - 1][:3]
+        if extent + (n - 1) * ds > limit:
+            break
+        extent += (n - 1) * ds
+        level -= 1
+    if level == len(dims) or extent == 1:
+        return None
+    if level > 0 and dims[level - 1][2] != extent:  # not dense: a gap or an overlap
+        return None
+    rows = [(n, ss, ds) for n, ss, ds, *_ in dims]
+    if level > 0:
+        n, ss, ds = rows[level - 1]
+        g = max(g for g in range(1, n + 1) if n % g == 0 and g * extent <= limit)
+        rows[level - 1:level] = [(n // g, ss * g, ds * g), (g, ss, ds)]
+    else:
+        rows.insert(0, (1, 0, extent))
+        level = 1
+    inner = rows[level:]
+    while len(inner) < 2:
+        inner.insert(0, (1, 0, 0))
+    table = np.array([(n, ss, ds, -1, 0) for n, ss, ds in rows[:level] + inner],
+                     dtype=np.int64)
+    return table, level
+
+
+def _stages_well(dims: list[_Dim], unit: int, itemsize: int) -> bool:
+    """Whether a streamed pack is faster staged (``_stage``) than on the streaming paths of
+    the block walker, as measured with ``benchmarks/pack.py --sweep`` (16 MiB): tile rows
+    shorter than a line (f32 T(8,8), bf16 T(8,8), i8 T(16,32): 0.2-0.6 -> 0.6-0.85 of the
+    fastest copy) and transposes of single elements (NCHW -> NCHWc: 0.1-0.3 -> 0.2-0.5).
+    Longer rows stream faster straight from the source (``_split_streams`` reads fewer
+    streams at a time), and so do the 8-byte line transposes (``_gather_stream8``)."""
+    n0, ss0, ds0 = dims[-1][:3]
+    if ss0 == ds0 == 1:
+        return n0 * unit < _LINE
+    return unit == itemsize < 8
+
+
 def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False) -> Nest:
     """Plan element ``loops`` (destination order, outermost first) for ``itemsize``-byte
     elements; ``max_unit`` caps the unit (the alignment of the base addresses); ``fill``
@@ -1249,13 +1382,18 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
             udims.append((n // unit, 1, 1, key, partner, rem // unit))
         else:
             udims.append((n, s // unit, d // unit, key, partner, rem))
-    udims = _split_streams(_coalesce(udims), unit)
+    udims = _coalesce(udims)
+    staged = _stage(udims, unit) if fill and _stages_well(udims, unit, itemsize) else None
+    udims = _split_streams(udims, unit)
     while len(udims) < 2:
         udims.insert(0, (1, 0, 0, -2, None, 0))
     where = {dim[3]: i for i, dim in enumerate(udims)}
     table = np.array([(n, s, d, -1 if p is None else where[p], rem)
                       for n, s, d, _, p, rem in udims], dtype=np.int64)
-    return Nest(unit, table, fill, _is_panel(udims, unit))
+    nest = Nest(unit, table, fill, _is_panel(udims, unit))
+    if staged is not None:
+        nest = Nest(unit, table, fill, nest.panel, staged[0], staged[1])
+    return nest
 
 
 def byte_view(a: np.ndarray) -> np.ndarray:
@@ -1275,4 +1413,5 @@ def run(nest: Nest, src: np.ndarray, dst: np.ndarray, pad: np.ndarray,
     """Move ``src`` to ``dst`` (1-D byte views) along ``nest``; ``pad`` is
     ``nest.pad_pattern(...)``. Returns ``OK``, or ``OVERLAP`` / ``MISALIGNED`` (nothing
     written) when the buffers overlap or are not aligned to the unit."""
-    return _RUN[nest.unit](src, dst, pad, nest.table, nest.fill, streaming, nest.panel)
+    table, mode = nest.kernel_args(streaming)
+    return _RUN[nest.unit](src, dst, pad, table, nest.fill, streaming, mode)
