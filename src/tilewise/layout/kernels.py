@@ -1359,6 +1359,8 @@ def _stages_well(dims: list[_Dim], unit: int, itemsize: int) -> bool:
     fastest copy) and transposes of single elements (NCHW -> NCHWc: 0.1-0.3 -> 0.2-0.5).
     Longer rows stream faster straight from the source (``_split_streams`` reads fewer
     streams at a time), and so do the 8-byte line transposes (``_gather_stream8``)."""
+    if not dims:
+        return False
     n0, ss0, ds0 = dims[-1][:3]
     if ss0 == ds0 == 1:
         return n0 * unit < _LINE
