@@ -14,18 +14,30 @@ into a kernel nest:
    becomes one run of ``tile * itemsize`` bytes;
 3. picks the widest unsigned unit (8, 4, 2 or 1 bytes) that divides every stride, run,
    clipped run and the base addresses, so dtypes never matter;
-4. caps the concurrent source streams of unclipped copies: runs 1 KiB or more apart are
-   read ``SEGMENT // run`` (8 to 32) at a time (1 KiB of destination per pass).
+4. caps the concurrent source streams of unclipped copies: runs 1 KiB or more apart (4 KiB
+   for runs shorter than a line) are read ``SEGMENT // run`` (8 to 32) at a time (1 KiB of
+   destination per pass).
 
 Example: packing f32[4096, 4096] with tiles (16, 2) is the nest ``(256, 2048, 16)`` of
 ``uint64`` with source strides ``(32768, 1, 2048)`` and destination strides
 ``(32768, 16, 1)``: a transpose of 8-byte words.
 
-The walker runs the two innermost loops as a 2-D block: contiguous runs (vectorized), or a
-gather done with 8x8 register transposes (LLVM ``shufflevector``) when consecutive rows read
-consecutive units. Gathers whose rows reread the same source lines and overflow L1 go in
-column chunks. Destinations of ``STREAMING_BYTES`` or more are written with non-temporal
-stores, as memcpy does for large copies:
+In-cache destinations (below ``STREAMING_BYTES``), plain stores:
+
+* unclipped nests whose innermost loop is a tile row (contiguous on both sides) are walked
+  three loops at a time (``_walk_runs``); each row is moved as pairs of 32-byte vectors and
+  one move each of 32, 16, 8, 4, 2 and 1 bytes as the rest needs (``_copy_run``);
+* other nests go through the block walker (``_walk``): the two innermost loops are a 2-D
+  block; a gather whose consecutive rows read consecutive units is a transpose, done by
+  lane-parallel zips (``_gather_zip``: four 16-byte squares side by side, the whole 64-byte
+  lines on the strided side, started on its lines), or by square register transposes
+  (``_gather_sq``) when the block is smaller than one zip.
+
+Destinations of ``STREAMING_BYTES`` or more are written with non-temporal stores, as memcpy
+does for large copies. Packs of tile rows shorter than a line and of single elements
+(NCHW -> NCHWc) are *staged* (``_stage``, ``_walk_staged``): each chunk of up to
+``CHUNK_BYTES`` of the packed tensor is built in a stack scratch by the in-cache kernels and
+streamed out as whole lines. The rest stream from the block walker:
 
 * contiguous runs: scalar ``movnti``;
 * 8x8 transposes of 8-byte words (f32 T(16,2), f64 T(8,1), ...): each transposed row of
@@ -65,16 +77,18 @@ from numba.extending import intrinsic, overload
 # ahead up to 4 MiB (14.0 vs 12.6 GB/s), even at 6 MiB, streaming ahead from 8 MiB (12.8
 # vs 10.0 GB/s) and far ahead at 64 MiB (6.2 vs 3.5 GB/s, pack f32 T(32,32)).
 STREAMING_BYTES = 6 << 20
-# Source runs at least 1 KiB apart are read this many bytes of destination at a time (at
+# Source runs at least ``_SPLIT_BYTES`` apart are read this many bytes of destination at a time (at
 # least 8 and at most 32 runs). Fewer concurrent source streams are better on AMD Zen 4
 # (EPYC, 1 MiB L2): with 4096 bytes (32 streams of 128 B runs) pack/unpack f32 4096^2
 # T(32,32) ran at 0.3 of memcpy, with 1024 bytes (8 streams) at 1.0-1.3
 # (benchmarks/pack.py --sweep); the earlier Intel Xeon VM was tuned at 4096.
 SEGMENT = 1024
-# Runs at least this far apart count as separate source streams (``_split_streams``):
-# unpacking f32 T(16,32) (2 KiB tiles) read 64 tiles at a time and ran at 0.15-0.25 of the
-# fastest copy at 16 MiB and more, bf16 T(32,32) 128 tiles at 0.15.
+# Runs of a line or more at least this far apart (shorter runs: a page) count as separate
+# source streams (``_split_streams``): unpacking bf16 T(32,32) (2 KiB tiles) read 128 tiles
+# at a time and ran at 0.15 of the fastest copy at 16 MiB, split at 0.53; i8 T(32,32) (32-byte
+# runs) split ran slower (0.66 -> 0.18).
 _SPLIT_BYTES = 1024
+_PAGE = 4096
 _LINE = 64
 _L1_BYTES = 16384   # source lines a gather may keep live
 _STAGE_BYTES = 8192  # scratch for streamed gathers
@@ -1288,13 +1302,14 @@ def _coalesce(dims: list[_Dim]) -> list[_Dim]:
 
 
 def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
-    """Read runs that are 1 KiB or more apart ``SEGMENT // run`` (8 to 32) at a time: the
+    """Read runs that are ``_SPLIT_BYTES`` or more apart ``SEGMENT // run`` (8 to 32) at a time: the
     outer part of the run loop is hoisted above the next outer loop (unclipped nests only)."""
     if len(dims) < 3 or any(d[4] is not None for d in dims):
         return dims
     (n2, s2, d2, k2, _, _), (n1, s1, d1, k1, _, _), (n0, s0, d0, k0, _, _) = dims[-3:]
     c = max(8, min(32, SEGMENT // (n0 * unit)))
-    if not (s0 == 1 and d0 == 1 and n1 > c and n1 % c == 0 and s1 * unit >= _SPLIT_BYTES):
+    apart = s1 * unit >= (_SPLIT_BYTES if n0 * unit >= _LINE else _PAGE)
+    if not (s0 == 1 and d0 == 1 and n1 > c and n1 % c == 0 and apart):
         return dims
     return dims[:-3] + [(n1 // c, s1 * c, d1 * c, k1, None, 0), (n2, s2, d2, k2, None, 0),
                         (c, s1, d1, -1, None, 0), (n0, s0, d0, k0, None, 0)]
