@@ -258,3 +258,17 @@ def test_staged_streaming_packs(shape, pos, tiles, dt):
     chunk = 1 + sum((n - 1) * ds for n, _, ds, *_ in nest.staged[nest.outer:])
     assert chunk * nest.unit <= kernels.CHUNK_BYTES
     _check_both_ways(x, pos, tiles, (), 0, offsets=(0, 8, 40))
+
+
+def test_large_element_unpacks_go_through_the_cache():
+    # Unpacking NCHW16c (transposes of single elements) is written through the cache even
+    # above STREAMING_BYTES; packs and 8-byte transposes still stream.
+    packing = verify((1, 64, 64, 64), (1,), (16,))
+    assert _nest(packing, 1, 8, True).kernel_args(True)[2] is False
+    assert _nest(packing, 8, 8, True).kernel_args(True)[2] is True
+    assert _nest(packing, 1, 8, False).kernel_args(True)[2] is True
+    x = np.random.default_rng(2).integers(-99, 99, (1, 32, 512, 512)).astype(np.int8)
+    assert x.nbytes >= kernels.STREAMING_BYTES
+    p = pack(x, (1,), (16,))
+    assert np.array_equal(p, pack_reference(x, (1,), (16,)))
+    assert np.array_equal(unpack(p, (1,), (16,), shape=x.shape), x)

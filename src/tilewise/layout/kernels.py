@@ -37,7 +37,9 @@ Destinations of ``STREAMING_BYTES`` or more are written with non-temporal stores
 does for large copies. Packs of tile rows shorter than a line and of single elements
 (NCHW -> NCHWc) are *staged* (``_stage``, ``_walk_staged``): each chunk of up to
 ``CHUNK_BYTES`` of the packed tensor is built in a stack scratch by the in-cache kernels and
-streamed out as whole lines. The rest stream from the block walker:
+streamed out as whole lines. Unpacks of units narrower than 8 bytes (NCHW16c -> NCHW) are
+written through the cache at every size (``_streams_badly``). The rest stream from the
+block walker:
 
 * contiguous runs: scalar ``movnti``;
 * 8x8 transposes of 8-byte words (f32 T(16,2), f64 T(8,1), ...): each transposed row of
@@ -1267,12 +1269,14 @@ class Nest:
     panel: bool = False
     staged: np.ndarray | None = None  # the streamed form (``_stage``), if any
     outer: int = 0  # loops of ``staged`` outside its chunks
+    cached: bool = False  # never streamed (``_streams_badly``)
 
-    def kernel_args(self, streaming: bool) -> tuple[np.ndarray, int]:
-        """The table and mode the kernel runs for a streamed or cached destination."""
+    def kernel_args(self, streaming: bool) -> tuple[np.ndarray, int, bool]:
+        """The table, mode and store kind the kernel runs for a destination of
+        ``STREAMING_BYTES`` or more (``streaming``) or a smaller one."""
         if streaming and self.staged is not None:
-            return self.staged, STAGED + self.outer
-        return self.table, PANEL if self.panel else BLOCKS
+            return self.staged, STAGED + self.outer, True
+        return self.table, PANEL if self.panel else BLOCKS, streaming and not self.cached
 
     def pad_pattern(self, pad: bytes) -> np.ndarray:
         """The padding element ``pad`` repeated to a whole number of units."""
@@ -1370,6 +1374,18 @@ def _stage(dims: list[_Dim], unit: int) -> tuple[np.ndarray, int] | None:
     return table, level
 
 
+def _streams_badly(dims: list[_Dim], unit: int, fill: bool) -> bool:
+    """Whether a large unpack is faster written through the cache than streamed: transposes
+    of units narrower than 8 bytes (NCHW16c -> NCHW, bf16 T(16,2)), whose streaming gathers
+    write many partial lines per pass. Measured at 16 MiB, GB/s streamed -> plain: f32
+    NCHW16c 3.1 -> 7.3, i8 NCHW16c 1.7 -> 7.2, bf16 T(16,2) 2.6 -> 7.0 (np.copyto
+    10-13)."""
+    if fill or not dims:
+        return False
+    n0, ss0, ds0 = dims[-1][:3]
+    return not ss0 == ds0 == 1 and unit < 8
+
+
 def _stages_well(dims: list[_Dim], unit: int, itemsize: int) -> bool:
     """Whether a streamed pack is faster staged (``_stage``) than on the streaming paths of
     the block walker, as measured with ``benchmarks/pack.py --sweep`` (16 MiB): tile rows
@@ -1410,10 +1426,9 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
     where = {dim[3]: i for i, dim in enumerate(udims)}
     table = np.array([(n, s, d, -1 if p is None else where[p], rem)
                       for n, s, d, _, p, rem in udims], dtype=np.int64)
-    nest = Nest(unit, table, fill, _is_panel(udims, unit))
-    if staged is not None:
-        nest = Nest(unit, table, fill, nest.panel, staged[0], staged[1])
-    return nest
+    staged_table, outer = staged if staged is not None else (None, 0)
+    return Nest(unit, table, fill, _is_panel(udims, unit), staged_table, outer,
+                _streams_badly(udims, unit, fill))
 
 
 def byte_view(a: np.ndarray) -> np.ndarray:
@@ -1433,5 +1448,5 @@ def run(nest: Nest, src: np.ndarray, dst: np.ndarray, pad: np.ndarray,
     """Move ``src`` to ``dst`` (1-D byte views) along ``nest``; ``pad`` is
     ``nest.pad_pattern(...)``. Returns ``OK``, or ``OVERLAP`` / ``MISALIGNED`` (nothing
     written) when the buffers overlap or are not aligned to the unit."""
-    table, mode = nest.kernel_args(streaming)
-    return _RUN[nest.unit](src, dst, pad, table, nest.fill, streaming, mode)
+    table, mode, nt = nest.kernel_args(streaming)
+    return _RUN[nest.unit](src, dst, pad, table, nest.fill, nt, mode)

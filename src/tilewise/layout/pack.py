@@ -447,9 +447,8 @@ class _FastPlan:
     def __post_init__(self):
         kernel = _KERNELS._RUN[self.nest.unit]
         object.__setattr__(self, "kernel", kernel)
-        table, mode = self.nest.kernel_args(self.streaming)
-        object.__setattr__(self, "args", (self.pad, table, self.nest.fill, self.streaming,
-                                          mode))
+        table, mode, nt = self.nest.kernel_args(self.streaming)
+        object.__setattr__(self, "args", (self.pad, table, self.nest.fill, nt, mode))
 
 
 # Verified plans by (op, source shape, dtype, attributes, padding or unpacked shape); a call
