@@ -1104,6 +1104,25 @@ def _runs(src, dst, s, d, n2, ss2, ds2, n1, ss1, ds1, n0):
             _copy_run(src, s + i * ss2 + j * ss1, dst, d + i * ds2 + j * ds1, n0)
 
 
+@njit(nogil=True, inline="always")
+def _next(nest, idx, top, s, d):
+    """One step of the odometer over the unclipped loops ``[0, top)`` of ``nest`` (indices
+    ``idx``): the next source and destination offsets (units), and whether the walk is
+    done."""
+    j = top - 1
+    while j >= 0:
+        idx[j] += 1
+        s += nest[j, 1]
+        d += nest[j, 2]
+        if idx[j] < nest[j, 0]:
+            return s, d, False
+        s -= nest[j, 1] * idx[j]
+        d -= nest[j, 2] * idx[j]
+        idx[j] = 0
+        j -= 1
+    return s, d, True
+
+
 @njit(cache=True, nogil=True)
 def _walk_runs(src, dst, nest):
     """Walk an unclipped nest of three or more loops whose innermost loop is contiguous on
@@ -1119,18 +1138,8 @@ def _walk_runs(src, dst, nest):
     d = np.int64(0)
     while True:
         _runs(src, dst, s, d, n2, ss2, ds2, n1, ss1, ds1, n0)
-        j = nb - 1
-        while j >= 0:
-            idx[j] += 1
-            s += nest[j, 1]
-            d += nest[j, 2]
-            if idx[j] < nest[j, 0]:
-                break
-            s -= nest[j, 1] * idx[j]
-            d -= nest[j, 2] * idx[j]
-            idx[j] = 0
-            j -= 1
-        if j < 0:
+        s, d, done = _next(nest, idx, nb, s, d)
+        if done:
             return
 
 
@@ -1174,18 +1183,8 @@ def _walk_staged(srcp, dstp, scr, pad, period, unit, saddr, daddr, nest, nout):
             _walk(sp, scr, scr, pad, period, unit, saddr + s * unit, at, inner, False, False,
                   False)
         _stream_out(scr, zero, dstp, d, chunk, daddr, unit)
-        j = nout - 1
-        while j >= 0:
-            idx[j] += 1
-            s += nest[j, 1]
-            d += nest[j, 2]
-            if idx[j] < nest[j, 0]:
-                break
-            s -= nest[j, 1] * idx[j]
-            d -= nest[j, 2] * idx[j]
-            idx[j] = 0
-            j -= 1
-        if j < 0:
+        s, d, done = _next(nest, idx, nout, s, d)
+        if done:
             return
 
 
