@@ -213,3 +213,62 @@ def test_repeated_calls_with_the_same_tuples():
         pack(y, pos, tiles, perm)
     assert np.array_equal(pack(y, pos, tiles, perm, padding_value=0.5),
                           pack_reference(y, pos, tiles, perm, padding_value=0.5))
+
+
+@pytest.mark.parametrize("cols", [1, 3, 8, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 100, 129])
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.float32])
+def test_runs_of_every_length(cols, dt):
+    # Unclipped nests of tile rows take _walk_runs: each row is moved as pairs of 32-byte
+    # vectors and one move each of 32 .. 1 bytes; every remainder width, both directions.
+    rows = 24
+    x = np.random.default_rng(cols).integers(-99, 99, (rows, 3 * cols)).astype(dt)
+    packing = verify(x.shape, (0, 1), (8, cols))
+    if cols * x.dtype.itemsize > 8:  # a run of two units or more (one unit: a transpose)
+        for max_unit in (8, 1):
+            assert kernels._is_runs(_nest(packing, x.dtype.itemsize, max_unit, False).table)
+    _check_both_ways(x, (0, 1), (8, cols), (), 0, offsets=(0, 24))
+
+
+@pytest.mark.parametrize("dt", [np.int8, np.int16, np.float32, np.float64])
+@pytest.mark.parametrize("hw", [(4, 16), (8, 24), (5, 13), (16, 64)])
+def test_zip_transposes_of_channel_planes(dt, hw):
+    # NCHW -> NCHW16c and back: transposes of single elements between 16 channel planes,
+    # by lane-parallel zips (whole lines on the strided side, started on its lines when
+    # the planes are a whole number of lines apart; the ragged edges unit by unit), from
+    # line-aligned and shifted buffers.
+    x = np.random.default_rng(hw[1]).integers(-99, 99, (2, 32) + hw).astype(dt)
+    _check_both_ways(x, (1,), (16,), (), 0, offsets=(0, 8, 40))
+    # and a transpose of 8-byte words with a ragged number of rows (f32 T(16, 2))
+    y = np.random.default_rng(3).standard_normal((48, 2 * 37)).astype(np.float32)
+    _check_both_ways(y, (0, 1), (16, 2), (), 0, offsets=(0, 24))
+
+
+@pytest.mark.parametrize("shape, pos, tiles, dt", [
+    ((2, 32, 24, 40), (1,), (16,), np.int8),  # NCHW -> NCHW16c: element transposes
+    ((2, 32, 24, 40), (1,), (16,), np.float32),
+    ((96, 256), (0, 1), (8, 8), np.float32),  # 32-byte tile rows
+    ((64, 512), (0, 1), (16, 32), np.int8),
+])
+def test_staged_streaming_packs(shape, pos, tiles, dt):
+    # Streamed packs of short rows and single elements are staged: chunks of the packed
+    # tensor built in a scratch by the in-cache kernels, then streamed out as whole lines.
+    x = np.random.default_rng(1).integers(-99, 99, shape).astype(dt)
+    nest = _nest(verify(shape, pos, tiles), x.dtype.itemsize, 8, False)
+    assert nest.staged is not None and nest.kernel_args(True)[1] > kernels.STAGED
+    chunk = 1 + sum((n - 1) * ds for n, _, ds, *_ in nest.staged[nest.outer:])
+    assert chunk * nest.unit <= kernels.CHUNK_BYTES
+    _check_both_ways(x, pos, tiles, (), 0, offsets=(0, 8, 40))
+
+
+def test_large_element_unpacks_go_through_the_cache():
+    # Unpacking NCHW16c (transposes of single elements) is written through the cache even
+    # above STREAMING_BYTES; packs and 8-byte transposes still stream.
+    packing = verify((1, 64, 64, 64), (1,), (16,))
+    assert _nest(packing, 1, 8, True).kernel_args(True)[2] is False
+    assert _nest(packing, 8, 8, True).kernel_args(True)[2] is True
+    assert _nest(packing, 1, 8, False).kernel_args(True)[2] is True
+    x = np.random.default_rng(2).integers(-99, 99, (1, 32, 512, 512)).astype(np.int8)
+    assert x.nbytes >= kernels.STREAMING_BYTES
+    p = pack(x, (1,), (16,))
+    assert np.array_equal(p, pack_reference(x, (1,), (16,)))
+    assert np.array_equal(unpack(p, (1,), (16,), shape=x.shape), x)

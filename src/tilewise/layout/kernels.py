@@ -14,18 +14,32 @@ into a kernel nest:
    becomes one run of ``tile * itemsize`` bytes;
 3. picks the widest unsigned unit (8, 4, 2 or 1 bytes) that divides every stride, run,
    clipped run and the base addresses, so dtypes never matter;
-4. caps the concurrent source streams of unclipped copies: runs a page or more apart are
-   read ``SEGMENT // run`` (8 to 32) at a time (1 KiB of destination per pass).
+4. caps the concurrent source streams of unclipped copies: runs 1 KiB or more apart (4 KiB
+   for runs shorter than a line) are read ``SEGMENT // run`` (8 to 32) at a time (1 KiB of
+   destination per pass).
 
 Example: packing f32[4096, 4096] with tiles (16, 2) is the nest ``(256, 2048, 16)`` of
 ``uint64`` with source strides ``(32768, 1, 2048)`` and destination strides
 ``(32768, 16, 1)``: a transpose of 8-byte words.
 
-The walker runs the two innermost loops as a 2-D block: contiguous runs (vectorized), or a
-gather done with 8x8 register transposes (LLVM ``shufflevector``) when consecutive rows read
-consecutive units. Gathers whose rows reread the same source lines and overflow L1 go in
-column chunks. Destinations of ``STREAMING_BYTES`` or more are written with non-temporal
-stores, as memcpy does for large copies:
+In-cache destinations (below ``STREAMING_BYTES``), plain stores:
+
+* unclipped nests whose innermost loop is a tile row (contiguous on both sides) are walked
+  three loops at a time (``_walk_runs``); each row is moved as pairs of 32-byte vectors and
+  one move each of 32, 16, 8, 4, 2 and 1 bytes as the rest needs (``_copy_run``);
+* other nests go through the block walker (``_walk``): the two innermost loops are a 2-D
+  block; a gather whose consecutive rows read consecutive units is a transpose, done by
+  lane-parallel zips (``_gather_zip``: four 16-byte squares side by side, the whole 64-byte
+  lines on the strided side, started on its lines), or by square register transposes
+  (``_gather_sq``) when the block is smaller than one zip.
+
+Destinations of ``STREAMING_BYTES`` or more are written with non-temporal stores, as memcpy
+does for large copies. Packs of tile rows shorter than a line and of single elements
+(NCHW -> NCHWc) are *staged* (``_stage``, ``_walk_staged``): each chunk of up to
+``CHUNK_BYTES`` of the packed tensor is built in a stack scratch by the in-cache kernels and
+streamed out as whole lines. Unpacks of units narrower than 8 bytes (NCHW16c -> NCHW) are
+written through the cache at every size (``_streams_badly``). The rest stream from the
+block walker:
 
 * contiguous runs: scalar ``movnti``;
 * 8x8 transposes of 8-byte words (f32 T(16,2), f64 T(8,1), ...): each transposed row of
@@ -54,6 +68,7 @@ from math import gcd, lcm
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 # Destinations at least this large (bytes) bypass the cache. Below it, source and
@@ -64,16 +79,25 @@ from numba.extending import intrinsic, overload
 # ahead up to 4 MiB (14.0 vs 12.6 GB/s), even at 6 MiB, streaming ahead from 8 MiB (12.8
 # vs 10.0 GB/s) and far ahead at 64 MiB (6.2 vs 3.5 GB/s, pack f32 T(32,32)).
 STREAMING_BYTES = 6 << 20
-# Source runs at least a page apart are read this many bytes of destination at a time (at
+# Source runs at least ``_SPLIT_BYTES`` apart are read this many bytes of destination at a time (at
 # least 8 and at most 32 runs). Fewer concurrent source streams are better on AMD Zen 4
 # (EPYC, 1 MiB L2): with 4096 bytes (32 streams of 128 B runs) pack/unpack f32 4096^2
 # T(32,32) ran at 0.3 of memcpy, with 1024 bytes (8 streams) at 1.0-1.3
 # (benchmarks/pack.py --sweep); the earlier Intel Xeon VM was tuned at 4096.
 SEGMENT = 1024
+# Runs of a line or more at least this far apart (shorter runs: a page) count as separate
+# source streams (``_split_streams``): unpacking bf16 T(32,32) (2 KiB tiles) read 128 tiles
+# at a time and ran at 0.15 of the fastest copy at 16 MiB, split at 0.53; i8 T(32,32) (32-byte
+# runs) split ran slower (0.66 -> 0.18).
+_SPLIT_BYTES = 1024
 _PAGE = 4096
 _LINE = 64
 _L1_BYTES = 16384   # source lines a gather may keep live
 _STAGE_BYTES = 8192  # scratch for streamed gathers
+# Streamed destinations of unclipped nests go out in chunks of up to this many bytes: each is
+# built in an L1/L2-resident scratch by the in-cache kernels, then streamed out as whole
+# lines (``_walk_staged``).
+CHUNK_BYTES = 16384
 
 # Transposed 8-byte rows of at least this many units go straight to whole lines even when
 # their first and last lines are split (written with scalar streaming stores).
@@ -112,30 +136,51 @@ _ptr8, _ptr4, _ptr2, _ptr1 = (_make_cast(t) for t in (types.uint64, types.uint32
 
 
 @intrinsic
-def _line_aligned(typingctx, arr):
-    """The data pointer of an array advanced to the next 64-byte boundary (the array needs
-    ``64 / itemsize`` spare elements)."""
+def _ptr_of(typingctx, arr):
+    """The data pointer of an array of units (``uint8`` .. ``uint64``)."""
 
     def codegen(context, builder, signature, args):
-        data = context.make_array(signature.args[0])(context, builder, args[0]).data
-        i64 = ir.IntType(64)
-        addr = builder.ptrtoint(data, i64)
-        aligned = builder.and_(builder.add(addr, ir.Constant(i64, _LINE - 1)),
-                               ir.Constant(i64, -_LINE))
-        return builder.inttoptr(aligned, data.type)
+        return context.make_array(signature.args[0])(context, builder, args[0]).data
 
     return types.CPointer(arr.dtype)(arr), codegen
 
 
 @intrinsic
-def _hold(typingctx, arr):
-    """No code: a use of ``arr`` that keeps it alive (numba frees an array after its last use,
-    and a raw pointer into it is not a use)."""
+def _advance(typingctx, ptr, n):
+    """``ptr + n`` (units)."""
 
     def codegen(context, builder, signature, args):
-        return context.get_dummy_value()
+        return builder.gep(args[0], [args[1]])
 
-    return types.void(arr), codegen
+    return ptr(ptr, types.intp), codegen
+
+
+@intrinsic
+def _address(typingctx, ptr):
+    """A pointer as an integer (bytes)."""
+
+    def codegen(context, builder, signature, args):
+        return builder.ptrtoint(args[0], context.get_value_type(types.intp))
+
+    return types.intp(ptr), codegen
+
+
+@intrinsic
+def _scratch(typingctx, ptr):
+    """A line-aligned scratch of ``_STAGE_BYTES`` or ``CHUNK_BYTES`` (the larger) on the
+    stack, as a pointer of ``ptr``'s type (streamed gathers and chunks are staged in it);
+    no allocation per call."""
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        size = max(_STAGE_BYTES, CHUNK_BYTES) + _LINE
+        raw = cgutils.alloca_once(builder, ir.IntType(8), size=size)
+        addr = builder.ptrtoint(raw, i64)
+        aligned = builder.and_(builder.add(addr, ir.Constant(i64, _LINE - 1)),
+                               ir.Constant(i64, -_LINE))
+        return builder.inttoptr(aligned, args[0].type)
+
+    return ptr(ptr), codegen
 
 
 @intrinsic
@@ -168,6 +213,40 @@ def _make_store(streaming: bool):
 # the cache and saves the read-for-ownership of each destination line.
 _put = _make_store(False)
 _stream = _make_store(True)
+
+
+def _make_move(nbytes: int):
+    def _move(typingctx, srcp, s, dstp, d):
+        """``dst[d:] = src[s:]`` for ``nbytes`` bytes: one unaligned vector load and store."""
+
+        def codegen(context, builder, signature, args):
+            sp, s, dp, d = args
+            elty = context.get_value_type(signature.args[0].dtype)
+            if 8 * nbytes < elty.width:  # narrower than a unit: never reached
+                return context.get_dummy_value()
+            vty = ir.VectorType(elty, 8 * nbytes // elty.width).as_pointer()
+            align = elty.width // 8
+            v = builder.load(builder.bitcast(builder.gep(sp, [s]), vty), align=align)
+            builder.store(v, builder.bitcast(builder.gep(dp, [d]), vty), align=align)
+            return context.get_dummy_value()
+
+        return types.void(srcp, types.intp, dstp, types.intp), codegen
+
+    return intrinsic(_move)
+
+
+_move32, _move16, _move8, _move4, _move2 = (_make_move(n) for n in (32, 16, 8, 4, 2))
+
+
+@intrinsic
+def _unit_bytes(typingctx, ptr):
+    """The bytes of one unit a pointer addresses (a compile-time constant)."""
+    nbytes = ptr.dtype.bitwidth // 8
+
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.intp, nbytes)
+
+    return types.intp(ptr), codegen
 
 
 @intrinsic
@@ -285,6 +364,157 @@ def _transpose8_codegen(context, builder, signature, args, streaming):
 
 
 
+def _swap_masks(k: int, step: int) -> tuple[list[int], list[int]]:
+    """The two masks of a transpose round on a pair of ``k``-vectors (a, b): ``lo`` keeps
+    a's even ``step``-blocks and takes b's even blocks in place of a's odd ones, ``hi`` the
+    odd blocks likewise; after rounds of step 1, 2, 4, .. k/2 on the right pairs, k rows
+    are transposed (``_ROUNDS`` is the k = 8 case)."""
+    lo = [x if (x // step) % 2 == 0 else k + x - step for x in range(k)]
+    hi = [x + step if (x // step) % 2 == 0 else k + x for x in range(k)]
+    return lo, hi
+
+
+# Side of the square a register transpose moves, by unit bytes: rows of 32 bytes (16 for
+# single bytes, whose 32 x 32 would not fit the registers).
+_SIDE = {8: 4, 4: 8, 2: 16, 1: 16}
+
+
+@intrinsic
+def _transpose_sq(typingctx, srcp, s, ss, dstp, d, ds):
+    """``dst[d + i*ds + j] = src[s + i + j*ss]`` for i, j < k, ``k = _SIDE[unit]``: k
+    vector loads, k log2 k shuffles (``_swap_masks``), k vector stores, plain."""
+    k = _SIDE[srcp.dtype.bitwidth // 8]
+
+    def codegen(context, builder, signature, args):
+        sp, s, ss, dp, d, ds = args
+        elty = context.get_value_type(signature.args[0].dtype)
+        vty = ir.VectorType(elty, k).as_pointer()
+        align = elty.width // 8
+        rows = []
+        for j in range(k):
+            at = builder.add(s, builder.mul(ss, ir.Constant(ss.type, j)))
+            rows.append(builder.load(builder.bitcast(builder.gep(sp, [at]), vty), align=align))
+        step = 1
+        while step < k:
+            lo, hi = _swap_masks(k, step)
+            out = [None] * k
+            for base in range(0, k, 2 * step):
+                for j in range(base, base + step):
+                    a, b = rows[j], rows[j + step]
+                    out[j] = builder.shuffle_vector(a, b, _mask(lo))
+                    out[j + step] = builder.shuffle_vector(a, b, _mask(hi))
+            rows = out
+            step *= 2
+        for i in range(k):
+            at = builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))
+            builder.store(rows[i], builder.bitcast(builder.gep(dp, [at]), vty), align=align)
+        return context.get_dummy_value()
+
+    return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), codegen
+
+
+_LANE = 16  # bytes of a 128-bit lane: x86 unpack instructions zip within lanes
+_LANES = 4  # lanes per row vector (64 bytes)
+
+
+def _zip_masks(k: int, lanes: int) -> tuple[list[int], list[int]]:
+    """Lane-local zips of two vectors of ``lanes`` lanes of ``k`` elements: ``lo`` takes
+    a0 b0 a1 b1 .. of each lane's first half, ``hi`` of its second half (x86
+    ``punpckl`` / ``punpckh``)."""
+    n = k * lanes
+    lo = [(x % 2) * n + lane * k + (x // 2) for lane in range(lanes) for x in range(k)]
+    hi = [(x % 2) * n + lane * k + k // 2 + (x // 2) for lane in range(lanes) for x in range(k)]
+    return lo, hi
+
+
+def _zip_rounds(builder, rows, k):
+    """``log2 k`` rounds of lane-local zips of row j with row j + k/2 (the perfect shuffle):
+    every lane's k x k square transposed."""
+    lo, hi = _zip_masks(k, _LANES)
+    for _ in range(k.bit_length() - 1):
+        out = []
+        for j in range(k // 2):
+            a, b = rows[j], rows[j + k // 2]
+            out += [builder.shuffle_vector(a, b, _mask(lo)),
+                    builder.shuffle_vector(a, b, _mask(hi))]
+        rows = out
+    return rows
+
+
+def _make_transpose_zip(wide_in: bool):
+    def _transpose_zip(typingctx, srcp, s, ss, dstp, d, ds):
+        """``dst[d + a*ds + b] = src[s + a + b*ss]`` for ``_LANES`` squares of ``k = 16 /
+        unit`` (one lane each): with ``wide_in``, side by side along ``a`` (``k`` loads of
+        a 64-byte source row, ``4k`` stores of 16 bytes: the source is the strided side
+        and gets whole lines, as in a pack), else along ``b`` (``4k`` loads of 16 bytes
+        joined into ``k`` rows, ``k`` stores of 64 bytes: the destination gets whole
+        lines, as in an unpack). The lanes' squares are transposed by ``_zip_rounds``,
+        whose unpack instructions, unlike general shuffles, run two or more a cycle."""
+        unit = srcp.dtype.bitwidth // 8
+        k = _LANE // unit
+
+        def codegen(context, builder, signature, args):
+            sp, s, ss, dp, d, ds = args
+            elty = context.get_value_type(signature.args[0].dtype)
+            row_ty = ir.VectorType(elty, k * _LANES).as_pointer()
+            lane_ty = ir.VectorType(elty, k).as_pointer()
+
+            def at(base, stride, i):
+                return builder.add(base, builder.mul(stride, ir.Constant(stride.type, i)))
+
+            def load(ptr, i, ty):
+                return builder.load(builder.bitcast(builder.gep(ptr, [i]), ty), align=unit)
+
+            def store(vec, i, ty):
+                builder.store(vec, builder.bitcast(builder.gep(dp, [i]), ty), align=unit)
+
+            def join(parts):
+                while len(parts) > 1:
+                    n = 2 * parts[0].type.count
+                    parts = [builder.shuffle_vector(x, y, _mask(list(range(n))))
+                             for x, y in zip(parts[::2], parts[1::2])]
+                return parts[0]
+
+            if wide_in:
+                rows = [load(sp, at(s, ss, j), row_ty) for j in range(k)]
+            else:
+                rows = [join([load(sp, at(s, ss, lane * k + j), lane_ty)
+                              for lane in range(_LANES)]) for j in range(k)]
+            rows = _zip_rounds(builder, rows, k)
+            if not wide_in:
+                for i in range(k):
+                    store(rows[i], at(d, ds, i), row_ty)
+                return context.get_dummy_value()
+            for lane in range(_LANES):  # in destination order (the stores combine better)
+                for i in range(k):
+                    part = builder.shuffle_vector(rows[i], rows[i],
+                                                  _mask(list(range(lane * k, lane * k + k))))
+                    store(part, at(d, ds, lane * k + i), lane_ty)
+            return context.get_dummy_value()
+
+        sig = types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp)
+        return sig, codegen
+
+    return intrinsic(_transpose_zip)
+
+
+# ``_zip_in``: squares side by side along the destination rows (64-byte source rows);
+# ``_zip_out``: along the source rows (64-byte destination rows).
+_zip_in = _make_transpose_zip(True)
+_zip_out = _make_transpose_zip(False)
+
+
+@intrinsic
+def _side(typingctx, ptr):
+    """``_SIDE`` of a pointer's unit (a compile-time constant)."""
+    k = _SIDE[ptr.dtype.bitwidth // 8]
+
+    def codegen(context, builder, signature, args):
+        return context.get_constant(types.intp, k)
+
+    return types.intp(ptr), codegen
+
+
 def _make_rows_to_lines(cols: int):
     def _rows_to_lines(typingctx, srcp, s, ss, dstp, d, p, carry, first):
         """Rows of ``cols`` (8 or 16) 8-byte units, consecutive in the destination from
@@ -392,14 +622,43 @@ def _fence(typingctx):
 # Integer arguments are always typed variables (``zero``, ``one``), never literals: numba
 # would compile one specialization per literal value.
 
+@njit(nogil=True, inline="always")
+def _copy_run(src, s, dst, d, n):
+    """``n`` contiguous units, plain stores: pairs of 32-byte vector moves, then one move
+    each of 32, 16, 8, 4, 2 and 1 bytes as the rest needs. No loop for short runs: a loop
+    per run (one the compiler vectorizes only for long runs, or one of vector moves the
+    compiler unrolls with runtime checks) moved 32-byte tile rows at half the speed."""
+    u = _unit_bytes(src)
+    v32 = 32 // u
+    b = 0
+    while b + 2 * v32 <= n:
+        _move32(src, s + b, dst, d + b)
+        _move32(src, s + b + v32, dst, d + b + v32)
+        b += 2 * v32
+    if b + v32 <= n:
+        _move32(src, s + b, dst, d + b)
+        b += v32
+    if b + v32 // 2 <= n:
+        _move16(src, s + b, dst, d + b)
+        b += v32 // 2
+    if u <= 8 and b + 8 // u <= n:
+        _move8(src, s + b, dst, d + b)
+        b += 8 // u
+    if u <= 4 and b + 4 // u <= n:
+        _move4(src, s + b, dst, d + b)
+        b += 4 // u
+    if u <= 2 and b + 2 // u <= n:
+        _move2(src, s + b, dst, d + b)
+        b += 2 // u
+    if u == 1 and b < n:
+        _put(dst, d + b, _load(src, s + b))
+
+
 @njit(cache=True, nogil=True)
 def _copy_rows(src, dst, s, d, a0, a1, ss1, ds1, n):
-    """``n`` contiguous units per row, plain stores (vectorized)."""
+    """``n`` contiguous units per row, plain stores."""
     for a in range(a0, a1):
-        sa = s + a * ss1
-        da = d + a * ds1
-        for b in range(n):
-            _put(dst, da + b, _load(src, sa + b))
+        _copy_run(src, s + a * ss1, dst, d + a * ds1, n)
 
 
 @njit(cache=True, nogil=True)
@@ -450,6 +709,93 @@ def _gather(src, dst, s, d, a0, a1, ss1, ds1, b0, b1, ss0):
     for r in range(a, a1):
         for c in range(b0, b1):
             _put(dst, d + r * ds1 + c, _load(src, s + r * ss1 + c * ss0))
+
+
+@njit(cache=True, nogil=True)
+def _gather_sq(src, dst, s, d, a0, a1, ds1, b0, b1, ss0):
+    """``_gather`` with ``ss1 == 1`` (consecutive rows read consecutive units), plain
+    stores, by ``_transpose_sq`` squares, in tiles of a line of units by a line of units.
+    Within a tile, the side with the longer stride finishes its lines first: each strided
+    source line (packing NCHW -> NCHWc: 16 channel planes, all in one cache set) or strided
+    destination line (unpacking) is fetched once, not once per square."""
+    k = _side(src)
+    lu = max(k, _LINE // _unit_bytes(src))
+    ak = a0 + (a1 - a0) // k * k
+    bk = b0 + (b1 - b0) // k * k
+    for ac in range(a0, ak, lu):
+        ae = min(ak, ac + lu)
+        for bc in range(b0, bk, lu):
+            be = min(bk, bc + lu)
+            if ss0 >= ds1:
+                for b in range(bc, be, k):
+                    for a in range(ac, ae, k):
+                        _transpose_sq(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+            else:
+                for a in range(ac, ae, k):
+                    for b in range(bc, be, k):
+                        _transpose_sq(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+        for a in range(ac, ae):
+            for b in range(bk, b1):
+                _put(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+    for a in range(ak, a1):
+        for b in range(b0, b1):
+            _put(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+
+
+@njit(nogil=True, inline="always")
+def _gather_rect(src, dst, s, d, a0, a1, ds1, b0, b1, ss0):
+    """``dst[d + a*ds1 + b] = src[s + a + b*ss0]`` for a in [a0, a1), b in [b0, b1), unit
+    by unit (the edges of a transposed block)."""
+    for a in range(a0, a1):
+        for b in range(b0, b1):
+            _put(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+
+
+@njit(cache=True, nogil=True)
+def _gather_zip(src, dst, s, d, a0, a1, ds1, b0, b1, ss0, saddr, daddr):
+    """``_gather`` with ``ss1 == 1``, plain stores, by lane-parallel zip transposes; the
+    whole 64-byte lines go to the strided side: the source rows in a pack (``_zip_in``:
+    ``ss0 >= ds1``, and always for 8-byte units), the destination rows in an unpack
+    (``_zip_out``). When that side's rows are a whole number of lines apart, the block
+    starts on its lines (``saddr``, ``daddr``: base addresses in bytes), so each strided
+    line -- the 16 channel planes of NCHW, a power of two apart and in one cache set -- is
+    moved whole, once. Returns False (nothing moved) when the block is smaller than one
+    transpose."""
+    u = _unit_bytes(src)
+    lineu = _LINE // u
+    k = _LANE // u
+    wide = u == 8 or ss0 >= ds1
+    ka = lineu if wide else k
+    kb = k if wide else lineu
+    if a1 - a0 < ka or b1 - b0 < kb:
+        return False
+    ha = 0
+    hb = 0
+    if wide and (ss0 * u) % _LINE == 0:
+        ha = (lineu - (saddr // u + s + a0) % lineu) % lineu
+        if a1 - a0 - ha < ka:
+            ha = 0
+    if not wide and (ds1 * u) % _LINE == 0:
+        hb = (lineu - (daddr // u + d + b0) % lineu) % lineu
+        if b1 - b0 - hb < kb:
+            hb = 0
+    as_ = a0 + ha
+    bs = b0 + hb
+    ak = as_ + (a1 - as_) // ka * ka
+    bk = bs + (b1 - bs) // kb * kb
+    if wide:  # in destination order: a pack's destination rows are the contiguous side
+        for a in range(as_, ak, ka):
+            for b in range(bs, bk, kb):
+                _zip_in(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+    else:  # in source order: each source line is used up while it is in L1
+        for b in range(bs, bk, kb):
+            for a in range(as_, ak, ka):
+                _zip_out(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+    _gather_rect(src, dst, s, d, a0, as_, ds1, b0, b1, ss0)
+    _gather_rect(src, dst, s, d, ak, a1, ds1, b0, b1, ss0)
+    _gather_rect(src, dst, s, d, as_, ak, ds1, b0, bs, ss0)
+    _gather_rect(src, dst, s, d, as_, ak, ds1, bk, b1, ss0)
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -508,13 +854,16 @@ def _gather_rows8(src, dst, scr, s, d, a0, a1, n, ss0, p):
 
 
 @njit(cache=True, nogil=True)
-def _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0):
+def _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0, saddr, daddr):
     """Columns [b0, b1) of rows [a0, a1), plain stores: copied below ``e0``, padding from
     ``e0`` on."""
     c1 = min(b1, e0)
     if b0 < c1:
         if ss0 == 1:
             _copy_rows(src, dst, s + b0, d + b0, a0, a1, ss1, ds1, c1 - b0)
+        elif ss1 == 1:
+            if not _gather_zip(src, dst, s, d, a0, a1, ds1, b0, c1, ss0, saddr, daddr):
+                _gather_sq(src, dst, s, d, a0, a1, ds1, b0, c1, ss0)
         else:
             _gather(src, dst, s, d, a0, a1, ss1, ds1, b0, c1, ss0)
     f0 = max(b0, e0)
@@ -550,8 +899,8 @@ def _flush(scr, at, dst, d, r0, r1, ds1, cw, daddr, unit):
 
 
 @njit(cache=True, nogil=True)
-def _block(src, dst, scr, pad, period, unit, daddr, s, d, a0, a1, ss1, ds1, e0, n0, ss0, fill,
-           nt):
+def _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, a0, a1, ss1, ds1, e0, n0, ss0,
+           fill, nt):
     """Rows [a0, a1) of the 2-D block: the first ``e0`` of the ``n0`` units of each row are
     copied, the rest padded when ``fill``."""
     if a0 >= a1:
@@ -601,10 +950,11 @@ def _block(src, dst, scr, pad, period, unit, daddr, s, d, a0, a1, ss1, ds1, e0, 
             for r0 in range(a0, a1, rows):
                 r1 = min(a1, r0 + rows)
                 _columns(src, scr, pad, period, s + r0 * ss1, -b0, zero, r1 - r0, ss1, cw,
-                         b0, b1, e0, ss0)
+                         b0, b1, e0, ss0, saddr, zero)
                 _flush(scr, zero, dst, d + b0, r0, r1, ds1, cw, daddr, unit)
         else:
-            _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0)
+            _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0, saddr,
+                     daddr)
         b0 = b1
         b1 = min(w, b1 + chunk)
 
@@ -683,7 +1033,7 @@ _words_only(_gather_rows8, _rows8_words)
 
 
 @njit(cache=True, nogil=True)
-def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt, panel):
+def _walk(src, dst, scr, pad, period, unit, saddr, daddr, nest, fill, nt, panel):
     """Walk ``nest`` (see ``Nest``): an odometer over the outer loops, clipped extents
     updated when a partner reaches its last index, clipped tails padded when ``fill``.
     A streamed ``panel`` nest runs its three innermost loops as a ``_panel``; otherwise the
@@ -712,12 +1062,12 @@ def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt, panel):
         if panel:
             _panel_words(src, dst, s, d, n1, ss1, ds1, n0, ss0, nest[nb + 2, 0], h)
         elif inner_clip and e1 == n1:
-            _block(src, dst, scr, pad, period, unit, daddr, s, d, zero, n1 - 1, ss1, ds1, e0,
+            _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, zero, n1 - 1, ss1, ds1, e0,
                    n0, ss0, fill, nt)
-            _block(src, dst, scr, pad, period, unit, daddr, s, d, n1 - 1, n1, ss1, ds1, rem0,
+            _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, n1 - 1, n1, ss1, ds1, rem0,
                    n0, ss0, fill, nt)
         else:
-            _block(src, dst, scr, pad, period, unit, daddr, s, d, zero, e1, ss1, ds1, e0, n0,
+            _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, zero, e1, ss1, ds1, e0, n0,
                    ss0, fill, nt)
         if fill and e1 < n1:
             _fill(dst, d + e1 * ds1, (n1 - e1) * ds1, pad, period, nt)
@@ -745,56 +1095,151 @@ def _walk(src, dst, scr, pad, period, unit, daddr, nest, fill, nt, panel):
             return
 
 
+@njit(cache=True, nogil=True)
+def _runs(src, dst, s, d, n2, ss2, ds2, n1, ss1, ds1, n0):
+    """The three innermost loops of a ``_walk_runs`` nest: ``n2 * n1`` runs of ``n0``
+    units, plain stores, in destination order."""
+    for i in range(n2):
+        for j in range(n1):
+            _copy_run(src, s + i * ss2 + j * ss1, dst, d + i * ds2 + j * ds1, n0)
+
+
 @njit(nogil=True, inline="always")
-def _entry(srcp, dstp, scr, src, dst, pad, nest, fill, nt, panel):
+def _next(nest, idx, top, s, d):
+    """One step of the odometer over the unclipped loops ``[0, top)`` of ``nest`` (indices
+    ``idx``): the next source and destination offsets (units), and whether the walk is
+    done."""
+    j = top - 1
+    while j >= 0:
+        idx[j] += 1
+        s += nest[j, 1]
+        d += nest[j, 2]
+        if idx[j] < nest[j, 0]:
+            return s, d, False
+        s -= nest[j, 1] * idx[j]
+        d -= nest[j, 2] * idx[j]
+        idx[j] = 0
+        j -= 1
+    return s, d, True
+
+
+@njit(cache=True, nogil=True)
+def _walk_runs(src, dst, nest):
+    """Walk an unclipped nest of three or more loops whose innermost loop is contiguous on
+    both sides (tile rows): an odometer over the outer loops, ``_runs`` inside, with no
+    per-block dispatch (blocks of a few hundred bytes made it the bottleneck)."""
+    nl = nest.shape[0]
+    nb = nl - 3
+    idx = np.zeros(nl, np.int64)
+    n2, ss2, ds2 = nest[nb, 0], nest[nb, 1], nest[nb, 2]
+    n1, ss1, ds1 = nest[nb + 1, 0], nest[nb + 1, 1], nest[nb + 1, 2]
+    n0 = nest[nb + 2, 0]
+    s = np.int64(0)
+    d = np.int64(0)
+    while True:
+        _runs(src, dst, s, d, n2, ss2, ds2, n1, ss1, ds1, n0)
+        s, d, done = _next(nest, idx, nb, s, d)
+        if done:
+            return
+
+
+@njit(nogil=True, inline="always")
+def _is_runs(nest):
+    """Whether ``_walk_runs`` can walk ``nest``: three or more loops, none clipped, the
+    innermost contiguous on both sides."""
+    nl = nest.shape[0]
+    if nl < 3 or nest[nl - 1, 1] != 1 or nest[nl - 1, 2] != 1:
+        return False
+    for i in range(nl):
+        if nest[i, 3] >= 0:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _walk_staged(srcp, dstp, scr, pad, period, unit, saddr, daddr, nest, nout):
+    """A streamed walk of a staged nest (``Nest.staged``): for each iteration of the
+    ``nout`` outer loops, the inner loops -- one contiguous chunk of the destination, at most
+    ``CHUNK_BYTES`` -- are moved into the scratch by the in-cache kernels (``_walk_runs`` or
+    ``_walk``: vector moves, register transposes), and the chunk is streamed out as whole
+    64-byte lines (``_stream_out``). Every streamed nest gets the in-cache kernels' speed
+    for the price of one more pass through L1."""
+    nl = nest.shape[0]
+    inner = nest[nout:]
+    chunk = np.int64(1)
+    for i in range(nout, nl):
+        chunk += (nest[i, 0] - 1) * nest[i, 2]
+    runs = _is_runs(inner)
+    at = _address(scr)
+    zero = np.int64(0)
+    idx = np.zeros(nout, np.int64)
+    s = zero
+    d = zero
+    while True:
+        sp = _advance(srcp, s)
+        if runs:
+            _walk_runs(sp, scr, inner)
+        else:
+            _walk(sp, scr, scr, pad, period, unit, saddr + s * unit, at, inner, False, False,
+                  False)
+        _stream_out(scr, zero, dstp, d, chunk, daddr, unit)
+        s, d, done = _next(nest, idx, nout, s, d)
+        if done:
+            return
+
+
+@njit(nogil=True, inline="always")
+def _entry(srcp, dstp, src, dst, pad, nest, fill, nt, mode):
     sa = src.ctypes.data
     da = dst.ctypes.data
-    if src.size and dst.size and sa < da + dst.size and da < sa + src.size:
+    if src.nbytes and dst.nbytes and sa < da + dst.nbytes and da < sa + src.nbytes:
         return 1
     unit = pad.itemsize
     if sa % unit or da % unit:
         return 2
-    # A line-aligned scratch: gathers stage whole 8-unit rows into it with aligned stores.
-    _walk(srcp, dstp, _line_aligned(scr), _data(pad), pad.size, unit, da, nest, fill, nt,
-          panel)
+    if not nt and _is_runs(nest):
+        _walk_runs(srcp, dstp, nest)
+        return 0
+    if nt and mode >= STAGED:
+        _walk_staged(srcp, dstp, _scratch(srcp), _data(pad), pad.size, unit, sa, da, nest,
+                     mode - STAGED)
+    else:
+        _walk(srcp, dstp, _scratch(srcp), _data(pad), pad.size, unit, sa, da, nest, fill, nt,
+              mode == PANEL)
     if nt:
         _fence()
-    # The pointer _line_aligned returns holds no reference, and numba frees an array after
-    # its last use: without this use of ``scr`` the scratch was freed before _walk wrote to it
-    # (a use-after-free that corrupted the heap of threads other than the main one).
-    _hold(scr)
     return 0
 
 
-# One entry point per unit, compiled on first use. ``src`` and ``dst`` are 1-D byte views.
+# One entry point per unit, compiled on first use for each array type: ``src`` and ``dst``
+# are 1-D arrays of any one dtype (the byte views of dtypes numba has no type for).
 @njit(cache=True, nogil=True)
-def _run8(src, dst, pad, nest, fill, nt, panel):
-    scr = np.empty(_STAGE_BYTES // 8 + _LINE, np.uint64)
-    return _entry(_ptr8(src), _ptr8(dst), scr, src, dst, pad, nest, fill, nt, panel)
-
-
-@njit(cache=True, nogil=True)
-def _run4(src, dst, pad, nest, fill, nt, panel):
-    scr = np.empty(_STAGE_BYTES // 4 + _LINE, np.uint32)
-    return _entry(_ptr4(src), _ptr4(dst), scr, src, dst, pad, nest, fill, nt, panel)
+def _run8(src, dst, pad, nest, fill, nt, mode):
+    return _entry(_ptr8(src), _ptr8(dst), src, dst, pad, nest, fill, nt, mode)
 
 
 @njit(cache=True, nogil=True)
-def _run2(src, dst, pad, nest, fill, nt, panel):
-    scr = np.empty(_STAGE_BYTES // 2 + _LINE, np.uint16)
-    return _entry(_ptr2(src), _ptr2(dst), scr, src, dst, pad, nest, fill, nt, panel)
+def _run4(src, dst, pad, nest, fill, nt, mode):
+    return _entry(_ptr4(src), _ptr4(dst), src, dst, pad, nest, fill, nt, mode)
 
 
 @njit(cache=True, nogil=True)
-def _run1(src, dst, pad, nest, fill, nt, panel):
-    scr = np.empty(_STAGE_BYTES + _LINE, np.uint8)
-    return _entry(_ptr1(src), _ptr1(dst), scr, src, dst, pad, nest, fill, nt, panel)
+def _run2(src, dst, pad, nest, fill, nt, mode):
+    return _entry(_ptr2(src), _ptr2(dst), src, dst, pad, nest, fill, nt, mode)
+
+
+@njit(cache=True, nogil=True)
+def _run1(src, dst, pad, nest, fill, nt, mode):
+    return _entry(_ptr1(src), _ptr1(dst), src, dst, pad, nest, fill, nt, mode)
 
 
 _RUN = {8: _run8, 4: _run4, 2: _run2, 1: _run1}
 
 # Statuses of ``run``.
 OK, OVERLAP, MISALIGNED = 0, 1, 2
+# Kernel modes: the block walker, a streamed panel nest, a staged nest of ``mode - STAGED``
+# outer loops (streamed only).
+BLOCKS, PANEL, STAGED = 0, 1, 2
 
 
 # --- planning ----------------------------------------------------------------------------
@@ -821,6 +1266,16 @@ class Nest:
     table: np.ndarray
     fill: bool
     panel: bool = False
+    staged: np.ndarray | None = None  # the streamed form (``_stage``), if any
+    outer: int = 0  # loops of ``staged`` outside its chunks
+    cached: bool = False  # never streamed (``_streams_badly``)
+
+    def kernel_args(self, streaming: bool) -> tuple[np.ndarray, int, bool]:
+        """The table, mode and store kind the kernel runs for a destination of
+        ``STREAMING_BYTES`` or more (``streaming``) or a smaller one."""
+        if streaming and self.staged is not None:
+            return self.staged, STAGED + self.outer, True
+        return self.table, PANEL if self.panel else BLOCKS, streaming and not self.cached
 
     def pad_pattern(self, pad: bytes) -> np.ndarray:
         """The padding element ``pad`` repeated to a whole number of units."""
@@ -850,13 +1305,14 @@ def _coalesce(dims: list[_Dim]) -> list[_Dim]:
 
 
 def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
-    """Read runs that are a page or more apart ``SEGMENT // run`` (8 to 32) at a time: the
+    """Read runs that are ``_SPLIT_BYTES`` or more apart ``SEGMENT // run`` (8 to 32) at a time: the
     outer part of the run loop is hoisted above the next outer loop (unclipped nests only)."""
     if len(dims) < 3 or any(d[4] is not None for d in dims):
         return dims
     (n2, s2, d2, k2, _, _), (n1, s1, d1, k1, _, _), (n0, s0, d0, k0, _, _) = dims[-3:]
     c = max(8, min(32, SEGMENT // (n0 * unit)))
-    if not (s0 == 1 and d0 == 1 and n1 > c and n1 % c == 0 and s1 * unit >= _PAGE):
+    apart = s1 * unit >= (_SPLIT_BYTES if n0 * unit >= _LINE else _PAGE)
+    if not (s0 == 1 and d0 == 1 and n1 > c and n1 % c == 0 and apart):
         return dims
     return dims[:-3] + [(n1 // c, s1 * c, d1 * c, k1, None, 0), (n2, s2, d2, k2, None, 0),
                         (c, s1, d1, -1, None, 0), (n0, s0, d0, k0, None, 0)]
@@ -880,6 +1336,70 @@ def _is_panel(dims: list[_Dim], unit: int) -> bool:
             and all(d[2] % lineu == 0 for d in dims[:-2]))
 
 
+def _stage(dims: list[_Dim], unit: int) -> tuple[np.ndarray, int] | None:
+    """The streamed form of an unclipped nest in destination order (``_walk_staged``): the
+    outer loops, then the inner loops that write one contiguous chunk of at most
+    ``CHUNK_BYTES``, the loop at the boundary split (by its largest divisor that fits) so
+    chunks are as large as fit. None for clipped nests, destinations not written densely in
+    order, or rows longer than a chunk (plain streaming stores move those at full speed)."""
+    if any(d[4] is not None for d in dims):
+        return None
+    limit = CHUNK_BYTES // unit
+    extent = 1  # destination units the loops from ``level`` on cover
+    level = len(dims)
+    while level > 0:
+        n, _, ds = dims[level - 1][:3]
+        if extent + (n - 1) * ds > limit:
+            break
+        extent += (n - 1) * ds
+        level -= 1
+    if level == len(dims) or extent == 1:
+        return None
+    if level > 0 and dims[level - 1][2] != extent:  # not dense: a gap or an overlap
+        return None
+    rows = [(n, ss, ds) for n, ss, ds, *_ in dims]
+    if level > 0:
+        n, ss, ds = rows[level - 1]
+        g = max(g for g in range(1, n + 1) if n % g == 0 and g * extent <= limit)
+        rows[level - 1:level] = [(n // g, ss * g, ds * g), (g, ss, ds)]
+    else:
+        rows.insert(0, (1, 0, extent))
+        level = 1
+    inner = rows[level:]
+    while len(inner) < 2:
+        inner.insert(0, (1, 0, 0))
+    table = np.array([(n, ss, ds, -1, 0) for n, ss, ds in rows[:level] + inner],
+                     dtype=np.int64)
+    return table, level
+
+
+def _streams_badly(dims: list[_Dim], unit: int, fill: bool) -> bool:
+    """Whether a large unpack is faster written through the cache than streamed: transposes
+    of units narrower than 8 bytes (NCHW16c -> NCHW, bf16 T(16,2)), whose streaming gathers
+    write many partial lines per pass. Measured at 16 MiB, GB/s streamed -> plain: f32
+    NCHW16c 3.1 -> 7.3, i8 NCHW16c 1.7 -> 7.2, bf16 T(16,2) 2.6 -> 7.0 (np.copyto
+    10-13)."""
+    if fill or not dims:
+        return False
+    n0, ss0, ds0 = dims[-1][:3]
+    return not ss0 == ds0 == 1 and unit < 8
+
+
+def _stages_well(dims: list[_Dim], unit: int, itemsize: int) -> bool:
+    """Whether a streamed pack is faster staged (``_stage``) than on the streaming paths of
+    the block walker, as measured with ``benchmarks/pack.py --sweep`` (16 MiB): tile rows
+    shorter than a line (f32 T(8,8), bf16 T(8,8), i8 T(16,32): 0.2-0.6 -> 0.6-0.85 of the
+    fastest copy) and transposes of single elements (NCHW -> NCHWc: 0.1-0.3 -> 0.2-0.5).
+    Longer rows stream faster straight from the source (``_split_streams`` reads fewer
+    streams at a time), and so do the 8-byte line transposes (``_gather_stream8``)."""
+    if not dims:
+        return False
+    n0, ss0, ds0 = dims[-1][:3]
+    if ss0 == ds0 == 1:
+        return n0 * unit < _LINE
+    return unit == itemsize < 8
+
+
 def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False) -> Nest:
     """Plan element ``loops`` (destination order, outermost first) for ``itemsize``-byte
     elements; ``max_unit`` caps the unit (the alignment of the base addresses); ``fill``
@@ -897,13 +1417,17 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
             udims.append((n // unit, 1, 1, key, partner, rem // unit))
         else:
             udims.append((n, s // unit, d // unit, key, partner, rem))
-    udims = _split_streams(_coalesce(udims), unit)
+    udims = _coalesce(udims)
+    staged = _stage(udims, unit) if fill and _stages_well(udims, unit, itemsize) else None
+    udims = _split_streams(udims, unit)
     while len(udims) < 2:
         udims.insert(0, (1, 0, 0, -2, None, 0))
     where = {dim[3]: i for i, dim in enumerate(udims)}
     table = np.array([(n, s, d, -1 if p is None else where[p], rem)
                       for n, s, d, _, p, rem in udims], dtype=np.int64)
-    return Nest(unit, table, fill, _is_panel(udims, unit))
+    staged_table, outer = staged if staged is not None else (None, 0)
+    return Nest(unit, table, fill, _is_panel(udims, unit), staged_table, outer,
+                _streams_badly(udims, unit, fill))
 
 
 def byte_view(a: np.ndarray) -> np.ndarray:
@@ -911,9 +1435,17 @@ def byte_view(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1).view(np.uint8)
 
 
+# Dtypes whose arrays go to the kernels as they are (raveled, which is cheaper than a byte
+# view): one compiled entry per dtype and unit, so only the common ones.
+TYPED = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int8, np.uint8, np.int16,
+                                        np.uint16, np.int32, np.uint32, np.int64,
+                                        np.uint64))
+
+
 def run(nest: Nest, src: np.ndarray, dst: np.ndarray, pad: np.ndarray,
         streaming: bool) -> int:
     """Move ``src`` to ``dst`` (1-D byte views) along ``nest``; ``pad`` is
     ``nest.pad_pattern(...)``. Returns ``OK``, or ``OVERLAP`` / ``MISALIGNED`` (nothing
     written) when the buffers overlap or are not aligned to the unit."""
-    return _RUN[nest.unit](src, dst, pad, nest.table, nest.fill, streaming, nest.panel)
+    table, mode, nt = nest.kernel_args(streaming)
+    return _RUN[nest.unit](src, dst, pad, table, nest.fill, nt, mode)

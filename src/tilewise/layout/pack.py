@@ -442,12 +442,13 @@ class _FastPlan:
     nest: object
     pad: np.ndarray
     streaming: bool
+    typed: bool  # the arrays go to the kernel raveled, not as byte views (kernels.TYPED)
 
     def __post_init__(self):
         kernel = _KERNELS._RUN[self.nest.unit]
         object.__setattr__(self, "kernel", kernel)
-        object.__setattr__(self, "args", (self.pad, self.nest.table, self.nest.fill,
-                                          self.streaming, self.nest.panel))
+        table, mode, nt = self.nest.kernel_args(self.streaming)
+        object.__setattr__(self, "args", (self.pad, table, self.nest.fill, nt, mode))
 
 
 # Verified plans by (op, source shape, dtype, attributes, padding or unpacked shape); a call
@@ -509,7 +510,7 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
     if key is not None and max_unit == 8:
         if len(_FAST) >= _FAST_SIZE:
             _FAST.clear()
-        _FAST[key] = _FastPlan(dst.shape, nest, pattern, streaming)
+        _FAST[key] = _FastPlan(dst.shape, nest, pattern, streaming, src.dtype in kernels.TYPED)
 
 
 def _run_fast(fast: _FastPlan, src: np.ndarray, out):
@@ -521,8 +522,12 @@ def _run_fast(fast: _FastPlan, src: np.ndarray, out):
               and out.dtype == src.dtype and (flags := out.flags).c_contiguous
               and flags.writeable):
         return None
-    if fast.kernel(src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8),
-                   *fast.args) == 0:  # kernels.OK
+    if fast.typed:
+        status = fast.kernel(src.ravel(), out.ravel(), *fast.args)
+    else:
+        status = fast.kernel(src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8),
+                             *fast.args)
+    if status == 0:  # kernels.OK
         return out
     return None
 
