@@ -26,8 +26,8 @@ least footprint), ``w_t`` the tensor's least bytes per point (at output or accum
 and the fit the single buffers of the tensors the level holds, unrounded (a superset of what
 fits). The loop over ``j`` costs nothing but its realness, so ``c_j`` is taken at 1. Across
 visits a tensor's first tile may still be resident from the visit before: at most the level's
-capacity is saved, so each visit's floor is lowered by it (``k = 0`` has one visit and
-nothing resident). The node's floor is the sum over its visits, each border shape counted once
+capacity is saved, or the visit's whole tile ``e`` where that is less, so each visit's floor
+is lowered by it (``k = 0`` has one visit and nothing resident). The node's floor is the sum over its visits, each border shape counted once
 with its multiplicity.
 
 Not applied (floor 0, still a bound): several ops (a chain's projections), affine or clipped
@@ -147,9 +147,9 @@ def _footprint(c, e, uses, width, held):
 
 
 @njit(cache=True)
-def _visit_cost(c, e, uses, width, output, held, best):
+def _visit_cost(c, e, uses, width, output, held, kept, best):
     """Lower ``best [2]`` (reads, writes of a visit) to the least over the real innermost dims
-    ``j`` with tiles ``c``."""
+    ``j`` with tiles ``c``, less ``kept`` (bytes that may stay from the visit before)."""
     D = e.shape[0]
     T = uses.shape[0]
     trips = np.empty(D)
@@ -176,19 +176,21 @@ def _visit_cost(c, e, uses, width, output, held, best):
                 r += pts * (f - 1.0)
             else:
                 r += pts * f
-        best[0] = min(best[0], r)
-        best[1] = min(best[1], w)
+        best[0] = min(best[0], max(r - kept, 0.0))
+        best[1] = min(best[1], max(w - kept, 0.0))
         if not any_real:
             break
 
 
 @njit(cache=True)
-def visit_floor(e, fixed, uses, width, output, held, cap):
+def visit_floor(e, fixed, uses, width, output, held, cap, across):
     """``(reads, writes)``: the least bytes moved into a level of ``cap`` bytes during one visit
-    of a tile ``e [D]`` (module doc), with the level's tiles ``fixed [D]`` (0: open);
-    ``(0, 0)`` past :data:`MAX_COMBOS` choices."""
+    of a tile ``e [D]`` (module doc), with the level's tiles ``fixed [D]`` (0: open); with
+    ``across`` (a visit among several) less what the visit before may leave in the level (its
+    capacity, or all of ``e`` if smaller); ``(0, 0)`` past :data:`MAX_COMBOS` choices."""
     D = e.shape[0]
     best = np.array([np.inf, np.inf])
+    kept = min(cap, _footprint(e, e, uses, width, held)) if across else 0.0
     fixed_real = False
     for d in range(D):
         fixed_real |= 0 < fixed[d] < e[d]
@@ -215,7 +217,7 @@ def visit_floor(e, fixed, uses, width, output, held, cap):
                 n_open += 1
         if n_open == 0:
             if _footprint(c, e, uses, width, held) <= cap:
-                _visit_cost(c, e, uses, width, output, held, best)
+                _visit_cost(c, e, uses, width, output, held, kept, best)
             continue
         lists = [_least_tiles(e[open_dims[i]]) for i in range(n_open)]
         combos = 1
@@ -239,7 +241,7 @@ def visit_floor(e, fixed, uses, width, output, held, cap):
                     lo = mid + 1
             if lo < len(lv):
                 c[last] = lv[lo]
-                _visit_cost(c, e, uses, width, output, held, best)
+                _visit_cost(c, e, uses, width, output, held, kept, best)
             i = 0
             while i < n_open - 1:
                 idx[i] += 1
@@ -253,13 +255,13 @@ def visit_floor(e, fixed, uses, width, output, held, cap):
 
 
 @njit(cache=True)
-def visit_floors(E, F, uses, width, output, held, cap):
+def visit_floors(E, F, uses, width, output, held, cap, across):
     """:func:`visit_floor` of each row of ``E, F [u, D]``: ``(reads, writes) [u]``."""
     u = E.shape[0]
     r = np.empty(u)
     w = np.empty(u)
     for i in range(u):
-        r[i], w[i] = visit_floor(E[i], F[i], uses, width, output, held, cap)
+        r[i], w[i] = visit_floor(E[i], F[i], uses, width, output, held, cap, across)
     return r, w
 
 
@@ -411,11 +413,10 @@ def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: 
     if len(todo):
         r, w = visit_floors(np.ascontiguousarray(keys[todo, :D]),
                             np.ascontiguousarray(keys[todo, D:]), table.uses, table.width,
-                            table.output, table.held[k + 1], float(capacity[k + 1]))
+                            table.output, table.held[k + 1], float(capacity[k + 1]), k > 0)
         fl[todo, 0], fl[todo, 1] = r, w
         memo.store(keys[todo], hashes[todo], fl[todo])
-    resident = float(capacity[k + 1]) if k > 0 else 0.0   # saved across visits, at most
-    per = np.maximum(fl[inv] - resident, 0.0) * mult[:, None]
+    per = fl[inv] * mult[:, None]
     out = np.zeros((n, 2))
     np.add.at(out, owner, per)
     return out[:, 0], out[:, 1]
