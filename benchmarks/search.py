@@ -82,6 +82,11 @@ CASES = [
      "cpu-6core", {}),
     ("gemm 512x512x1024 f32 cpu-6core", "gemm", dict(M=512, N=512, K=1024, dtype="f32"),
      "cpu-6core", {}),
+    # issue 13: seed 001's packed BRGEMM (A 16x32x32x32, B 16x32x32x32 packed by 32x32 tiles,
+    # the 512x512x1024 GEMM as a 6-dim contraction) on the deep CPU hierarchy
+    ("packed brgemm acmk,bckn->abmn f32 cpu-6core", "einsum",
+     dict(spec="acmk,bckn->abmn", dtype="f32", out_dtype="f32", a=16, b=16, c=32, m=32, n=32, k=32),
+     "cpu-6core", {}),
     # issue 13: the exact traffic/latency Pareto front of the quickstart GEMM (r.pareto(), --plot)
     ("gemm 512x768x768 i8 r.pareto()", "gemm", dict(M=512, N=768, K=768, dtype="i8"), "aie-4x2",
      {"pareto": ("traffic", "latency")}),
