@@ -115,6 +115,9 @@ def _traffic_table(cost, levels):
             if parts:
                 row.append(f"{parts.get(name, {}).get(t, 0.0) * 1e6:,.3f}")
             traffic.add_row(*row)
+    for t, p in cost.pack.items():  # pack / unpack passes (bytes read + written, seconds)
+        row = [f"{levels[0]} pack pass", t, _bytes(p["bytes"]), "", "", _seconds(p["s"])]
+        traffic.add_row(*row, *([f"{(p['j'] or 0.0) * 1e6:,.3f}"] if parts else []))
     if parts:
         traffic.add_row("compute", "", "", "", "", "", f"{parts['compute'] * 1e6:,.3f}")
     return traffic

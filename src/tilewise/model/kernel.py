@@ -71,6 +71,7 @@ import numpy as np
 
 from numba import njit
 
+from .contiguity import pack_pass
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
 from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, compute_energy,
                     passes_at, transfer_energy,
@@ -215,7 +216,7 @@ class CostArrays(NamedTuple):
 
 @njit(cache=True, error_model="numpy")
 def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
-                  dims, levels, tensors, groups, buffers, compute, chain, out, flags):
+                  pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags):
     """Fill ``out`` (:class:`CostArrays`) for every candidate (see the module docstring); the
     problem is described by the groups of :class:`.problem.Problem`. Every output element is
     written (the arrays may come uninitialized).
@@ -228,6 +229,9 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     ``only[b] >= 0``: count the traffic of that tensor alone (the others' is left zero, and
     the link times and latency cover that tensor only): the search's per-tensor bounds need
     one tensor per candidate, and skipping the rest is most of a candidate's work.
+
+    ``pack [B, T]``: the tensor is stored packed at the outermost level
+    (:mod:`.contiguity`; its tile transfers from there are one run each).
 
     The stages mirror the module docstring's steps. Consecutive candidates often share their
     tiles (a search evaluates each tile combo under many loop orders): a dim whose tiles and
@@ -302,6 +306,14 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     last_through = np.zeros(D, np.int64)
     pstep = np.ones((K, D), np.int64)             # loop steps as the partial-sum rule sees them
     parts = np.ones(T, np.int64)                  # partials per output tile visit at the array
+    LE = np.zeros((D, L, L, ME), np.int64)        # the tile lists behind P (_tile_lists)
+    LM = np.zeros((D, L, L, ME), np.int64)
+    LN = np.zeros((D, L, L), np.int64)
+    RP = np.zeros((T, D, L, L), np.int64)         # contiguous-run sums (_run_tables)
+    RD = np.zeros((T, L), np.int64)
+    rnd = np.zeros((T, L), np.bool_)
+    rkey = np.full((T, L, 2), -1, np.int64)       # (epoch, granules and packing) of RP
+    runs, granule = tensors.runs, levels.granule
     for b in range(B):
         if _bad_indices(b, orders, rows_dim, cols_dim, D, L):
             flags[2] = b + 1
@@ -312,7 +324,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
         legal[b] = _legal(b, tiles, orders, sizes, align, a, on_chain, spine, forbidden, ways,
                           step, real, pos)
         changed = _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last,
-                              count, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2)
+                              count, TE, TM, TN, te, tm, P, X, XN, xs, xe, xs2, xe2, LE, LM, LN)
         if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
             epoch += 1
         if _through_parent(b, rows_dim, rows_ways, cols_dim, cols_ways, reduce_rows, through,
@@ -322,9 +334,11 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
         _copies(rows_dim[b] if rows_seen else -1, rows_ways[b],
                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, tmask, passes, real, spine,
                 copies)
+        _run_tables(b, only[b], bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, granule,
+                    P, LE, LM, LN, RP, RD, rnd, rkey)
         _traffic(b, only[b], bypass, copies, parts, a, moved, psum, tbytes,
                  oth, plain, affine, gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp,
-                 epoch, out, flags)
+                 epoch, out, flags, RP, RD, rnd)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
                              f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, count, P,
@@ -335,6 +349,9 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                read_bw, write_bw, xfer_s, ideal, lk, src, iters, out, flags)
         _offchip_energy(b, bypass, e_read, e_write, e_link, e_point, op_pad, reads, writes,
                         offchip, energy_j)
+        _pack_passes(b, only[b], pack, bypass, tiles, sizes, runs, tbytes, psum,
+                     rows_ways[b] * cols_ways[b], inst, link_a, read_bw, write_bw, e_read,
+                     e_write, e_link, ideal, out)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -421,10 +438,12 @@ def _legal(b, tiles, orders, sizes, align, a, chain, spine, forbidden, ways, ste
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, count, TE, TM, TN,
-                te, tm, P, X, XN, xs, xe, xs2, xe2):
+                te, tm, P, X, XN, xs, xe, xs2, xe2, LE, LM, LN):
     """Step 2: per dim whose tiles or ways changed since the last candidate, its tile lists
     ``(extent, multiplicity)`` per level, the power sums ``P``, the loop counts and the
-    explicit border tiles (module doc). Returns whether any dim changed.
+    explicit border tiles (module doc); ``LE``/``LM``/``LN [D, L, L, *]`` keep the lists behind
+    ``P`` (extents, multiplicities, entries) for the contiguous-run sums (:func:`_run_tables`).
+    Returns whether any dim changed.
 
     Branch-free: level l always has the same number of entries (one more per cut and per
     array slicing; empty ones have multiplicity 0), so loops are predictable."""
@@ -502,6 +521,7 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                 if s0 == 0:  # no tile left whose loops all iterate once
                     for pw in range(max_pow + 1):
                         P[j, lm, lv, pw] = 0
+                    LN[j, lm, lv] = 0
                     continue
                 if lv > lm:
                     st = step[lv - 1, j]
@@ -538,6 +558,10 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                     s1 += tm[i] * te[i]
                 P[j, lm, lv, 0] = s0
                 P[j, lm, lv, 1] = s1
+                LN[j, lm, lv] = n
+                for i in range(n):
+                    LE[j, lm, lv, i] = te[i]
+                    LM[j, lm, lv, i] = tm[i]
                 for pw in range(2, max_pow + 1):
                     acc = 0
                     for i in range(n):
@@ -655,11 +679,14 @@ def _copies(r, rw, c, cw, a, tmask, passes, real, spine, copies):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, affine,
-             gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp, epoch, out, flags):
+             gi, mono, axes, count, pos, P, X, XN, lam, idx, memo, stamp, epoch, out, flags,
+             RP, RD, rnd):
     """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
     rule of the module doc); only tensor ``one`` when ``one >= 0``; inputs x their ``copies``
     (:func:`_copies`); a final output's visits at the array level x its ``parts``
-    (:func:`_partials`: partials merged through the parent, written and read back)."""
+    (:func:`_partials`: partials merged through the parent, written and read back). A tensor
+    moved in contiguous runs at ``level`` (``rnd``) takes its plain dims' sums from ``RP``
+    and its final writes from ``RD`` (:func:`_run_tables`) instead of the exact ``P``."""
     reads, writes, reloads = out.reads, out.writes, out.reloads
     fills, drains = out.fills, out.drains
     L = reads.shape[1]
@@ -688,6 +715,8 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
             n_distinct = 1  # the same sums counting tiles (power 0): transfers, not bytes
             for ii in range(plain[t, 0]):
                 v = P[plain[t, 1 + 2 * ii], level, level, plain[t, 2 + 2 * ii]]
+                if rnd[t, level]:
+                    v = RP[t, plain[t, 1 + 2 * ii], level, level]
                 distinct *= v
                 n_distinct *= P[plain[t, 1 + 2 * ii], level, level, 0]
                 check *= v
@@ -727,7 +756,8 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                     for ii in range(plain[t, 0]):
                         j = plain[t, 1 + 2 * ii]
                         kk = k + 1 if pos[k, j] < p else k
-                        term *= P[j, kk, level, plain[t, 2 + 2 * ii]]
+                        term *= RP[t, j, kk, level] if rnd[t, level] else P[j, kk, level,
+                                                                              plain[t, 2 + 2 * ii]]
                         n_term *= P[j, kk, level, 0]
                     for gg in range(affine[t, 0]):
                         g = affine[t, 1 + gg]
@@ -747,7 +777,8 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
             if psum[t]:  # a final output: the last visit of a tile writes it converted, the
                 k_par = parts[t] if level == a else 1  # others write partial sums, reloaded
                 again = (total - nc) * k_par - distinct
-                writes[b, level, t] = (distinct * tbytes[t] + again * psum[t]) * kept
+                final = RD[t, level] if rnd[t, level] else distinct
+                writes[b, level, t] = (final * tbytes[t] + again * psum[t]) * kept
                 re = again * psum[t] * kept
                 reloads[b, level, t] = re
                 reads[b, level, t] = re
@@ -760,6 +791,119 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                 reloads[b, level, t] = 0
                 fills[b, level, t] = (n_total - n_nc) * copies[t, level] * kept
                 drains[b, level, t] = 0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, granule, P, LE,
+                LM, LN, RP, RD, rnd, rkey):
+    """Step 3, contiguous runs (:mod:`.contiguity`): per tensor laid out in runs and level
+    ``c`` keeping it, whether its transfers there are rounded (``rnd [T, L]``: a granule
+    coarser than an element, or packed) and then the sums :func:`_traffic` uses instead of
+    ``P``: ``RP [T, D, L, L]`` per dim of the tensor and prefix level (elements at the width
+    of the main sums: the accumulator for a final output), ``RD [T, L]`` the distinct tiles'
+    elements at the final width. Recomputed only when the tiles (``epoch``) or the granules
+    and packing (``rkey``) change."""
+    T, L = rnd.shape
+    for t in range(T):
+        for c in range(L):
+            rnd[t, c] = False
+        if runs[t, 0] == 0 or (one >= 0 and one != t):
+            continue
+        src = 0
+        for c in range(1, L):
+            if bypass[b, c, t]:
+                continue
+            g = 1
+            for l in range(src + 1, c + 1):
+                g = max(g, granule[l])
+            w = psum[t] if psum[t] else tbytes[t]
+            ge = g // w if g > w else 1
+            gf = g // tbytes[t] if g > tbytes[t] else 1
+            packed = pack[b, t] and src == 0
+            src = c
+            if not packed and ge == 1 and gf == 1:
+                continue
+            rnd[t, c] = True
+            key = (ge * 65536 + gf) * 2 + packed
+            if rkey[t, c, 0] == epoch and rkey[t, c, 1] == key:
+                continue
+            rkey[t, c, 0] = epoch
+            rkey[t, c, 1] = key
+            if packed:
+                _packed_sums(b, t, c, ge, gf, runs, sizes, tiles, P, RP, RD)
+            else:
+                _row_major_sums(t, c, ge, gf, runs, sizes, P, LE, LM, LN, RP, RD)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _round_run(n, g):
+    """Elements a run of ``n`` elements moves in granules of ``g`` elements."""
+    return (n + g - 1) // g * g
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _row_major_sums(t, c, ge, gf, runs, sizes, P, LE, LM, LN, RP, RD):
+    """:func:`_run_tables` for a row-major tensor at level ``c``: the trailing axes whose one
+    tile spans the tensor merge into the run of the innermost axis that does not (``star``),
+    whose sum rounds each tile's run; the axes outside count their extents, those merged their
+    tiles (one)."""
+    n_ax = runs[t, 0]
+    run = 1
+    star = -1
+    for i in range(n_ax - 1, -1, -1):
+        d = runs[t, 1 + i]
+        if P[d, c, c, 0] == 1 and P[d, c, c, 1] == sizes[d]:
+            run *= sizes[d]
+        else:
+            star = i
+            break
+    final = 1
+    for kk in range(c + 1):
+        for i in range(n_ax):
+            d = runs[t, 1 + i]
+            if i < star:
+                v = P[d, kk, c, 1]
+            elif i > star:
+                v = P[d, kk, c, 0]
+            else:
+                v = 0
+                vf = 0
+                for x in range(LN[d, kk, c]):
+                    v += LM[d, kk, c, x] * _round_run(LE[d, kk, c, x] * run, ge)
+                    vf += LM[d, kk, c, x] * _round_run(LE[d, kk, c, x] * run, gf)
+                if kk == c:
+                    final *= vf
+            if star < 0 and i == 0:  # every axis spanned: the tensor is one run
+                v *= _round_run(run, ge)
+                if kk == c:
+                    final *= _round_run(run, gf) * P[d, kk, c, 0]
+            elif kk == c and i != star:
+                final *= v
+            RP[t, d, kk, c] = v
+    RD[t, c] = final
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _packed_sums(b, t, c, ge, gf, runs, sizes, tiles, P, RP, RD):
+    """:func:`_run_tables` for a packed tensor's transfers between the outermost level and
+    ``c``, the first level keeping it: each tile is one run of the whole pack tile (its tile at
+    ``c``, clipped to the tensor, padding included)."""
+    n_ax = runs[t, 0]
+    slot = 1
+    for i in range(n_ax):
+        d = runs[t, 1 + i]
+        slot *= min(tiles[b, c, d], sizes[d])
+    final = 1
+    for kk in range(c + 1):
+        for i in range(n_ax):
+            d = runs[t, 1 + i]
+            v = P[d, kk, c, 0]
+            if kk == c:
+                final *= v
+            if i == 0:
+                v *= _round_run(slot, ge)
+            RP[t, d, kk, c] = v
+    RD[t, c] = final * _round_run(slot, gf)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -898,6 +1042,30 @@ def _links(b, dbuf, bypass, used, inst, link_a, no_read, no_write, read_bw, writ
                           lk[4, l] - lk[6, l], lk[5, l] - lk[7, l], xs) / iters[l]
     lat = latency(cs, ex_sum, tmax, fill)
     out.latency_s[b] = lat
+    out.util[b] = ideal / lat if lat > 0 else 0.0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pack_passes(b, one, pack, bypass, tiles, sizes, runs, tbytes, psum, used, inst, link_a,
+                 read_bw, write_bw, e_read, e_write, e_link, ideal, out):
+    """Step 4: each packed tensor's pack (an output's unpack) pass, :func:`.contiguity.pack_pass`,
+    added to the off-chip bytes, the latency (the pass does not overlap the operator) and the
+    energy; the utilization follows the latency."""
+    T, L = pack.shape[1], bypass.shape[1]
+    ins = link_instances(inst, 1, link_a, used)
+    for t in range(T):
+        if not pack[b, t] or runs[t, 0] == 0 or (one >= 0 and one != t):
+            continue
+        c0 = 1
+        while c0 < L - 1 and bypass[b, c0, t]:
+            c0 += 1
+        nb, sec, joules = pack_pass(t, c0, b, tiles, sizes, runs, tbytes, psum[t] > 0,
+                                    read_bw[1] * ins, write_bw[1] * ins, e_read[0], e_write[0],
+                                    e_link[1])
+        out.offchip[b] += nb
+        out.latency_s[b] += sec
+        out.energy[b] += joules
+    lat = out.latency_s[b]
     out.util[b] = ideal / lat if lat > 0 else 0.0
 
 
