@@ -116,6 +116,7 @@ class CostBatch:
     utilization: np.ndarray
     ratio: np.ndarray          # [B, L]
     energy_j: np.ndarray       # [B] joules (NaN: the arch gives no energy numbers)
+    pack_s: np.ndarray | None = None  # [B] seconds of pack / unpack passes (in latency_s)
 
     @property
     def valid(self) -> np.ndarray:
@@ -243,7 +244,7 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
         drains=out.drains, offchip_bytes=out.offchip,
         steps=out.steps, padded_points=out.padded, compute_cycles=out.cycles,
         compute_s=out.compute_s, transfer_s=out.transfer_s, latency_s=out.latency_s,
-        utilization=out.util, ratio=out.ratio, energy_j=out.energy)
+        utilization=out.util, ratio=out.ratio, energy_j=out.energy, pack_s=out.pack_s)
 
 
 def _empty_outputs(B: int, L: int, T: int, O: int) -> CostArrays:
@@ -254,7 +255,8 @@ def _empty_outputs(B: int, L: int, T: int, O: int) -> CostArrays:
         drains=np.empty((B, L, T), np.int64), offchip=np.empty(B, np.int64),
         steps=np.empty((B, O), np.int64), padded=np.empty((B, O), np.int64),
         cycles=np.empty(B), compute_s=np.empty(B), transfer_s=np.empty((B, L)),
-        latency_s=np.empty(B), util=np.empty(B), ratio=np.empty((B, L)), energy=np.empty(B))
+        latency_s=np.empty(B), util=np.empty(B), ratio=np.empty((B, L)), energy=np.empty(B),
+        pack_s=np.empty(B))
 
 
 def _raise_flags(flags: np.ndarray, st, arch, D: int) -> None:

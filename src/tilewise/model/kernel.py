@@ -212,6 +212,7 @@ class CostArrays(NamedTuple):
     util: np.ndarray           # [B]
     ratio: np.ndarray          # [B, L]
     energy: np.ndarray         # [B] joules (NaN: the arch gives no energy numbers)
+    pack_s: np.ndarray         # [B] seconds of pack / unpack passes (in latency_s)
 
 
 @njit(cache=True, error_model="numpy")
@@ -394,6 +395,7 @@ def _zero(b, out):
     out.latency_s[b] = 0.0
     out.util[b] = 0.0
     out.energy[b] = 0.0
+    out.pack_s[b] = 0.0
     out.footprint[b, :] = 0
     out.transfer_s[b, :] = 0.0
     out.ratio[b, :] = 0.0
@@ -1053,6 +1055,7 @@ def _pack_passes(b, one, pack, bypass, tiles, sizes, runs, tbytes, psum, used, i
     energy; the utilization follows the latency."""
     T, L = pack.shape[1], bypass.shape[1]
     ins = link_instances(inst, 1, link_a, used)
+    out.pack_s[b] = 0.0
     for t in range(T):
         if not pack[b, t] or runs[t, 0] == 0 or (one >= 0 and one != t):
             continue
@@ -1063,8 +1066,9 @@ def _pack_passes(b, one, pack, bypass, tiles, sizes, runs, tbytes, psum, used, i
                                     read_bw[1] * ins, write_bw[1] * ins, e_read[0], e_write[0],
                                     e_link[1])
         out.offchip[b] += nb
-        out.latency_s[b] += sec
+        out.pack_s[b] += sec
         out.energy[b] += joules
+    out.latency_s[b] += out.pack_s[b]  # one sum, as the search adds it to its latencies
     lat = out.latency_s[b]
     out.util[b] = ideal / lat if lat > 0 else 0.0
 

@@ -28,7 +28,7 @@ parts:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -307,6 +307,12 @@ class Problem:
         """The groups in the order :func:`.kernel.evaluate_into` takes them."""
         return (self.dims, self.levels, self.tensors, self.groups, self.buffers, self.compute,
                 self.chain)
+
+    def exact_bytes(self) -> "Problem":
+        """This problem with every link moving exact bytes (granules of one byte, no run
+        rounding): the search's bounds take it, since rounding runs and packing only add
+        bytes (:mod:`.contiguity`)."""
+        return replace(self, levels=self.levels._replace(granule=np.ones_like(self.levels.granule)))
 
     def require_rates(self) -> None:
         """SpecError naming the first op the arch gives no compute rate for (costing needs it)."""
