@@ -350,17 +350,20 @@ class Engine:
 
     # ----- traffic -----
 
-    def traffic(self, s, tiles, ords, nfix: int) -> tuple[Traffic, np.ndarray | None]:
+    def traffic(self, s, tiles, ords, nfix: int,
+                rounded: bool = False) -> tuple[Traffic, np.ndarray | None]:
         """Bytes and transfers into / out of each level (:class:`.bound.Traffic`): exact for
         the given orders when every level's order is fixed (``nfix == L-1``; also returns the
-        legality mask), else each tensor's least over the open levels' orders."""
+        legality mask), else each tensor's least over the open levels' orders. Bytes are
+        exact (:attr:`bound_problem`) unless ``rounded`` (the tiles are the mapping's own:
+        its runs rounded to the granules, :attr:`problem`)."""
         n, L, T = len(s), self.L, self.T
         sp = self.split_arr[s]
         if nfix == L - 1:
             z = np.zeros((n, L, T), bool)
             cb = evaluate_batch(self.workload, self.arch, MappingBatch(
                 tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]),
-                problem=self.bound_problem)
+                problem=self.problem if rounded else self.bound_problem)
             return Traffic.of(cb), cb.legal
         return self.tensor_traffic(s, tiles, self.tensor_orders(ords, nfix)), None
 
@@ -424,7 +427,10 @@ class Engine:
             s, ords, ttc, sr = s[idx], ords[idx], ttc[idx], si.take(idx)
             rw = None if rw is None else rw.take(idx)
         if rw is None:
-            tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
+            # a full mapping with one layout (no pack choices) is bounded by its own bytes,
+            # rounded to the granules (exact); with pack choices, by exact bytes (below all)
+            full = stage == len(self.stages) and not self.space.pack_variants().any()
+            tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]), rounded=full)
         else:
             tr, legal = rw, None
         # the fewest kernel calls from the largest innermost tiles that fit (_least_objectives)
