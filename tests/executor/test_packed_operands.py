@@ -36,3 +36,13 @@ def test_the_outermost_level_really_holds_the_packed_array():
     assert b.shape == (1, 8, 40, 8)  # B[k40, n60] by tiles [40, 8]: 1 x 8 tiles, padded
     np.testing.assert_array_equal(b[0, 2], inputs["B"][:, 16:24])
     assert not b[0, 7, :, 4:].any()  # the padding of the last tile
+
+
+def test_the_dma_emitter_refuses_a_packed_layout_with_one_line():
+    from tilewise.emit.dma.program import build_program
+    from tilewise.errors import DmaError
+
+    m = Mapping.parse("ddr[m40 n48 k32] mnk pack:B | memtile[m32 n32 k16] kmn | "
+                      "core[m16 n8 k16] ; rows=n4 cols=m2")
+    with pytest.raises(DmaError, match="mapping packs B at ddr"):
+        build_program(gemm(40, 48, 32), load_arch("aie-4x2"), m)
