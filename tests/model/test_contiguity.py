@@ -147,3 +147,16 @@ def test_simulation_counts_the_hand_count_too():
     m = Mapping.parse(CPU.format(o0="nmk", pack="pack:B ", n3=8))
     t = simulate(w, arch, m)
     assert t.reads["l3"]["B"] == 8 * 2048 and t.writes["l3"]["C"] == 8 * 64 * 64
+
+
+def test_a_granule_that_is_not_whole_elements_is_an_error():
+    import dataclasses
+
+    from tilewise.errors import SpecError
+
+    arch = load_arch("cpu-6core")
+    levels = tuple(dataclasses.replace(lv, block_bytes=6) if lv.name == "l2" else lv
+                   for lv in arch.levels)
+    with pytest.raises(SpecError, match="level l2's transfer granule 6 B"):
+        evaluate(gemm(64, 64, 64, dtype="f32"), dataclasses.replace(arch, levels=levels),
+                 Mapping.parse(CPU.format(o0="mnk", pack="", n3=64)))
