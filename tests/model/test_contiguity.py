@@ -149,14 +149,17 @@ def test_simulation_counts_the_hand_count_too():
     assert t.reads["l3"]["B"] == 8 * 2048 and t.writes["l3"]["C"] == 8 * 64 * 64
 
 
-def test_a_granule_that_is_not_whole_elements_is_an_error():
+def test_a_granule_of_partial_elements_rounds_to_whole_granules_and_elements():
+    """A 6 B block under f32 rows: runs round to 3 elements (12 B, two granules); the model
+    and the simulation agree."""
     import dataclasses
-
-    from tilewise.errors import SpecError
 
     arch = load_arch("cpu-6core")
     levels = tuple(dataclasses.replace(lv, block_bytes=6) if lv.name == "l2" else lv
                    for lv in arch.levels)
-    with pytest.raises(SpecError, match="level l2's transfer granule 6 B"):
-        evaluate(gemm(64, 64, 64, dtype="f32"), dataclasses.replace(arch, levels=levels),
-                 Mapping.parse(CPU.format(o0="mnk", pack="", n3=64)))
+    arch = dataclasses.replace(arch, levels=levels)
+    m = Mapping.parse(CPU.format(o0="mnk", pack="", n3=64).replace(
+        "n8 k64] mnk | l1[m16 n8", "n7 k64] mnk | l1[m16 n7"))
+    c, _ = _compare(gemm(64, 64, 64, dtype="f32"), arch, m)
+    # per m tile: 9 B tiles of 64 rows of 7 floats (9 moved) and one of 1 float (3 moved)
+    assert c.reads["l2"]["B"] == 4 * (9 * 64 * 9 + 64 * 3) * 4

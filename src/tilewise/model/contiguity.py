@@ -19,6 +19,8 @@ tile's box directly):
   run). A run of ``n`` elements of ``w`` bytes moves ``ceil(n*w / g) * g`` bytes: runs are
   taken to start on a granule (a row pitch and tile starts that are whole granules, as with
   aligned tiles and line-padded rows), so a run of 32 B from a cache with 64 B lines moves 64 B.
+  A granule that is not whole elements rounds to the fewest elements that are whole granules
+  (:func:`granule_points`).
 - *Packed layout* (``pack:A`` at the outermost level, MLIR ``linalg.pack`` with
   ``inner_tiles`` = the tile at the first level below that keeps the tensor, padded to whole
   tiles): each transfer between the outermost level and that level moves one whole pack tile,
@@ -41,7 +43,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ..errors import SpecError
 
 
 def link_granules(arch) -> np.ndarray:
@@ -60,18 +61,15 @@ def transfer_granule(granules, src: int, dst: int) -> int:
     return int(max(granules[src + 1:dst + 1]))
 
 
-def granule_points(granule: int, width: int, arch_name: str = "", level: str = "") -> int:
-    """The granule in elements of ``width`` bytes; 1 when an element is at least a granule
-    (then every run is whole granules). SpecError when a granule is not whole elements."""
-    if granule <= width:
-        if width % granule:
-            raise SpecError(f"arch {arch_name}: level {level}'s transfer granule {granule} B does "
-                            f"not divide a {width}-byte element; use a power-of-two block")
-        return 1
-    if granule % width:
-        raise SpecError(f"arch {arch_name}: level {level}'s transfer granule {granule} B is not "
-                        f"a whole number of {width}-byte elements; use a power-of-two block")
-    return granule // width
+@njit(cache=True, inline="always", error_model="numpy")
+def granule_points(granule, width):
+    """The granule in elements of ``width`` bytes: the fewest elements that are whole granules,
+    ``lcm(granule, width) / width`` (``granule / width`` for a granule of whole elements, 1 for
+    an element of whole granules)."""
+    a, b = granule, width
+    while b:
+        a, b = b, a % b
+    return granule // a
 
 
 def run_axes(tensor, dims) -> tuple[int, ...] | None:

@@ -71,7 +71,7 @@ import numpy as np
 
 from numba import njit
 
-from .contiguity import pack_pass
+from .contiguity import granule_points, pack_pass
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
 from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, compute_energy,
                     passes_at, transfer_energy,
@@ -819,8 +819,8 @@ def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, g
             for l in range(src + 1, c + 1):
                 g = max(g, granule[l])
             w = psum[t] if psum[t] else tbytes[t]
-            ge = g // w if g > w else 1
-            gf = g // tbytes[t] if g > tbytes[t] else 1
+            ge = granule_points(g, w)
+            gf = granule_points(g, tbytes[t])
             packed = pack[b, t] and src == 0
             src = c
             if not packed and ge == 1 and gf == 1:

@@ -35,7 +35,7 @@ import numpy as np
 from typing import NamedTuple
 
 from ..ir.workload import Tensor
-from .contiguity import granule_points, link_granules, run_axes
+from .contiguity import link_granules, run_axes
 from .footprint import element_bytes, in_place, partial_sum_bytes
 from .rules import (buffer_bytes, compute_bound_s, energy_per_point, energy_table,
                     transfer_seconds,
@@ -365,11 +365,6 @@ class Problem:
                for g in groups(t, st.dims)]
         align = workload.alignment(arch.alignment)
         useful = _i64([int(np.prod([workload.sizes[d] for d in op.dims])) for op in workload.ops])
-        granules = link_granules(arch)
-        for t in st.moved:  # every run is whole elements (SpecError naming the level)
-            for width in {t.element_bytes, partial_sum_bytes(t, workload) or t.element_bytes}:
-                for l in range(1, st.n_levels):
-                    granule_points(int(granules[l]), width, arch.name, arch.levels[l].name)
         return cls(st, DimsInfo(_i64(st.sizes), _i64([align[d] for d in st.dims])),
                    _levels(st), _tensors(st, moved, grp), _affine_groups(st, grp),
                    _buffers(st), _compute(st), chain_rules(st), useful, forced)

@@ -47,7 +47,7 @@ class RunCounter:
             return exact
         src = self.source(tensor.name, level)
         g = max(int(x) for x in self.granules[src + 1:level + 1])
-        ge = granule_points(g, width, self.arch.name, self.arch.levels[level].name)
+        ge = int(granule_points(g, width))
         if src == 0 and tensor.name in self.mapping.levels[0].pack:
             slot = 1
             for ax, n in zip(tensor.axes, tensor.shape):
