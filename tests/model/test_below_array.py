@@ -3,6 +3,8 @@ per-core L2 at the array, per-core L1): each core walks its own slice through it
 levels. Hand counts, model == simulation on random cases (cpu-6core and toy archs), the
 executor against the numpy reference, and the search against brute force."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
@@ -21,6 +23,13 @@ from .strategies import mappings, workloads
 from .test_model_vs_simulation import _compare
 
 CPU = load_arch("cpu-6core")
+
+
+def _lines_in_l1(block_bytes: int = 32):
+    """:func:`array_above_innermost` whose per-core L1 fills lines of ``block_bytes``: the
+    transfers below the array move in rounded runs (:mod:`tilewise.model.contiguity`)."""
+    a = array_above_innermost()
+    return replace(a, levels=a.levels[:2] + (replace(a.levels[2], block_bytes=block_bytes),))
 
 
 def test_edge_slices_hand_counted():
@@ -43,6 +52,23 @@ def test_edge_slices_hand_counted():
     assert c.writes["l1"] == {"C": 160} and c.reloads["l1"] == {}
     assert c.reads["l2"] == {"A": 160, "B": 128}
     assert c.steps == {"C": 6} and c.padded_points == {"C": 240}
+
+
+def test_edge_slices_in_rounded_runs_hand_counted():
+    """The mapping of :func:`test_edge_slices_hand_counted` with 32 B lines in L1: each core's
+    tiles are counted (its own slices) and each of their runs rounded to 32 B.
+    - A (m x k, rows of 16 B): an L1 tile spans k, so it is one run of m x 16 B; core 0's
+      m3 m1 m2, core 1's m3 m1 move 64 + 32 + 32 + 64 + 32 = 224 B (exact: 160 B).
+    - B (k4 x n2 tiles): 4 runs of 8 B, 128 B a load, 10 loads: 1280 B.
+    - C (m x n2 tiles): rows of 8 B, 20 rows over both cores' tiles stored once: 640 B.
+    - L2 has no lines: its bytes are exact (A 160 B, B 128 B)."""
+    w = tw.gemm(10, 4, 4, dtype="f32")
+    m = tw.Mapping.parse("l3[m10 n4 k4] mnk | l2[m4 n4 k4] mnk | l1[m3 n2 k4] ; cols=m2")
+    c, _ = _compare(w, _lines_in_l1(), m)
+    assert c.reads["l1"] == {"A": 224, "B": 1280}
+    assert c.fills["l1"] == {"A": 5, "B": 10}
+    assert c.writes["l1"] == {"C": 640} and c.reloads["l1"] == {}
+    assert c.reads["l2"] == {"A": 160, "B": 128}
 
 
 def test_reduction_split_through_the_parent_hand_counted():
@@ -79,7 +105,7 @@ def test_cpu_6core_gemm_uses_six_cores_and_their_links():
     assert c6.latency_s < c1.latency_s / 3
 
 
-_ARCHS = st.sampled_from([array_above_innermost(), array_in_the_middle(), CPU])
+_ARCHS = st.sampled_from([array_above_innermost(), _lines_in_l1(), array_in_the_middle(), CPU])
 
 
 def _rated(w, a) -> bool:
