@@ -10,6 +10,10 @@ optional spatial split per array axis. At level ``i``:
   tile; a permutation of all dims. The innermost level has no loops (its tile is computed).
 - ``bypass``: tensors not stored at this level (streamed between its neighbours);
   ``double_buffer``: tensors given a second (ping/pong) buffer there.
+- ``pack`` (the outermost level only): tensors stored there packed by their tile at the first
+  level below that keeps them (MLIR ``linalg.pack`` with ``inner_tiles`` = that tile), so each
+  tile crosses as one contiguous run, at the price of a pack pass (an output: an unpack pass);
+  :mod:`tilewise.model.contiguity`.
 
 ``rows`` / ``cols``: the dim split across the array's rows axis (core row ``r`` gets slice ``r``)
 and columns axis, and into how many ways; the loops of the level above the array then step over
@@ -19,6 +23,7 @@ memtile and core (:meth:`Mapping.from_triplet`).
 Text form (round-trips: ``Mapping.parse(str(m)) == m``)::
 
     ddr[m512 n768 k768] mnk | memtile[m256 n192 k768] nmk db:B | core[m64 n48 k64] db:A,B ; rows=n4 cols=m2
+    dram[m512 n512 k512] mnk pack:A,B | l3[m128 n128 k512] ...
 
 Levels are separated by ``|``, the spatial part follows ``;``. A loop order is the dim names
 concatenated when all are single letters (``mnk``), else comma-separated (``m,n,kv``).
@@ -61,6 +66,7 @@ class LevelMapping:
     order: tuple[str, ...] = ()
     bypass: frozenset[str] = frozenset()
     double_buffer: frozenset[str] = frozenset()
+    pack: frozenset[str] = frozenset()
 
     def __post_init__(self):
         tiles = self.tiles.items() if isinstance(self.tiles, TMapping) else self.tiles
@@ -68,6 +74,7 @@ class LevelMapping:
         object.__setattr__(self, "order", tuple(self.order))
         object.__setattr__(self, "bypass", frozenset(self.bypass))
         object.__setattr__(self, "double_buffer", frozenset(self.double_buffer))
+        object.__setattr__(self, "pack", frozenset(self.pack))
 
     @property
     def sizes(self) -> dict[str, int]:
@@ -83,6 +90,8 @@ class LevelMapping:
             text += " db:" + ",".join(sorted(self.double_buffer))
         if self.bypass:
             text += " bypass:" + ",".join(sorted(self.bypass))
+        if self.pack:
+            text += " pack:" + ",".join(sorted(self.pack))
         return text
 
 
@@ -119,7 +128,8 @@ class Mapping:
         return {
             "levels": [
                 {"level": lv.level, "tiles": dict(lv.tiles), "order": list(lv.order),
-                 "bypass": sorted(lv.bypass), "double_buffer": sorted(lv.double_buffer)}
+                 "bypass": sorted(lv.bypass), "double_buffer": sorted(lv.double_buffer),
+                 **({"pack": sorted(lv.pack)} if lv.pack else {})}
                 for lv in self.levels
             ],
             "rows": [self.rows.dim, self.rows.ways] if self.rows else None,
@@ -138,14 +148,16 @@ class Mapping:
             levels = tuple(
                 LevelMapping(lv["level"], tuple((d, int(t)) for d, t in lv["tiles"].items()),
                              tuple(lv.get("order", ())), frozenset(lv.get("bypass", ())),
-                             frozenset(lv.get("double_buffer", ())))
+                             frozenset(lv.get("double_buffer", ())),
+                             frozenset(lv.get("pack", ())))
                 for lv in data["levels"])
             sp = {k: Spatial(data[k][0], int(data[k][1])) if data.get(k) else None
                   for k in ("rows", "cols")}
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
             raise MappingError(f"mapping JSON is malformed ({type(e).__name__}: {e}); expected "
                                "{'levels': [{'level', 'tiles', 'order', 'bypass', "
-                               "'double_buffer'}], 'rows': [dim, ways] | null, 'cols': ...}") from None
+                               "'double_buffer', 'pack'}], 'rows': [dim, ways] | null, "
+                               "'cols': ...}") from None
         return cls(levels, sp["rows"], sp["cols"])
 
     # ----- construction -----
@@ -274,7 +286,7 @@ class _Parser:
             if self.pos < len(self.text) and self.text[self.pos] == "]":
                 self.pos += 1
                 break
-        order, db, bypass = (), set(), set()
+        order, db, bypass, pack = (), set(), set(), set()
         while True:
             self.ws()
             if self.pos >= len(self.text) or self.text[self.pos] in "|;":
@@ -285,12 +297,16 @@ class _Parser:
             elif self.text.startswith("bypass:", self.pos):
                 self.pos += 7
                 bypass |= set(self.names())
+            elif self.text.startswith("pack:", self.pos):
+                self.pos += 5
+                pack |= set(self.names())
             elif not order:
-                word = self.match(r"[a-z]+(,[a-z]+)*", "a loop order, 'db:' or 'bypass:'")
+                word = self.match(r"[a-z]+(,[a-z]+)*", "a loop order, 'db:', 'bypass:' or 'pack:'")
                 order = _split_order(word, [d for d, _ in tiles])
             else:
-                self.error("'db:', 'bypass:', '|' or ';'")
-        return LevelMapping(name, tuple(tiles), order, frozenset(bypass), frozenset(db))
+                self.error("'db:', 'bypass:', 'pack:', '|' or ';'")
+        return LevelMapping(name, tuple(tiles), order, frozenset(bypass), frozenset(db),
+                            frozenset(pack))
 
     def names(self) -> list[str]:
         word = self.match(r"[A-Za-z][A-Za-z0-9_]*(,[A-Za-z][A-Za-z0-9_]*)*", "tensor names A,B")

@@ -124,9 +124,21 @@ CASES = [
 ]
 
 
+@pytest.fixture
+def exact_links(monkeypatch):
+    """Links of one-byte granules: the executor moves each tile's exact box, which the model and
+    the simulation count when no run is rounded (runs: tests/model/test_contiguity.py)."""
+    from tilewise.model import problem
+    from tilewise.simulation import runs
+
+    ones = lambda arch: np.ones(len(arch.levels), np.int64)
+    monkeypatch.setattr(problem, "link_granules", ones)
+    monkeypatch.setattr(runs, "link_granules", ones)
+
+
 @pytest.mark.parametrize("workload, arch, text", CASES, ids=[c[0].name for c in CASES])
 def test_execute_replays_the_walk_simulate_counts_and_moves_those_bytes(workload, arch, text,
-                                                                        monkeypatch):
+                                                                        monkeypatch, exact_links):
     mapping = Mapping.parse(text)
     seen, moved = [], Counter()
     real_walk, real_transfer = interpreter.walk, _Executor._transfer
@@ -159,7 +171,8 @@ def test_execute_replays_the_walk_simulate_counts_and_moves_those_bytes(workload
 # --------------------------------------------------------------------------- LayerNorm
 
 
-def test_layernorm_column_tiles_merge_welford_statistics_and_read_dram_once(monkeypatch):
+def test_layernorm_column_tiles_merge_welford_statistics_and_read_dram_once(monkeypatch,
+                                                                             exact_links):
     """LayerNorm with its normalized dim c split at the core: statistics of each column tile
     merged with Chan's rule, then a second sweep over the column tiles that reads X from the
     on-chip level above, never again from DRAM; the model counts the same two passes."""

@@ -16,6 +16,7 @@ from tilewise import Arch, Mapping, conv2d, gemm, gemm_chain, layernorm, mha
 from tilewise.ir import library as lib
 from tilewise.model.batch import MappingBatch
 from tilewise.model.cost import evaluate_batch
+from tilewise.model import problem as problem_module
 from tilewise.model.structure import Structure
 
 from .archs import aie_like, four_level, two_level
@@ -92,8 +93,17 @@ def without_transfer_costs(arch: Arch) -> Arch:
     return dataclasses.replace(arch, levels=levels)
 
 
+@pytest.fixture
+def exact_bytes(monkeypatch):
+    """Links move exact bytes (granules of one byte): the frozen reference predates contiguous
+    runs (:mod:`tilewise.model.contiguity`, checked against the simulation and by hand in
+    test_contiguity)."""
+    monkeypatch.setattr(problem_module, "link_granules",
+                        lambda arch: np.ones(len(arch.levels), np.int64))
+
+
 @pytest.mark.parametrize("name,make_workload,make_arch", CASES, ids=[c[0] for c in CASES])
-def test_compiled_model_equals_numpy_reference(name, make_workload, make_arch):
+def test_compiled_model_equals_numpy_reference(name, make_workload, make_arch, exact_bytes):
     workload, arch = make_workload(), without_transfer_costs(make_arch())
     batch = random_batch(workload, arch, 3000, np.random.default_rng(len(name)))
     got, want = evaluate_batch(workload, arch, batch), reference(workload, arch, batch)
@@ -130,7 +140,7 @@ def search_shaped(workload, arch, n_combos: int, rng: np.random.Generator) -> Ma
 
 
 @pytest.mark.parametrize("name,make_workload,make_arch", CASES, ids=[c[0] for c in CASES])
-def test_consecutive_candidates_sharing_tiles(name, make_workload, make_arch):
+def test_consecutive_candidates_sharing_tiles(name, make_workload, make_arch, exact_bytes):
     """The kernel keeps a dim's tile lists (and the tile-only results) while the tiles repeat:
     search-shaped batches give the reference's numbers and those of candidates one by one."""
     workload, arch = make_workload(), without_transfer_costs(make_arch())

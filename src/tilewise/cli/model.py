@@ -115,9 +115,33 @@ def _traffic_table(cost, levels):
             if parts:
                 row.append(f"{parts.get(name, {}).get(t, 0.0) * 1e6:,.3f}")
             traffic.add_row(*row)
+    for t, p in cost.pack.items():  # pack / unpack passes (bytes read + written, seconds)
+        row = [f"{levels[0]} pack pass", t, _bytes(p["bytes"]), "", "", _seconds(p["s"])]
+        traffic.add_row(*row, *([f"{(p['j'] or 0.0) * 1e6:,.3f}"] if parts else []))
     if parts:
         traffic.add_row("compute", "", "", "", "", "", f"{parts['compute'] * 1e6:,.3f}")
     return traffic
+
+
+def _pack_lines(workload, arch, mapping) -> list[str]:
+    """Each packed tensor's layout at the outermost level in MLIR's and XLA's notation: packed
+    by its tile at the first level below that keeps it (:mod:`tilewise.model.contiguity`)."""
+    from ..layout.convert import pack_to_xla
+    from ..layout.pack import pack_op_text, verify
+    from ..model.batch import stated
+
+    m = stated(workload, arch, mapping)
+    lines = []
+    for name in sorted(m.levels[0].pack):
+        t = workload.tensor(name)
+        c0 = next((k for k in range(1, len(m.levels)) if name not in m.levels[k].bypass),
+                  len(m.levels) - 1)
+        tiles = [min(m.levels[c0].sizes[ax.dims[0]], n) for ax, n in zip(t.axes, t.shape)]
+        packing = verify(t.shape, tuple(range(len(tiles))), tiles)
+        op = pack_op_text(packing, t.dtype.mlir_name, 0 if packing.needs_padding else None)
+        lines.append(f"layout {name}: packed by its {m.levels[c0].level} tile, XLA "
+                     f"{pack_to_xla(t.shape, t.dtype, packing.inner_dims_pos, tiles, ())}; {op}")
+    return lines
 
 
 def _print(workload, arch, mapping, cost, mismatches) -> None:
@@ -129,6 +153,8 @@ def _print(workload, arch, mapping, cost, mismatches) -> None:
     from ..model.batch import stated
 
     out.print(f"mapping: {escape(str(stated(workload, arch, mapping)))}")
+    for line in _pack_lines(workload, arch, mapping):
+        out.print(escape(line))
     levels = list(cost.footprint)
     memory = Table(title="levels (bytes per instance; link l joins level l to its parent)")
     for col in ("level", "footprint B", "capacity B", "used", "link time", "𝔽"):

@@ -48,6 +48,10 @@ _OPTIONS = [
                       "through the parent: name them, e.g. 'rows=n4 cols=n2')"),
     click.option("--double-buffer", "double_buffer", default="any", show_default=True,
                  type=click.Choice(["any", "all", "none"]), help="double-buffering choices"),
+    click.option("--pack", default="none", show_default=True,
+                 help="outermost-level layouts to try: none (row-major), any (every subset of "
+                      "the packable tensors; one model call per choice and leaf), or the "
+                      "tensors to pack, e.g. A,B"),
     click.option("--dma-limits", "dma_limits", is_flag=True,
                  help="only mappings whose DMA program (tilewise emit dma, buffers laid out "
                       "densely) fits the arch's dma: limits; slower (each candidate's program "
@@ -65,7 +69,7 @@ _OPTIONS = [
 
 
 def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spatial,
-         double_buffer, dma_limits, as_json, wide, plot, verify=False):
+         double_buffer, dma_limits, as_json, wide, plot, verify=False, pack="none"):
     from ..arch.loader import load_arch
     from ..search.custom import as_custom
     from ..search.optimize import parse_then, parse_tolerance, search
@@ -74,6 +78,8 @@ def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spat
     plot = output_path(plot, "--plot")
     arch = load_arch(arch, "--arch")
     constraints = {"double_buffer": double_buffer}
+    if pack != "none":
+        constraints["pack"] = pack if pack == "any" else [x.strip() for x in pack.split(",")]
     if dma_limits:
         constraints["dma_limits"] = True
     if spatial:
@@ -127,6 +133,8 @@ def solution_row(rank: int, sol, workload, arch) -> list[str]:
     spatial = " ".join(f"{a}={s}" for a, s in (("rows", m.rows), ("cols", m.cols)) if s) or "—"
     db = " ".join(f"{lv.level}:{','.join(sorted(lv.double_buffer))}" for lv in m.levels
                   if lv.double_buffer) or "—"
+    if m.levels[0].pack:
+        db = ("" if db == "—" else db + " ") + "pack:" + ",".join(sorted(m.levels[0].pack))
     red = {d for op in workload.ops for d in op.reduction_dims}
     ksplit = []
     for d in sorted(red):

@@ -60,6 +60,7 @@ import numpy as np
 from ..errors import CapacityError, MappingError, WorkloadError
 from ..model.legality import merged_ways, ways_of
 from ..model.footprint import in_place
+from ..layout.pack import pack, unpack
 from ..model.problem import Problem
 from ..tiles.kernels import conv_tile, einsum_tile, merge_softmax, online_softmax, read_tile
 from ..tiles.layernorm import Moments, merge_moments, normalize_tile, tile_moments
@@ -291,6 +292,32 @@ class _Buffer:
         return tuple(slice(lo - blo, hi - blo) for (lo, hi), (blo, _) in zip(box, self.box))
 
 
+class _PackedBuffer(_Buffer):
+    """A tensor stored packed at the outermost level (``pack:`` in the mapping): the data is
+    :func:`tilewise.layout.pack.pack`'s result (``inner_tiles`` = ``tiles``, the tensor's tile
+    at the first level below that keeps it, padded with zeros); a box is one pack tile."""
+
+    __slots__ = ("tiles",)
+
+    def __init__(self, shape, data, tiles):
+        super().__init__(None, tuple((0, n) for n in shape), data)
+        self.tiles = tiles
+
+    def region(self, box) -> tuple:
+        """The pack tile holding ``box`` (its outer indices, then the real extents in it)."""
+        outer, inner = [], []
+        for (lo, hi), t in zip(box, self.tiles):
+            if hi > lo and (lo % t or hi - lo > t):
+                raise MappingError(f"internal: tile box {box} is not one pack tile of {self.tiles}")
+            outer.append(lo // t)
+            inner.append(slice(0, hi - lo))
+        return tuple(outer) + tuple(inner)
+
+    def unpacked(self) -> np.ndarray:
+        return unpack(self.data, tuple(range(len(self.tiles))), self.tiles,
+                      shape=tuple(hi for _, hi in self.box))
+
+
 class _Executor:
     def __init__(self, workload, arch, mapping, inputs):
         self.w, self.arch, self.m = workload, arch, mapping
@@ -346,7 +373,10 @@ class _Executor:
             self._allocate(0, None, t)
             shape = array_shape(t)
             data = inputs[t.name] if t.name in inputs else np.zeros(shape, self._dtype(0, t))
-            self.buffers[(0, None, t.name)] = _Buffer(None, tuple((0, s) for s in t.shape), data)
+            if t.name in mapping.levels[0].pack:
+                self.buffers[(0, None, t.name)] = self._packed(t, data)
+            else:
+                self.buffers[(0, None, t.name)] = _Buffer(None, tuple((0, s) for s in t.shape), data)
 
     def run(self, progress=None) -> dict[str, np.ndarray]:
         done = 0
@@ -362,8 +392,21 @@ class _Executor:
             progress(done)
         # the one conversion of each output, from its accumulator: integers saturate
         self._normalize_merged()
-        return {t.name: t.dtype.convert(self.buffers[(0, None, t.name)].data)
-                for t in output_tensors(self.w)}
+        out = {}
+        for t in output_tensors(self.w):
+            buf = self.buffers[(0, None, t.name)]
+            data = buf.unpacked() if isinstance(buf, _PackedBuffer) else buf.data
+            out[t.name] = t.dtype.convert(data)
+        return out
+
+    def _packed(self, t, data) -> _PackedBuffer:
+        """``t`` packed by its tile at the first level below the outermost that keeps it
+        (clipped to the tensor), zero padded: a real ``linalg.pack``."""
+        c0 = next((l for l in range(1, self.n) if t.name in self.kept[l]), self.n - 1)
+        tiles = tuple(min(self.tiles[c0][ax.dims[0]], n) for ax, n in zip(t.axes, t.shape))
+        packed = pack(np.ascontiguousarray(data), tuple(range(len(tiles))), tiles,
+                      padding_value=0)
+        return _PackedBuffer(t.shape, packed, tiles)
 
     # ----- memory
 

@@ -5,7 +5,8 @@ dim index of loop position ``p`` (outermost first) at level ``i`` (levels 0 .. n
 ``bypass`` / ``double_buffer[b, i, t]``: flags per level and tensor (``Structure.tensors``
 order; a tensor its level does not hold, ``Structure.held``, is bypassed whatever the flag
 says, and :meth:`MappingBatch.mapping` writes it so); ``rows_dim`` / ``cols_dim[b]``: the split dim index or -1, with ``rows_ways`` /
-``cols_ways[b]``. Build it from :class:`~tilewise.mapping.Mapping` objects with
+``cols_ways[b]``; ``pack[b, t]``: the tensor is stored packed at the outermost level
+(:mod:`.contiguity`; all False when not given). Build it from :class:`~tilewise.mapping.Mapping` objects with
 :meth:`MappingBatch.from_mappings`, or directly from arrays (the search does)::
 
     >>> batch = MappingBatch.from_mappings(workload, arch, [m1, m2])
@@ -35,6 +36,11 @@ class MappingBatch:
     rows_ways: np.ndarray
     cols_dim: np.ndarray
     cols_ways: np.ndarray
+    pack: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.pack is None:
+            object.__setattr__(self, "pack", np.zeros((len(self), self.bypass.shape[2]), bool))
 
     def __len__(self) -> int:
         return self.tiles.shape[0]
@@ -52,6 +58,7 @@ class MappingBatch:
         db = np.zeros((B, L, T), bool)
         sp = np.full((4, B), -1, np.int64)
         sp[1] = sp[3] = 1
+        pack = np.zeros((B, T), bool)
         moved = {t.name for t in st.moved}
         forced = ~st.held & np.array([n in moved for n in names])[None, :]
         for b, m in enumerate(mappings):
@@ -63,10 +70,11 @@ class MappingBatch:
                     orders[b, i] = [dims.index(d) for d in lv.order]
                 bypass[b, i] = [t in lv.bypass for t in names] | forced[i]
                 db[b, i] = [t in lv.double_buffer for t in names]
+            pack[b] = [t in m.levels[0].pack for t in names]
             for j, s in enumerate((m.rows, m.cols)):
                 if s:
                     sp[2 * j, b], sp[2 * j + 1, b] = dims.index(s.dim), s.ways
-        return cls(tiles, orders, bypass, db, sp[0], sp[1], sp[2], sp[3])
+        return cls(tiles, orders, bypass, db, sp[0], sp[1], sp[2], sp[3], pack)
 
     def mapping(self, i: int, workload, arch) -> Mapping:
         """Candidate ``i`` as a :class:`Mapping`."""
@@ -82,7 +90,8 @@ class MappingBatch:
                 lv.name, tuple((d, int(self.tiles[i, k, j])) for j, d in enumerate(dims)), order,
                 frozenset(n for t, n in enumerate(names)
                           if self.bypass[i, k, t] or (n in moved and not st.held[k, t])),
-                frozenset(n for t, n in enumerate(names) if self.double_buffer[i, k, t])))
+                frozenset(n for t, n in enumerate(names) if self.double_buffer[i, k, t]),
+                frozenset(n for t, n in enumerate(names) if k == 0 and self.pack[i, t])))
         rows = Spatial(dims[self.rows_dim[i]], int(self.rows_ways[i])) if self.rows_dim[i] >= 0 else None
         cols = Spatial(dims[self.cols_dim[i]], int(self.cols_ways[i])) if self.cols_dim[i] >= 0 else None
         return Mapping(tuple(levels), rows, cols)

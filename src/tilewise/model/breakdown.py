@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .contiguity import pack_pass
 from .rules import compute_energy, link_instances, link_time, transfer_energy
 
 
@@ -77,3 +78,25 @@ def _first_keeper(l: int, t: int, bypass: np.ndarray) -> int | None:
         if not bypass[c, t]:
             return c
     return None
+
+
+def pack_breakdown(problem, batch) -> dict:
+    """``{tensor: {"bytes": B, "s": seconds, "j": joules or None}}``: the pack (an output's
+    unpack) pass of each tensor candidate 0 of ``batch`` packs at the outermost level
+    (:func:`.contiguity.pack_pass`, the kernel's rule; included in the latency, the off-chip
+    bytes and the energy)."""
+    lv, st, tn = problem.levels, problem.st, problem.tensors
+    out: dict = {}
+    bypass, used = batch.bypass[0] | problem.forced, int(batch.rows_ways[0] * batch.cols_ways[0])
+    ins = link_instances(lv.instances, 1, lv.link_array, used)
+    for t, tensor in enumerate(st.tensors):
+        if not batch.pack[0, t] or tn.runs[t, 0] == 0:
+            continue
+        c0 = next((c for c in range(1, st.n_levels) if not bypass[c, t]), st.n_levels - 1)
+        nb, sec, joules = pack_pass(t, c0, 0, batch.tiles, problem.dims.sizes, tn.runs,
+                                    tn.tbytes, tn.psum[t] > 0, lv.read_bw[1] * ins,
+                                    lv.write_bw[1] * ins, lv.e_read[0], lv.e_write[0],
+                                    lv.e_link[1])
+        out[tensor.name] = {"bytes": int(nb), "s": float(sec),
+                            "j": None if np.isnan(joules) else float(joules)}
+    return out

@@ -50,7 +50,7 @@ import numpy as np
 
 from ..errors import CapacityError, MappingError, SpecError, TilewiseError
 from .batch import MappingBatch
-from .breakdown import energy_breakdown, fixed_seconds
+from .breakdown import energy_breakdown, fixed_seconds, pack_breakdown
 from .kernel import CostArrays, evaluate_into
 from .legality import merged_ways, ways_of
 from .problem import Problem
@@ -84,6 +84,9 @@ class Cost:
     energy_breakdown: dict | None = None
     # seconds of fixed costs: {"kernel calls": s, level: s per link} (evaluate() only)
     fixed_s: dict = field(default_factory=dict)
+    # the pack / unpack passes of packed tensors: {tensor: {"bytes", "s", "j"}} (evaluate() only;
+    # already in latency_s, offchip_bytes and energy_j)
+    pack: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -113,6 +116,7 @@ class CostBatch:
     utilization: np.ndarray
     ratio: np.ndarray          # [B, L]
     energy_j: np.ndarray       # [B] joules (NaN: the arch gives no energy numbers)
+    pack_s: np.ndarray | None = None  # [B] seconds of pack / unpack passes (in latency_s)
 
     @property
     def valid(self) -> np.ndarray:
@@ -157,8 +161,12 @@ def evaluate(workload, arch, mapping, check_capacity: bool = True) -> Cost:
     batch = MappingBatch.from_mappings(workload, arch, [mapping])
     problem = Problem.build(workload, arch)
     cost = evaluate_batch(workload, arch, batch, problem=problem).item(0)
-    cost = replace(cost, energy_breakdown=energy_breakdown(cost, problem, batch.bypass[0]),
-                   fixed_s=fixed_seconds(cost, problem, batch))
+    pack = pack_breakdown(problem, batch)
+    parts = energy_breakdown(cost, problem, batch.bypass[0])
+    if parts is not None and pack:
+        parts["pack pass"] = {t: p["j"] for t, p in pack.items()}
+    cost = replace(cost, energy_breakdown=parts, fixed_s=fixed_seconds(cost, problem, batch),
+                   pack=pack)
     if check_capacity and not cost.fits:
         raise CapacityError(_overflow(problem, mapping, cost))
     return cost
@@ -230,7 +238,7 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
     flags = np.zeros(3, np.int64)
     bypass = flag(b.bypass | p.forced[None]) if p.forced.any() else flag(b.bypass)
     evaluate_into(tiles, orders, bypass, flag(b.double_buffer), i64(b.rows_dim),
-                  i64(b.rows_ways), i64(b.cols_dim), i64(b.cols_ways), only_arr,
+                  i64(b.rows_ways), i64(b.cols_dim), i64(b.cols_ways), only_arr, flag(b.pack),
                   *p.kernel_args, out, flags)
     _raise_flags(flags, st, arch, D)
     return CostBatch(
@@ -241,7 +249,7 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
         drains=out.drains, offchip_bytes=out.offchip,
         steps=out.steps, padded_points=out.padded, compute_cycles=out.cycles,
         compute_s=out.compute_s, transfer_s=out.transfer_s, latency_s=out.latency_s,
-        utilization=out.util, ratio=out.ratio, energy_j=out.energy)
+        utilization=out.util, ratio=out.ratio, energy_j=out.energy, pack_s=out.pack_s)
 
 
 def _empty_outputs(B: int, L: int, T: int, O: int) -> CostArrays:
@@ -252,7 +260,8 @@ def _empty_outputs(B: int, L: int, T: int, O: int) -> CostArrays:
         drains=np.empty((B, L, T), np.int64), offchip=np.empty(B, np.int64),
         steps=np.empty((B, O), np.int64), padded=np.empty((B, O), np.int64),
         cycles=np.empty(B), compute_s=np.empty(B), transfer_s=np.empty((B, L)),
-        latency_s=np.empty(B), util=np.empty(B), ratio=np.empty((B, L)), energy=np.empty(B))
+        latency_s=np.empty(B), util=np.empty(B), ratio=np.empty((B, L)), energy=np.empty(B),
+        pack_s=np.empty(B))
 
 
 def _raise_flags(flags: np.ndarray, st, arch, D: int) -> None:

@@ -77,6 +77,7 @@ import numpy as np
 
 from numba import njit
 
+from .contiguity import granule_points, pack_pass
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
 from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, compute_energy,
                     panel_tile, passes_at, transfer_energy,
@@ -217,11 +218,12 @@ class CostArrays(NamedTuple):
     util: np.ndarray           # [B]
     ratio: np.ndarray          # [B, L]
     energy: np.ndarray         # [B] joules (NaN: the arch gives no energy numbers)
+    pack_s: np.ndarray         # [B] seconds of pack / unpack passes (in latency_s)
 
 
 @njit(cache=True, error_model="numpy")
 def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
-                  dims, levels, tensors, groups, buffers, compute, chain, out, flags):
+                  pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags):
     """Fill ``out`` (:class:`CostArrays`) for every candidate (see the module docstring); the
     problem is described by the groups of :class:`.problem.Problem`. Every output element is
     written (the arrays may come uninitialized).
@@ -234,6 +236,9 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     ``only[b] >= 0``: count the traffic of that tensor alone (the others' is left zero, and
     the link times and latency cover that tensor only): the search's per-tensor bounds need
     one tensor per candidate, and skipping the rest is most of a candidate's work.
+
+    ``pack [B, T]``: the tensor is stored packed at the outermost level
+    (:mod:`.contiguity`; its tile transfers from there are one run each).
 
     The stages mirror the module docstring's steps. Consecutive candidates often share their
     tiles (a search evaluates each tile combo under many loop orders): a dim whose tiles and
@@ -314,6 +319,22 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     last_through = np.zeros(D, np.int64)
     pstep = np.ones((K, D), np.int64)             # loop steps as the partial-sum rule sees them
     parts = np.ones(T, np.int64)                  # partials per output tile visit at the array
+    LE = np.zeros((D, L, L, ME), np.int64)        # the tile lists behind P (_tile_lists)
+    LM = np.zeros((D, L, L, ME), np.int64)
+    LN = np.zeros((D, L, L), np.int64)
+    WC = _max_ways(rows_ways, cols_ways) if levels.array < L - 1 else 1
+    LSE = np.empty((D, L, L, WC * ME), np.int64)  # the per-core lists behind PS (_below_array)
+    LSM = np.empty((D, L, L, WC * ME), np.int64)
+    LSN = np.zeros((D, L, L), np.int64)
+    # grouped once here (a call passes at most 30 arguments to be inlined: CPython packs more
+    # into a tuple, which numba cannot inline); each callee unpacks them once per candidate
+    lists, core_lists = (LE, LM, LN), (LSE, LSM, LSN)
+    RP = np.zeros((T, D, L, L), np.int64)         # contiguous-run sums (_run_tables)
+    RD = np.zeros((T, L), np.int64)
+    rnd = np.zeros((T, L), np.bool_)
+    rkey = np.full((T, L, 2), -1, np.int64)       # (epoch, granules and packing) of RP
+    run_sums = (RP, RD, rnd)
+    runs, granule = tensors.runs, levels.granule
     for b in range(B):
         if _bad_indices(b, orders, rows_dim, cols_dim, D, L):
             flags[2] = b + 1
@@ -325,7 +346,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                           projected, ways, step, real, pos)
         changed = _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last,
                               count, cnt_s, cnt0, TE, TM, TN, te, tm, P, PS, X, XN, xs, xe,
-                              xs2, xe2)
+                              xs2, xe2, lists, core_lists)
         if changed:  # the affine memo (keyed by epoch) holds values of the previous tiles
             epoch += 1
         if _through_parent(b, rows_dim, rows_ways, cols_dim, cols_ways, reduce_rows, through,
@@ -335,9 +356,11 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
         _copies(rows_dim[b] if rows_seen else -1, rows_ways[b],
                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, tmask, passes, real, spine,
                 copies)
+        _run_tables(b, only[b], bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, granule,
+                    a, P, PS, lists, core_lists, run_sums, rkey)
         _traffic(b, only[b], bypass, copies, parts, a, moved, psum, tbytes,
                  oth, plain, affine, gi, mono, axes, count, cnt_s, pos, P, PS, X, XN, lam, idx,
-                 memo, stamp, epoch, out, flags)
+                 memo, stamp, epoch, out, flags, run_sums)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
                              f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0,
@@ -352,6 +375,20 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
                read_bw, write_bw, xfer_s, ideal, lk, src, iters, out, flags)
         _offchip_energy(b, bypass, e_read, e_write, e_link, e_point, op_pad, reads, writes,
                         offchip, energy_j)
+        _pack_passes(b, only[b], pack, bypass, tiles, sizes, runs, tbytes, psum,
+                     rows_ways[b] * cols_ways[b], inst, link_a, read_bw, write_bw, e_read,
+                     e_write, e_link, ideal, out)
+
+
+@njit(cache=True, error_model="numpy")
+def _max_ways(rows_ways, cols_ways):
+    """The most split ways one dim can have in the batch (rows x cols on the same dim)."""
+    r = 1
+    c = 1
+    for b in range(rows_ways.shape[0]):
+        r = max(r, rows_ways[b])
+        c = max(c, cols_ways[b])
+    return r * c
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -394,6 +431,7 @@ def _zero(b, out):
     out.latency_s[b] = 0.0
     out.util[b] = 0.0
     out.energy[b] = 0.0
+    out.pack_s[b] = 0.0
     out.footprint[b, :] = 0
     out.transfer_s[b, :] = 0.0
     out.ratio[b, :] = 0.0
@@ -439,14 +477,17 @@ def _legal(b, tiles, orders, sizes, align, a, chain, spine, forbidden, projected
 
 @njit(cache=True, inline="always", error_model="numpy")
 def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, count, cnt_s,
-                cnt0, TE, TM, TN, te, tm, P, PS, X, XN, xs, xe, xs2, xe2):
+                cnt0, TE, TM, TN, te, tm, P, PS, X, XN, xs, xe, xs2, xe2, lists, core_lists):
     """Step 2: per dim whose tiles or ways changed since the last candidate, its tile lists
     ``(extent, multiplicity)`` per level, the power sums ``P``, the loop counts and the
-    explicit border tiles (module doc). Returns whether any dim changed.
+    explicit border tiles (module doc); ``LE``/``LM``/``LN [D, L, L, *]`` keep the lists behind
+    ``P`` (extents, multiplicities, entries) for the contiguous-run sums (:func:`_run_tables`).
+    Returns whether any dim changed.
 
     Branch-free: level l always has the same number of entries (one more per cut and per
     array slicing; empty ones have multiplicity 0), so loops are predictable."""
     L, D = tiles.shape[1], tiles.shape[2]
+    LE, LM, LN = lists
     changed = False
     for j in range(D):
         same = ways[j] == last[L, j]
@@ -520,6 +561,7 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                 if s0 == 0:  # no tile left whose loops all iterate once
                     for pw in range(max_pow + 1):
                         P[j, lm, lv, pw] = 0
+                    LN[j, lm, lv] = 0
                     continue
                 if lv > lm:
                     st = step[lv - 1, j]
@@ -556,6 +598,10 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                     s1 += tm[i] * te[i]
                 P[j, lm, lv, 0] = s0
                 P[j, lm, lv, 1] = s1
+                LN[j, lm, lv] = n
+                for i in range(n):
+                    LE[j, lm, lv, i] = te[i]
+                    LM[j, lm, lv, i] = tm[i]
                 for pw in range(2, max_pow + 1):
                     acc = 0
                     for i in range(n):
@@ -565,7 +611,7 @@ def _tile_lists(b, tiles, sizes, a, max_pow, explicit, win, ways, step, last, co
                         acc += v
                     P[j, lm, lv, pw] = acc
         _below_array(j, tiles[b, a, j], wj, a, max_pow, step, TE, TM, TN, te, tm, count, P,
-                     PS, cnt_s, cnt0)
+                     PS, cnt_s, cnt0, lists, core_lists)
         if explicit[j]:  # border tiles as (start, extent), same recursion
             size, left, right = sizes[j], win[j, 0], win[j, 1]
             XN[j, 0, 0] = 0
@@ -628,7 +674,8 @@ def _cut(te, tm, n, s):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, cnt_s, cnt0):
+def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, cnt_s, cnt0,
+                 lists, core_lists):
     """Dim ``j`` as the cores walk it below the array (:mod:`tilewise.simulation.walker`: each
     core its own slice; a core with nothing there does nothing and keeps its tiles).
     ``cnt_s [D, L]``: the loop iterations down to each level summed over the cores along
@@ -638,9 +685,13 @@ def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, c
     iterate once *for the core* (exactly one child holds some of its slice: a core idle in
     the remainder of a loop sees its one full tile), summed over the cores. (Outputs keep
     ``P``, the array's rule, once for all cores: a core idle along an output's dim drains
-    its tiles of it, so an idle stretch ends their reuse.)
+    its tiles of it, so an idle stretch ends their reuse.) ``LSE``/``LSM``/``LSN``: the
+    tile lists behind ``PS`` (every core's list in turn), as ``LE``/``LM``/``LN`` are behind
+    ``P``, for the contiguous-run sums (:func:`_run_tables`).
     ``ct``: the core tile, ``w`` the ways of ``j``; the array is at level ``a``."""
     L = cnt_s.shape[1]
+    LE, LM, LN = lists
+    LSE, LSM, LSN = core_lists
     for l in range(L):
         cnt_s[j, l] = count[j, l]
         cnt0[j, l] = count[j, l]
@@ -672,6 +723,10 @@ def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, c
         for lv in range(a + 1, L):
             for pw in range(max_pow + 1):
                 PS[j, lm, lv, pw] = P[j, lm, lv, pw] if w == 1 else 0
+            LSN[j, lm, lv] = LN[j, lm, lv] if w == 1 else 0
+            for i in range(LSN[j, lm, lv]):
+                LSE[j, lm, lv, i] = LE[j, lm, lv, i]
+                LSM[j, lm, lv, i] = LM[j, lm, lv, i]
     if w == 1:
         return  # one slice per array tile: the cores walk it as the array does
     for lm in range(a):
@@ -697,11 +752,37 @@ def _below_array(j, ct, w, a, max_pow, step, TE, TM, TN, te, tm, count, P, PS, c
                     else:
                         tm[i] *= te[i] <= st
                 if lv > a:
+                    n0 = LSN[j, lm, lv]
                     for i in range(n):
                         v = tm[i]
                         for pw in range(max_pow + 1):
                             PS[j, lm, lv, pw] += v
                             v *= te[i]
+                        LSE[j, lm, lv, n0 + i] = te[i]
+                        LSM[j, lm, lv, n0 + i] = tm[i]
+                    LSN[j, lm, lv] = n0 + n
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _walk_sum(per_core, j, kk, lv, pw, a, P, PS):
+    """The power sum ``pw`` of dim ``j``'s tiles at level ``lv`` from prefix level ``kk`` that
+    the reuse rule takes: each core's walk (``PS``) for an input moved below the array
+    (``per_core``) when the prefix is above the array (``kk < a``), else the array's (``P``)."""
+    return PS[j, kk, lv, pw] if per_core and kk < a else P[j, kk, lv, pw]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _walk_entries(per_core, j, kk, lv, a, LN, LSN):
+    """Entries of the tile list behind :func:`_walk_sum`'s choice."""
+    return LSN[j, kk, lv] if per_core and kk < a else LN[j, kk, lv]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _walk_entry(per_core, j, kk, lv, x, a, LE, LM, LSE, LSM):
+    """Entry ``x`` (extent, multiplicity) of the tile list behind :func:`_walk_sum`'s choice."""
+    if per_core and kk < a:
+        return LSE[j, kk, lv, x], LSM[j, kk, lv, x]
+    return LE[j, kk, lv, x], LM[j, kk, lv, x]
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -769,13 +850,17 @@ def _copies(r, rw, c, cw, a, tmask, passes, real, spine, copies):
 @njit(cache=True, inline="always", error_model="numpy")
 def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, affine,
              gi, mono, axes, count_a, cnt_s, pos, P, PS, X, XN, lam, idx, memo, stamp, epoch,
-             out, flags):
+             out, flags, run_sums):
     """Step 3: bytes read into / written out of / reloaded at each level per tensor (the reuse
     rule of the module doc); only tensor ``one`` when ``one >= 0``; inputs x their ``copies``
     (:func:`_copies`); a final output's visits at the array level x its ``parts``
     (:func:`_partials`: partials merged through the parent, written and read back). Below
     the array the loop counts are the cores' own, summed (``cnt_s``, :func:`_below_array`),
-    and each core has its own first visits of an output's tiles."""
+    and each core has its own first visits of an output's tiles. A tensor moved in
+    contiguous runs at ``level`` (``rnd``) takes its plain dims' sums from ``RP`` and its
+    final writes from ``RD`` (:func:`_run_tables`, built from the same per-core or array
+    sums, :func:`_walk_sum`; ``run_sums = (RP, RD, rnd)``) instead of the exact ones."""
+    RP, RD, rnd = run_sums
     reads, writes, reloads = out.reads, out.writes, out.reloads
     fills, drains = out.fills, out.drains
     L = reads.shape[1]
@@ -808,6 +893,8 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
             n_distinct = 1  # the same sums counting tiles (power 0): transfers, not bytes
             for ii in range(plain[t, 0]):
                 v = P[plain[t, 1 + 2 * ii], level, level, plain[t, 2 + 2 * ii]]
+                if rnd[t, level]:
+                    v = RP[t, plain[t, 1 + 2 * ii], level, level]
                 distinct *= v
                 n_distinct *= P[plain[t, 1 + 2 * ii], level, level, 0]
                 check *= v
@@ -847,12 +934,10 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                     for ii in range(plain[t, 0]):
                         j = plain[t, 1 + 2 * ii]
                         kk = k + 1 if pos[k, j] < p else k
-                        if per_core and kk < a:
-                            term *= PS[j, kk, level, plain[t, 2 + 2 * ii]]
-                            n_term *= PS[j, kk, level, 0]
-                        else:
-                            term *= P[j, kk, level, plain[t, 2 + 2 * ii]]
-                            n_term *= P[j, kk, level, 0]
+                        pw = plain[t, 2 + 2 * ii]
+                        v = _walk_sum(per_core, j, kk, level, pw, a, P, PS)
+                        term *= RP[t, j, kk, level] if rnd[t, level] else v
+                        n_term *= _walk_sum(per_core, j, kk, level, 0, a, P, PS)
                     for gg in range(affine[t, 0]):
                         g = affine[t, 1 + gg]
                         key = level
@@ -868,14 +953,17 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                     nc += term
                     n_nc += n_term
             kept = 1 - bypass[b, level, t]
-            if psum[t] and level > a:  # every core along a dim the output lacks has its own
+            own = 1  # every core along a dim the output lacks has its own tiles below the array
+            if psum[t] and level > a:
                 for ii in range(1, oth[t, 0] + 1):
-                    distinct *= cnt_s[oth[t, ii], 0]
-                    n_distinct *= cnt_s[oth[t, ii], 0]
+                    own *= cnt_s[oth[t, ii], 0]
+            distinct *= own
+            n_distinct *= own
             if psum[t]:  # a final output: the last visit of a tile writes it converted, the
                 k_par = parts[t] if level == a else 1  # others write partial sums, reloaded
                 again = (total - nc) * k_par - distinct
-                writes[b, level, t] = (distinct * tbytes[t] + again * psum[t]) * kept
+                final = RD[t, level] * own if rnd[t, level] else distinct
+                writes[b, level, t] = (final * tbytes[t] + again * psum[t]) * kept
                 re = again * psum[t] * kept
                 reloads[b, level, t] = re
                 reads[b, level, t] = re
@@ -888,6 +976,127 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                 reloads[b, level, t] = 0
                 fills[b, level, t] = (n_total - n_nc) * copies[t, level] * kept
                 drains[b, level, t] = 0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, granule, a, P,
+                PS, lists, core_lists, run_sums, rkey):
+    """Step 3, contiguous runs (:mod:`.contiguity`): per tensor laid out in runs and level
+    ``c`` keeping it, whether its transfers there are rounded (``rnd [T, L]``: a granule
+    coarser than an element, or packed) and then the sums :func:`_traffic` uses instead of
+    ``P``: ``RP [T, D, L, L]`` per dim of the tensor and prefix level (elements at the width
+    of the main sums: the accumulator for a final output), ``RD [T, L]`` the distinct tiles'
+    elements at the final width. An input moved below the array (level ``c > a``) sums each
+    core's tiles for prefixes above the array, as :func:`_traffic` does (:func:`_walk_sum`).
+    Recomputed only when the tiles (``epoch``) or the granules and packing (``rkey``) change."""
+    RP, RD, rnd = run_sums
+    LE, LM, LN = lists
+    LSE, LSM, LSN = core_lists
+    T, L = rnd.shape
+    for t in range(T):
+        for c in range(L):
+            rnd[t, c] = False
+        if runs[t, 0] == 0 or (one >= 0 and one != t):
+            continue
+        src = 0
+        for c in range(1, L):
+            if bypass[b, c, t]:
+                continue
+            g = 1
+            for l in range(src + 1, c + 1):
+                g = max(g, granule[l])
+            w = psum[t] if psum[t] else tbytes[t]
+            ge = granule_points(g, w)
+            gf = granule_points(g, tbytes[t])
+            packed = pack[b, t] and src == 0
+            src = c
+            if not packed and ge == 1 and gf == 1:
+                continue
+            rnd[t, c] = True
+            key = (ge * 65536 + gf) * 2 + packed
+            if rkey[t, c, 0] == epoch and rkey[t, c, 1] == key:
+                continue
+            rkey[t, c, 0] = epoch
+            rkey[t, c, 1] = key
+            per_core = c > a and not psum[t]
+            if packed:
+                _packed_sums(b, t, c, ge, gf, runs, sizes, tiles, per_core, a, P, PS, RP, RD)
+            else:
+                _row_major_sums(t, c, ge, gf, runs, sizes, per_core, a, P, PS, LE, LM, LN, LSE,
+                                LSM, LSN, RP, RD)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _round_run(n, g):
+    """Elements a run of ``n`` elements moves in granules of ``g`` elements."""
+    return (n + g - 1) // g * g
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _row_major_sums(t, c, ge, gf, runs, sizes, per_core, a, P, PS, LE, LM, LN, LSE, LSM, LSN,
+                    RP, RD):
+    """:func:`_run_tables` for a row-major tensor at level ``c``: the trailing axes whose one
+    tile spans the tensor merge into the run of the innermost axis that does not (``star``),
+    whose sum rounds each tile's run; the axes outside count their extents, those merged their
+    tiles (one). Sums and lists per prefix level as :func:`_walk_sum` picks them."""
+    n_ax = runs[t, 0]
+    run = 1
+    star = -1
+    for i in range(n_ax - 1, -1, -1):
+        d = runs[t, 1 + i]
+        if P[d, c, c, 0] == 1 and P[d, c, c, 1] == sizes[d]:
+            run *= sizes[d]
+        else:
+            star = i
+            break
+    final = 1
+    for kk in range(c + 1):
+        for i in range(n_ax):
+            d = runs[t, 1 + i]
+            if i < star:
+                v = _walk_sum(per_core, d, kk, c, 1, a, P, PS)
+            elif i > star:
+                v = _walk_sum(per_core, d, kk, c, 0, a, P, PS)
+            else:
+                v = 0
+                vf = 0
+                for x in range(_walk_entries(per_core, d, kk, c, a, LN, LSN)):
+                    e, m = _walk_entry(per_core, d, kk, c, x, a, LE, LM, LSE, LSM)
+                    v += m * _round_run(e * run, ge)
+                    vf += m * _round_run(e * run, gf)
+                if kk == c:
+                    final *= vf
+            if star < 0 and i == 0:  # every axis spanned: the tensor is one run
+                v *= _round_run(run, ge)
+                if kk == c:
+                    final *= _round_run(run, gf) * P[d, kk, c, 0]
+            elif kk == c and i != star:
+                final *= v
+            RP[t, d, kk, c] = v
+    RD[t, c] = final
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _packed_sums(b, t, c, ge, gf, runs, sizes, tiles, per_core, a, P, PS, RP, RD):
+    """:func:`_run_tables` for a packed tensor's transfers between the outermost level and
+    ``c``, the first level keeping it: each tile is one run of the whole pack tile (its tile at
+    ``c``, clipped to the tensor, padding included); tile counts as :func:`_walk_sum` picks."""
+    n_ax = runs[t, 0]
+    slot = 1
+    for i in range(n_ax):
+        d = runs[t, 1 + i]
+        slot *= min(tiles[b, c, d], sizes[d])
+    final = 1
+    for kk in range(c + 1):
+        for i in range(n_ax):
+            d = runs[t, 1 + i]
+            v = _walk_sum(per_core, d, kk, c, 0, a, P, PS)
+            if kk == c:
+                final *= v
+            if i == 0:
+                v *= _round_run(slot, ge)
+            RP[t, d, kk, c] = v
+    RD[t, c] = final * _round_run(slot, gf)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -1064,6 +1273,32 @@ def _links(b, dbuf, bypass, used, inst, link_a, no_read, no_write, read_bw, writ
                           lk[4, l] - lk[6, l], lk[5, l] - lk[7, l], xs) / iters[l]
     lat = latency(cs, ex_sum, tmax, fill)
     out.latency_s[b] = lat
+    out.util[b] = ideal / lat if lat > 0 else 0.0
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pack_passes(b, one, pack, bypass, tiles, sizes, runs, tbytes, psum, used, inst, link_a,
+                 read_bw, write_bw, e_read, e_write, e_link, ideal, out):
+    """Step 4: each packed tensor's pack (an output's unpack) pass, :func:`.contiguity.pack_pass`,
+    added to the off-chip bytes, the latency (the pass does not overlap the operator) and the
+    energy; the utilization follows the latency."""
+    T, L = pack.shape[1], bypass.shape[1]
+    ins = link_instances(inst, 1, link_a, used)
+    out.pack_s[b] = 0.0
+    for t in range(T):
+        if not pack[b, t] or runs[t, 0] == 0 or (one >= 0 and one != t):
+            continue
+        c0 = 1
+        while c0 < L - 1 and bypass[b, c0, t]:
+            c0 += 1
+        nb, sec, joules = pack_pass(t, c0, b, tiles, sizes, runs, tbytes, psum[t] > 0,
+                                    read_bw[1] * ins, write_bw[1] * ins, e_read[0], e_write[0],
+                                    e_link[1])
+        out.offchip[b] += nb
+        out.pack_s[b] += sec
+        out.energy[b] += joules
+    out.latency_s[b] += out.pack_s[b]  # one sum, as the search adds it to its latencies
+    lat = out.latency_s[b]
     out.util[b] = ideal / lat if lat > 0 else 0.0
 
 

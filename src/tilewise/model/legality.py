@@ -40,6 +40,7 @@ import numpy as np
 from ..errors import MappingError
 from .problem import chain_rules
 from .rules import chain_violation, innermost_limit, loop_step, tile_fits
+from .contiguity import run_axes
 from .structure import Structure
 
 
@@ -136,6 +137,7 @@ def check_mapping(workload, arch, mapping) -> None:
                                f"{', '.join(arch.levels[i].holds)}), so it cannot double-buffer it")
         if lv.double_buffer and not arch.levels[i].double_buffer:
             raise MappingError(f"level {lv.level} cannot double-buffer ({', '.join(sorted(lv.double_buffer))})")
+        _check_pack(st, i, lv)
         both = lv.bypass & lv.double_buffer
         if both:
             raise MappingError(f"level {lv.level}: {', '.join(sorted(both))} both bypassed and double-buffered")
@@ -166,6 +168,23 @@ def check_mapping(workload, arch, mapping) -> None:
                 f"{d}={parent} at {names[k - 1]}" + (f" split {w} ways" if w > 1 else "")
                 + (f" (rounded up to the alignment {align}: {limit})" if align > 1 else ""))
     _check_chain(st, mapping, tiles, ways)
+
+
+def _check_pack(st: Structure, i: int, lv) -> None:
+    """``pack:`` only at the outermost level, of moved tensors whose axes are plain dims (a
+    layout in rows: :func:`.contiguity.run_axes`)."""
+    for tn in sorted(lv.pack):
+        if i != 0:
+            raise MappingError(f"level {lv.level}: pack:{tn} is a layout of the outermost level "
+                               f"({st.arch.levels[0].name}); write it there")
+        tensor = next((t for t in st.moved if t.name == tn), None)
+        if tensor is None:
+            raise MappingError(f"level {lv.level}: pack names {tn!r}, not a tensor moved from "
+                               f"there; moved: {', '.join(t.name for t in st.moved)}")
+        if run_axes(tensor, st.dims) is None:
+            raise MappingError(f"level {lv.level}: pack:{tn}: {tensor} has an axis that is not "
+                               "one plain dim (a window or a repeated dim); only tensors indexed "
+                               "by plain dims are packed")
 
 
 def _check_spatial(st: Structure, mapping) -> dict[str, int]:

@@ -28,13 +28,14 @@ parts:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from typing import NamedTuple
 
 from ..ir.workload import Tensor
+from .contiguity import link_granules, run_axes
 from .footprint import element_bytes, in_place, partial_sum_bytes
 from .rules import (buffer_bytes, compute_bound_s, energy_per_point, energy_table,
                     transfer_seconds,
@@ -161,7 +162,8 @@ class Levels(NamedTuple):
     ``xfer_s [L]`` seconds of fixed cost per DMA transfer on link ``l`` on one instance (its
     channels share the transfers), ``has_xfer`` whether any link has one; ``part_cap [L, P]``
     bytes of each part of a level (:func:`.rules.part_capacity`: part 0 shared, the others
-    reserved for some tensors)."""
+    reserved for some tensors); ``granule [L]`` bytes a run moved over link ``l`` is rounded
+    up to (:func:`.contiguity.link_granules`)."""
 
     array: int
     link_array: int
@@ -181,6 +183,7 @@ class Levels(NamedTuple):
     xfer_s: np.ndarray
     has_xfer: bool
     part_cap: np.ndarray
+    granule: np.ndarray
 
 
 class Tensors(NamedTuple):
@@ -190,7 +193,9 @@ class Tensors(NamedTuple):
     point as stored, ``tmask [T, D]`` dims
     indexing it, ``red [T, D]`` the reduction dims of the op writing a final output, ``oth [T, 1 + D]`` count then indices of its op's dims that do not index it,
     ``plain [T, 1 + 2D]`` count then (dim, power) of its plain groups, ``affine [T, 1 + G]``
-    count then indices of its affine groups (:class:`AffineGroups`)."""
+    count then indices of its affine groups (:class:`AffineGroups`); ``runs [T, 1 + D]`` count
+    then the dim index of each axis, outermost first, of a tensor laid out in contiguous runs
+    (:func:`.contiguity.run_axes`; count 0: exact bytes)."""
 
     moved: np.ndarray
     psum: np.ndarray
@@ -200,6 +205,7 @@ class Tensors(NamedTuple):
     plain: np.ndarray
     affine: np.ndarray
     red: np.ndarray
+    runs: np.ndarray
 
 
 class AffineGroups(NamedTuple):
@@ -312,6 +318,12 @@ class Problem:
         return (self.dims, self.levels, self.tensors, self.groups, self.buffers, self.compute,
                 self.chain)
 
+    def exact_bytes(self) -> "Problem":
+        """This problem with every link moving exact bytes (granules of one byte, no run
+        rounding): the search's bounds take it, since rounding runs and packing only add
+        bytes (:mod:`.contiguity`)."""
+        return replace(self, levels=self.levels._replace(granule=np.ones_like(self.levels.granule)))
+
     def require_rates(self) -> None:
         """SpecError naming the first op the arch gives no compute rate for (costing needs it)."""
         for op, r in zip(self.workload.ops, self.compute.op_rate):
@@ -411,7 +423,8 @@ def _levels(st: Structure) -> Levels:
         no_read=np.array([lv.read_bandwidth <= 0 for lv in arch.levels]),
         no_write=np.array([lv.write_bandwidth <= 0 for lv in arch.levels]),
         e_read=energy.read, e_write=energy.write, e_link=energy.link,
-        xfer_s=xfer, has_xfer=bool(np.any(xfer > 0)), part_cap=part_capacity(arch))
+        xfer_s=xfer, has_xfer=bool(np.any(xfer > 0)), part_cap=part_capacity(arch),
+        granule=link_granules(arch))
 
 
 def _tensors(st: Structure, moved: np.ndarray, grp: list) -> Tensors:
@@ -443,8 +456,14 @@ def _tensors(st: Structure, moved: np.ndarray, grp: list) -> Tensors:
                  for t in st.tensors])
     red = np.array([[t.name in st.outputs and d in st.workload.producer(t.name).reduction_dims
                      for d in dims] for t in st.tensors], bool).reshape(T, D)
+    runs = np.zeros((T, 1 + D), np.int64)  # per tensor: its axes' dims when laid out in runs
+    for ti, t in enumerate(st.tensors):
+        axes = run_axes(t, dims) if moved[ti] else None
+        if axes:
+            runs[ti, 0] = len(axes)
+            runs[ti, 1:1 + len(axes)] = axes
     return Tensors(moved, psum, _i64([t.element_bytes for t in st.tensors]), tmask, oth, plain,
-                   affine, red)
+                   affine, red, runs)
 
 
 def _affine_groups(st: Structure, grp: list) -> AffineGroups:

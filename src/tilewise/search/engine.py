@@ -95,6 +95,9 @@ class Engine:
         self.set_db_variants(self.space.db_variants())
         self.problem = self.space.problem  # the model's description, built once
         self.problem.require_rates()
+        # bounds count exact bytes: rounding runs to granules only adds (model.contiguity), and
+        # a tile larger than another can move more rounded bytes, so stand-ins bound exact bytes
+        self.bound_problem = self.problem.exact_bytes()
         self.min_time_s = self.problem.compute.ideal  # the compute-bound minimum (s)
         self.op_dims = [[st.dims.index(d) for d in op.dims] for op in workload.ops]
         self.cap = self.problem.levels.capacity       # bytes per level (the model's rule)
@@ -359,16 +362,20 @@ class Engine:
 
     # ----- traffic -----
 
-    def traffic(self, s, tiles, ords, nfix: int) -> tuple[Traffic, np.ndarray | None]:
+    def traffic(self, s, tiles, ords, nfix: int,
+                rounded: bool = False) -> tuple[Traffic, np.ndarray | None]:
         """Bytes and transfers into / out of each level (:class:`.bound.Traffic`): exact for
         the given orders when every level's order is fixed (``nfix == L-1``; also returns the
-        legality mask), else each tensor's least over the open levels' orders."""
+        legality mask), else each tensor's least over the open levels' orders. Bytes are
+        exact (:attr:`bound_problem`) unless ``rounded`` (the tiles are the mapping's own:
+        its runs rounded to the granules, :attr:`problem`)."""
         n, L, T = len(s), self.L, self.T
         sp = self.split_arr[s]
         if nfix == L - 1:
             z = np.zeros((n, L, T), bool)
             cb = evaluate_batch(self.workload, self.arch, MappingBatch(
-                tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]), problem=self.problem)
+                tiles, ords, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]),
+                problem=self.problem if rounded else self.bound_problem)
             return Traffic.of(cb), cb.legal
         return self.tensor_traffic(s, tiles, self.tensor_orders(ords, nfix)), None
 
@@ -391,7 +398,7 @@ class Engine:
         cb = evaluate_batch(self.workload, self.arch, MappingBatch(
             np.repeat(tiles, Tm, 0), o.reshape(rows, L - 1, self.D), z, z,
             spr[:, 0], spr[:, 1], spr[:, 2], spr[:, 3]), only=np.tile(self.moved_idx, n),
-            problem=self.problem)
+            problem=self.bound_problem)
         parts = []
         for arr in (cb.reads, cb.writes, cb.fills, cb.drains):
             a = arr.reshape(n, Tm, L, T)
@@ -432,7 +439,10 @@ class Engine:
             s, ords, ttc, sr = s[idx], ords[idx], ttc[idx], si.take(idx)
             rw = None if rw is None else rw.take(idx)
         if rw is None:
-            tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]))
+            # a full mapping with one layout (no pack choices) is bounded by its own bytes,
+            # rounded to the granules (exact); with pack choices, by exact bytes (below all)
+            full = stage == len(self.stages) and not self.space.pack_variants().any()
+            tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]), rounded=full)
         else:
             tr, legal = rw, None
         vf = None if leaf else self.visit_floors(run, s, sr.whole, stage)  # also a first filter's
@@ -568,7 +578,8 @@ class Engine:
         sp = self.split_arr[s[owner]]
         z = np.zeros((len(owner), self.L, self.T), bool)
         cb = evaluate_batch(self.workload, self.arch, MappingBatch(
-            tiles[owner], o, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]), problem=self.problem)
+            tiles[owner], o, z, z, sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3]),
+            problem=self.bound_problem)
         has = np.zeros(n, bool)
         has[owner] = True
         for fl, moved in ((rfl, cb.reads), (wfl, cb.writes)):
@@ -717,18 +728,27 @@ class Engine:
                     int(self.cap[k]))
 
     def leaf_pool(self, nd: Nodes, run: RunConfig, stats: SearchStats) -> Pool:
-        """Every double-buffer choice of the full mappings ``nd`` that fits, costed (the
-        objective ``run.rank``, latency, traffic, energy, space, 𝔽)."""
+        """Every double-buffer and pack choice of the full mappings ``nd`` that fits, costed
+        (the objective ``run.rank``, latency, traffic, energy, space, 𝔽): one model call per
+        pack choice (:meth:`.space.Space.pack_variants`); the bounds count exact bytes and no
+        pass, below every choice."""
+        tiles, _, counts, _ = self.assemble(nd.group, len(self.stages))
+        stats.leaves += len(nd.split)
+        return Pool.concat([self._leaf_pool(nd, run, stats, tiles, counts, pk)
+                            for pk in self.space.pack_variants()])
+
+    def _leaf_pool(self, nd, run, stats, tiles, counts, pk) -> Pool:
+        """:meth:`leaf_pool` under one pack choice ``pk [T]``."""
         L = self.L
         s = nd.split
-        tiles, _, counts, _ = self.assemble(nd.group, len(self.stages))
         spb = self.split_arr[s]
         B = len(s)
         z = np.zeros((B, L, self.T), bool)
-        batch = MappingBatch(tiles, nd.orders, z, z, spb[:, 0], spb[:, 1], spb[:, 2], spb[:, 3])
+        pack = np.repeat(pk[None], B, 0)
+        batch = MappingBatch(tiles, nd.orders, z, z, spb[:, 0], spb[:, 1], spb[:, 2], spb[:, 3],
+                             pack)
         cb = evaluate_batch(self.workload, self.arch, batch, problem=self.problem)
         V = len(self.db)
-        stats.leaves += B
         stats.ranked += B * V
         rbw, wbw = self.rbw[s], self.wbw[s]
         iterations = np.prod(counts, axis=2).astype(float)
@@ -739,6 +759,7 @@ class Engine:
             return Pool()
         lat = variant_latencies(cb.compute_s, self.link_traffic(tr), rbw, wbw, self.xfs[s],
                                 iterations, self._fold(self.db) if self.folded else self.db)
+        lat += cb.pack_s[:, None]  # the pack passes do not overlap the operator
         ratio = cb.ratio[:, 1:]
         F = np.where(np.isfinite(ratio), ratio, np.inf).min(1) if L > 1 else np.full(B, np.inf)
         traffic = cb.offchip_bytes.astype(float)
@@ -746,7 +767,7 @@ class Engine:
         pool = Pool(objective=np.zeros(len(bi)), volume=np.prod(tiles[bi, L - 1, :], axis=1).astype(float),
                     min_ratio=F[bi], latency_s=lat[bi, vi], traffic=traffic[bi],
                     energy=energy[bi], space=space[bi, vi], tiles=tiles[bi], orders=nd.orders[bi],
-                    double_buffer=self.db[vi], split=spb[bi])
+                    double_buffer=self.db[vi], split=spb[bi], pack=pack[bi])
         return replace(pool, objective=np.asarray(pool.metric(run.rank), float))
 
     def _leaf_fits(self, tiles: np.ndarray, s: np.ndarray, legal: np.ndarray,

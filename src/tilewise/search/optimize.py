@@ -72,7 +72,8 @@ from .stats import SearchStats
 from .walk import pareto_front, search_top
 
 OBJECTIVES = METRICS
-CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles", "dma_limits")
+CONSTRAINTS = ("double_buffer", "max_core_tile", "orders", "spatial", "tiles", "dma_limits",
+               "pack")
 MAX_TOP = 10_000  # the most mappings one search ranks (a top-k walk keeps k candidates alive)
 
 

@@ -56,7 +56,7 @@ class Pool:
     bytes, ``energy`` joules (nan without energy numbers), ``space`` bytes of the on-chip
     footprints (sum over levels 1 .. L-1 of the model's footprint per level), ``tiles [n, L,
     D]`` elements, ``orders [n, L-1, D]``, ``double_buffer [n, L, T]``, ``split [n, 4]`` (rows
-    dim, ways, cols dim, ways). An empty pool has no arrays (every field None)."""
+    dim, ways, cols dim, ways), ``pack [n, T]`` the tensors packed at the outermost level. An empty pool has no arrays (every field None)."""
 
     objective: np.ndarray | None = None
     volume: np.ndarray | None = None
@@ -69,6 +69,7 @@ class Pool:
     orders: np.ndarray | None = None
     double_buffer: np.ndarray | None = None
     split: np.ndarray | None = None
+    pack: np.ndarray | None = None
 
     def __len__(self) -> int:
         return 0 if self.objective is None else len(self.objective)
@@ -111,7 +112,8 @@ class Pool:
         n = len(self)
         cols = np.concatenate([self.split.reshape(n, -1), self.tiles.reshape(n, -1),
                                self.orders.reshape(n, -1),
-                               self.double_buffer.reshape(n, -1).astype(np.int64)], axis=1)
+                               self.double_buffer.reshape(n, -1).astype(np.int64),
+                               self.pack.astype(np.int64)], axis=1)
         return tuple(cols[:, i] for i in range(cols.shape[1]))
 
     def best(self, top: int) -> "Pool":

@@ -37,7 +37,7 @@ def pool_mappings(engine, pool) -> list:
     """The :class:`tilewise.Mapping` of every candidate of ``pool``, in its order."""
     db, sp = pool.double_buffer, pool.split
     batch = MappingBatch(pool.tiles, pool.orders, np.zeros_like(db), db,
-                         sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3])
+                         sp[:, 0], sp[:, 1], sp[:, 2], sp[:, 3], pool.pack)
     return [batch.mapping(i, engine.workload, engine.arch) for i in range(len(pool))]
 
 

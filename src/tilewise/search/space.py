@@ -80,6 +80,7 @@ from ..errors import TilewiseError
 from ..mapping import LevelMapping, Mapping, Spatial
 from ..model.legality import below_array_refusal
 from ..model.problem import Problem
+from ..model.contiguity import run_axes
 from ..model.rules import level_bytes
 from .ladders import core0_padded, ladders
 from ..model.structure import Structure
@@ -168,6 +169,29 @@ def tile_values(size: int, ways: int, align: int, innermost: bool,
         vals = np.minimum(vals, q)
     vals = np.unique(vals[vals <= hi])
     return [int(x) for x in vals[::-1]] if len(vals) else [min(align, top)]
+
+
+def pack_variants(st: Structure, pack) -> np.ndarray:
+    """``[P, T]`` bool: the outermost-level layouts the search tries (:mod:`tilewise.model.contiguity`):
+    ``"none"`` row-major only, ``"any"`` every subset of the tensors that can be packed (each
+    axis one plain dim), a list of names: exactly those packed. Each choice costs one model call
+    per leaf (like a double-buffer choice, it is enumerated, so the search stays exact)."""
+    T = len(st.tensors)
+    can = [i for i, t in enumerate(st.tensors)
+           if t in st.moved and run_axes(t, st.dims) is not None]
+    if isinstance(pack, str) and pack in ("none", "any"):
+        n = len(can) if pack == "any" else 0
+        v = np.zeros((2 ** n, T), bool)
+        for b, i in enumerate(can[:n]):
+            v[:, i] = (np.arange(2 ** n) >> b) & 1
+        return v
+    names = [st.tensors[i].name for i in can]
+    if isinstance(pack, str) or not all(isinstance(x, str) and x in names for x in pack):
+        raise TilewiseError(f"pack={pack!r}; valid: 'none', 'any' or a list of tensors to pack "
+                            f"from {names}")
+    v = np.zeros((1, T), bool)
+    v[0, [can[names.index(x)] for x in pack]] = True
+    return v
 
 
 def fit_limits(problem: Problem, k: int, ways: list[int], align: list[int],
@@ -338,12 +362,13 @@ class Space:
     orders_allowed: list | None = None
     fixed: dict = field(default_factory=dict)
     max_core: dict = field(default_factory=dict)
+    pack_mode: object = "none"
     problem: Problem | None = field(default=None, repr=False)  # the model's description
     ladder_cache: dict = field(default_factory=dict, repr=False)  # (dim, ways, values) -> ladders
 
     @classmethod
     def build(cls, workload, arch, spatial="any", double_buffer="any", orders=None,
-              tiles=None, max_core_tile=None) -> "Space":
+              tiles=None, max_core_tile=None, pack="none") -> "Space":
         check_sizes(workload, arch)
         st = Structure(workload, arch)
         dims, L = st.dims, st.n_levels
@@ -403,7 +428,7 @@ class Space:
             raise TilewiseError(f"double_buffer={double_buffer!r}; valid: 'any', 'all', 'none' or "
                                 "a dict {level: [tensors]}")
         return cls(st, splits, values, moved, db_levels, double_buffer, orders, fixed, max_core,
-                   problem=problem)
+                   pack_variants(st, pack), problem=problem)
 
     # ----- double buffering -----
 
@@ -441,6 +466,10 @@ class Space:
         for i, (k, t) in enumerate(slots):
             v[:, k, t] = bits[:, i].astype(bool)
         return v
+
+    def pack_variants(self) -> np.ndarray:
+        """``[P, T]`` bool (all tensors): the declared pack choices at the outermost level."""
+        return self.pack_mode
 
     # ----- per-dim tile ladders and their products -----
 
@@ -554,11 +583,13 @@ def iter_mappings(space: Space) -> Iterator[Mapping]:
         for tl in ladders(1, dict(sizes)):
             all_tiles = [dict(sizes)] + tl
             for ords in itertools.product(perms, repeat=L - 1):
-                for v in dbs:
+                for v, pk in itertools.product(dbs, space.pack_variants()):
                     levels = []
                     for k in range(L):
                         db = frozenset(n for i, n in enumerate(names) if v[k, i])
+                        pack = frozenset(t.name for t, p in zip(st.tensors, pk) if p and k == 0)
                         levels.append(LevelMapping(arch.levels[k].name,
                                                    tuple((d, all_tiles[k][d]) for d in dims),
-                                                   ords[k] if k < L - 1 else (), frozenset(), db))
+                                                   ords[k] if k < L - 1 else (), frozenset(), db,
+                                                   pack))
                     yield Mapping(tuple(levels), rows, cols)

@@ -4,6 +4,9 @@ The walk (:func:`tilewise.simulation.walker.walk`) is followed tile by tile in p
 is meant for small problems; it is the reference the vectorized model must equal exactly.
 Counting rules:
 
+- Bytes are the elements a transfer's contiguous runs move, rounded to the link's granule
+  (:mod:`.runs`, the rule of :mod:`tilewise.model.contiguity`), at the width the data moves
+  at (an output's partial sums at the accumulator type).
 - ``reads[level][tensor]``: bytes moved into ``level`` (loads and partial-sum reloads);
   ``reloads`` the reload part; ``writes`` bytes stored from ``level`` to its parent.
 - ``fills`` / ``drains``: the number of those transfers (one per tile moved in / stored out;
@@ -39,6 +42,7 @@ from dataclasses import dataclass
 from ..model.footprint import in_place, partial_sum_bytes
 from ..model.problem import Problem
 from ..model.legality import merged_ways
+from .runs import RunCounter
 from .share import share_group, store_key
 from .walker import Compute, Transfer, walk
 
@@ -96,7 +100,8 @@ def simulate(workload, arch, mapping) -> Trace:
     # an output tile's last store writes the converted result; its earlier stores (and every
     # reload) move partial sums, at the accumulator type
     partial = {t.name: partial_sum_bytes(t, workload) for t in st.moved}
-    stores: dict = {}  # (level, tensor, tile, core or its share group) -> points per store
+    runs = RunCounter(workload, arch, mapping)
+    stores: dict = {}  # (level, tensor, tile, core or its share group) -> (final, partial) bytes
     for ev in walk(workload, arch, mapping):
         if isinstance(ev, Transfer):
             t = workload.tensor(ev.tensor)
@@ -109,23 +114,25 @@ def simulate(workload, arch, mapping) -> Trace:
                     continue
                 seen_groups.add(group)
             nm = names[ev.level]
-            points = ev.nbytes // t.element_bytes
+            eb, pb = t.element_bytes, partial[ev.tensor]
+            final_b = runs.points(t, ev.level, ev.box, eb) * eb   # bytes at the stored type
+            partial_b = runs.points(t, ev.level, ev.box, pb) * pb  # and as partial sums
             moves = all(lo < hi for lo, hi in ev.tile)
             tp = through.get(ev.tensor, (False, False)) if group is not None else (False, False)
             if ev.kind == "store":  # which store of a tile is its last is known at the end
                 ident = store_key(ev, group, tp)
-                stores.setdefault(ident, []).append(points)
+                stores.setdefault(ident, []).append((final_b, partial_b))
                 drains[nm][ev.tensor] += moves
                 if any(tp):  # partials through the parent: every one but the first read back
-                    merges[(ev.step,) + ident].append((points, moves))
+                    merges[(ev.step,) + ident].append((partial_b, moves))
             elif ev.kind == "reload" and any(tp) and any(x and g for x, g in zip(tp, ev.core)):
                 continue  # only the merging cores (index 0 on those axes) bring the sum back
             elif ev.kind == "reload":  # a reload brings back partial sums
-                reads[nm][ev.tensor] += points * partial[ev.tensor]
-                reloads[nm][ev.tensor] += points * partial[ev.tensor]
+                reads[nm][ev.tensor] += partial_b
+                reloads[nm][ev.tensor] += partial_b
                 fills[nm][ev.tensor] += moves
             else:
-                reads[nm][ev.tensor] += ev.nbytes
+                reads[nm][ev.tensor] += final_b
                 fills[nm][ev.tensor] += moves
         elif isinstance(ev, Compute):
             op = ops[ev.op]
@@ -146,14 +153,12 @@ def simulate(workload, arch, mapping) -> Trace:
                 useful[ev.op] += real
                 per_core_steps[(ev.op, ev.core)] += 1
     for (_, level, tensor, *_), parts in merges.items():  # the merges' read-backs
-        for points, moves in parts[1:]:
-            reads[names[level]][tensor] += points * partial[tensor]
-            reloads[names[level]][tensor] += points * partial[tensor]
+        for partial_b, moves in parts[1:]:
+            reads[names[level]][tensor] += partial_b
+            reloads[names[level]][tensor] += partial_b
             fills[names[level]][tensor] += moves
-    for (level, tensor, *_), points in stores.items():
-        nm = names[level]
-        final = workload.tensor(tensor).element_bytes
-        writes[nm][tensor] += points[-1] * final + sum(points[:-1]) * partial[tensor]
+    for (level, tensor, *_), moved in stores.items():
+        writes[names[level]][tensor] += moved[-1][0] + sum(p for _, p in moved[:-1])
     for (op_name, _core), k in per_core_steps.items():
         steps[op_name] = max(steps[op_name], k)
     _panels(problem, tiles, merged, starts, allocated)

@@ -123,7 +123,12 @@ class Program:
 
 def build_program(workload, arch, mapping) -> Program:
     """The program of ``mapping`` (validated by the walk); DmaError when a level that a transfer
-    touches has no DMA limits or an access pattern cannot be expressed."""
+    touches has no DMA limits or an access pattern cannot be expressed (or the mapping packs a
+    tensor at the outermost level: the shim's patterns address the row-major tensors)."""
+    if mapping.levels and mapping.levels[0].pack:
+        raise DmaError(f"mapping packs {', '.join(sorted(mapping.levels[0].pack))} at "
+                       f"{mapping.levels[0].level}; the DMA program addresses row-major tensors "
+                       "there: drop pack: (a packed layout is costed and executed, not emitted)")
     return _Builder(workload, arch, mapping).build()
 
 
