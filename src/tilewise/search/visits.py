@@ -25,9 +25,10 @@ with ``c`` over the least tile for each trip count (``ceil(e / trips)``: the sam
 least footprint), ``w_t`` the tensor's least bytes per point (at output or accumulator width),
 and the fit the single buffers of the tensors the level holds, unrounded (a superset of what
 fits). The loop over ``j`` costs nothing but its realness, so ``c_j`` is taken at 1. Across
-visits a tensor's first tile may still be resident from the visit before: at most the level's
-capacity is saved, or the visit's whole tile ``e`` where that is less, so each visit's floor
-is lowered by it (``k = 0`` has one visit and nothing resident). The node's floor is the sum over its visits, each border shape counted once
+visits a tensor's first tile may still be resident from the visit before, but only a tensor
+the advancing dim does not index keeps its tile: at most the level's capacity is saved, or,
+where less, the most over dims ``j`` of the bytes of ``e`` of the tensors ``j`` does not index;
+each visit's floor is lowered by it (``k = 0`` has one visit and nothing resident). The node's floor is the sum over its visits, each border shape counted once
 with its multiplicity.
 
 Not applied (floor 0, still a bound): several ops (a chain's projections), affine or clipped
@@ -147,6 +148,25 @@ def _footprint(c, e, uses, width, held):
 
 
 @njit(cache=True)
+def _kept(e, uses, width, held):
+    """The most bytes a visit can find left by the one before: between two visits some dim
+    ``j`` advances, so only the tensors ``j`` does not index keep their tile (at most all of
+    ``e``); the most over ``j``."""
+    most = 0.0
+    for j in range(e.shape[0]):
+        f = 0.0
+        for i in range(uses.shape[0]):
+            if held[i] and not uses[i, j]:
+                p = width[i]
+                for d in range(e.shape[0]):
+                    if uses[i, d]:
+                        p *= e[d]
+                f += p
+        most = max(most, f)
+    return most
+
+
+@njit(cache=True)
 def _visit_cost(c, e, uses, width, output, held, kept, best):
     """Lower ``best [2]`` (reads, writes of a visit) to the least over the real innermost dims
     ``j`` with tiles ``c``, less ``kept`` (bytes that may stay from the visit before)."""
@@ -190,7 +210,7 @@ def visit_floor(e, fixed, uses, width, output, held, cap, across):
     capacity, or all of ``e`` if smaller); ``(0, 0)`` past :data:`MAX_COMBOS` choices."""
     D = e.shape[0]
     best = np.array([np.inf, np.inf])
-    kept = min(cap, _footprint(e, e, uses, width, held)) if across else 0.0
+    kept = min(cap, _kept(e, uses, width, held)) if across else 0.0
     fixed_real = False
     for d in range(D):
         fixed_real |= 0 < fixed[d] < e[d]
