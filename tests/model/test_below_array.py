@@ -33,6 +33,12 @@ def _lines_in_l1(block_bytes: int = 32):
     return replace(a, levels=a.levels[:2] + (replace(a.levels[2], block_bytes=block_bytes),))
 
 
+def _edge_case():
+    """GEMM 10x4x4 f32 split ``cols=m2`` with core tile m4 and L1 tiles m3: edge slices."""
+    return (tw.gemm(10, 4, 4, dtype="f32"),
+            tw.Mapping.parse("l3[m10 n4 k4] mnk | l2[m4 n4 k4] mnk | l1[m3 n2 k4] ; cols=m2"))
+
+
 def test_edge_slices_hand_counted():
     """GEMM 10x4x4 f32 (4 B) on l3 -> l2 (array, 2 cores) -> l1, m split 2 ways, core tile m4:
     array tiles m[0,8) and m[8,10); core 0 takes m[0,4) then m[8,10), core 1 m[4,8) then
@@ -45,8 +51,7 @@ def test_edge_slices_hand_counted():
     - at L2: A's slices 160 B; B (64 B, not indexed by m) sent to both cores for the first
       array tile; core 0 keeps it for the second, core 1 is idle there: 128 B.
     Busiest core: core 0, 6 kernel calls; padded points 10 tiles x (3 x 2 x 4)."""
-    w = tw.gemm(10, 4, 4, dtype="f32")
-    m = tw.Mapping.parse("l3[m10 n4 k4] mnk | l2[m4 n4 k4] mnk | l1[m3 n2 k4] ; cols=m2")
+    w, m = _edge_case()
     c, _ = _compare(w, array_above_innermost(), m)
     assert c.reads["l1"] == {"A": 160, "B": 320}
     assert c.fills["l1"] == {"A": 5, "B": 10}
@@ -63,8 +68,7 @@ def test_edge_slices_in_rounded_runs_hand_counted():
     - B (k4 x n2 tiles): 4 runs of 8 B, 128 B a load, 10 loads: 1280 B.
     - C (m x n2 tiles): rows of 8 B, 20 rows over both cores' tiles stored once: 640 B.
     - L2 has no lines: its bytes are exact (A 160 B, B 128 B)."""
-    w = tw.gemm(10, 4, 4, dtype="f32")
-    m = tw.Mapping.parse("l3[m10 n4 k4] mnk | l2[m4 n4 k4] mnk | l1[m3 n2 k4] ; cols=m2")
+    w, m = _edge_case()
     c, _ = _compare(w, _lines_in_l1(), m)
     assert c.reads["l1"] == {"A": 224, "B": 1280}
     assert c.fills["l1"] == {"A": 5, "B": 10}
