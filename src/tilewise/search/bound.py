@@ -240,7 +240,7 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
             tmax = max(tmax, link_time(rs[l], ws[l], rb, wb, nr, nw, xs))
             for u in range(nsub[l]):
                 tot = fixed[b, l]
-                rx = wx = nrx = nwx = 0.0
+                rx = wx = nrx = nwx = rdb = wdb = 0.0
                 n_db = 0
                 for i in range(Tm):
                     tot += bufs[b, l, i] * (1 + subs[l, u, i])
@@ -250,11 +250,13 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
                         nrx += NR[b, l, moved[i]]
                         nwx += NW[b, l, moved[i]]
                     else:
+                        rdb += R[b, l, moved[i]]
+                        wdb += W[b, l, moved[i]]
                         n_db += 1
                 fit[l, u] = tot <= levels.capacity[l]
                 fp[l, u] = tot
                 rd, wd = r - rx, w - wx
-                if rx + rd == r and wx + wd == w:  # the moved tensors carry every byte
+                if rx + rdb == r and wx + wdb == w:  # the moved tensors carry every byte
                     if n_db == 0:      # all exposed: the floors of the sums bound them
                         rx, wx = rs[l], ws[l]
                     elif n_db == Tm:   # all overlapped

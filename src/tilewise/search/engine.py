@@ -445,7 +445,12 @@ class Engine:
             tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]), rounded=full)
         else:
             tr, legal = rw, None
-        vf = None if leaf else self.visit_floors(run, s, sr.whole, stage)  # also a first filter's
+        if leaf:
+            vf = None
+        elif sr.visits is not None:   # kept for nodes bounded twice (:meth:`with_visits`)
+            vf = (sr.visits[:, 0], sr.visits[:, 1])
+        else:
+            vf = self.visit_floors(run, s, sr.whole, stage)
         # the fewest kernel calls from the largest innermost tiles that fit (_least_objectives)
         sub, nfit = self._least_objectives(run, s, tr, vf, sr, ttc[:, -1, :])
         fl_level = self.floor_level(stage)
@@ -547,6 +552,13 @@ class Engine:
         si = self.with_capped(si, s, stage)
         calls = self._calls(run, s, si, si.capped[:, -1, :])
         return si if calls is None else replace(si, calls=calls)
+
+    def with_visits(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig) -> StandIns:
+        """``si`` (nodes at ``stage`` of splits ``s``) with their visit floors kept
+        (:meth:`visit_floors`), for nodes bounded twice at that stage (a tile stage's
+        children: a first filter, then the model)."""
+        vf = self.visit_floors(run, s, si.whole, stage)
+        return si if vf is None else replace(si, visits=np.stack(vf, 1))
 
     def order_floors(self, s, tiles, ords, stage: int):
         """Floors ``(reads, writes) [n, L]`` of the bytes moved into level ``k``, summed over

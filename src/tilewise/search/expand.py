@@ -71,6 +71,7 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     rw = eng.node_traffic(nd, stage)[0]  # the parent's traffic bounds hold
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
         si = eng.with_calls(eng.stand_ins(ch, stage + 1), ch.split, stage + 1, run)
+        si = eng.with_visits(si, ch.split, stage + 1, run)
         lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
         m, later = prune.split(lb)
         if later.any():

@@ -83,7 +83,9 @@ class StandIns:
     the traffic stand-ins with open innermost tiles capped by capacity
     (:meth:`.Engine.capped`), once computed; ``padded_all [n, D]`` the least
     padded extent all cores compute (for the compute energy); ``calls [n, U, O]`` the fewest
-    kernel calls (:meth:`.Engine.with_calls`), once computed."""
+    kernel calls (:meth:`.Engine.with_calls`) and ``visits [n, 2, L]`` the visit floors of the
+    bytes read into and written out of each level (:meth:`.Engine.with_visits`), once
+    computed."""
 
     whole: np.ndarray
     small: np.ndarray
@@ -94,13 +96,14 @@ class StandIns:
     capped: np.ndarray | None = None
     padded_all: np.ndarray | None = None
     calls: np.ndarray | None = None
+    visits: np.ndarray | None = None
 
     def take(self, idx) -> "StandIns":
         """The stand-ins of nodes ``idx`` (indices, a mask or a slice)."""
         opt = lambda a: None if a is None else a[idx]
         return StandIns(self.whole[idx], self.small[idx], self.counts[idx], self.padded[idx],
                         self.buffers[idx], self.other[idx], opt(self.capped),
-                        opt(self.padded_all), opt(self.calls))
+                        opt(self.padded_all), opt(self.calls), opt(self.visits))
 
     def with_capped(self, capped: np.ndarray) -> "StandIns":
         return replace(self, capped=capped)

@@ -53,13 +53,12 @@ MAX_COMBOS = 1 << 12   # per visit shape: above this many enumerated tile choice
 class VisitTable:
     """The plain single op's tensors as the floor needs them: ``uses [Tm, D]`` which dims
     index each moved tensor, ``width [Tm]`` its least bytes per point, ``output [Tm]``,
-    ``held [L, Tm]`` which levels keep it, ``capacity [L]`` bytes per instance."""
+    ``held [L, Tm]`` which levels keep it."""
 
     uses: np.ndarray
     width: np.ndarray
     output: np.ndarray
     held: np.ndarray
-    capacity: np.ndarray
 
     @classmethod
     def of(cls, st, problem, moved: list[int]) -> "VisitTable | None":
@@ -91,31 +90,7 @@ class VisitTable:
             return None
         output = np.array([st.tensors[ti].name in st.outputs for ti in moved], np.bool_)
         held = np.ascontiguousarray(st.held[:, moved]).astype(np.bool_)
-        capacity = np.array([float(lv.capacity_bytes) if lv.capacity_bytes is not None else np.inf
-                             for lv in st.arch.levels])
-        return cls(uses, width, output, held, capacity)
-
-
-def visit_shapes(sizes: np.ndarray, tiles: np.ndarray, k: int):
-    """The level-``k`` tiles visited, per dim: ``(extents, counts)`` lists of the distinct
-    extents (elements) and how many visits have each, for tiles ``tiles [L, D]`` of levels
-    ``0 .. k`` (level 0 the whole problem ``sizes``; a tile larger than its parent stops
-    at the parent)."""
-    out = []
-    for d in range(len(sizes)):
-        cur = {int(sizes[d]): 1}
-        for lvl in range(1, k + 1):
-            t = int(tiles[lvl, d])
-            nxt: dict = {}
-            for x, c in cur.items():
-                full, rem = divmod(x, t) if t < x else (1, 0)
-                tile = min(t, x)
-                nxt[tile] = nxt.get(tile, 0) + c * full
-                if rem:
-                    nxt[rem] = nxt.get(rem, 0) + c
-            cur = nxt
-        out.append((np.array(list(cur), np.int64), np.array(list(cur.values()), np.int64)))
-    return out
+        return cls(uses, width, output, held)
 
 
 @njit(cache=True)
@@ -286,7 +261,7 @@ def visit_floors(E, F, uses, width, output, held, cap, across):
 
 
 def visit_lists(sizes: np.ndarray, tiles: np.ndarray, k: int):
-    """Per node the level-``k`` tiles visited (:func:`visit_shapes`, compiled): for tiles
+    """Per node the level-``k`` tiles visited (compiled): for tiles
     ``tiles [n, >=k+1, D]``, ``ext, cnt [n, D, k+1]`` the distinct extents per dim and their
     visit counts (count 0: no such extent)."""
     n, _, D = tiles.shape
