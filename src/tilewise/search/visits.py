@@ -39,6 +39,7 @@ axes (halos), a split across the array (per-core visits), a node with more than
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, types
@@ -93,10 +94,10 @@ class VisitTable:
         return cls(uses, width, output, held)
 
 
-@njit(cache=True)
-def _least_tiles(e):
-    """The least tile for each trip count of an extent ``e``: distinct values, largest first."""
-    out = np.empty(2 * int(np.sqrt(e)) + 3, np.int64)
+@njit(cache=True, inline="always")
+def _least_tiles(e, out):
+    """The least tile for each trip count of an extent ``e``: distinct values, largest first,
+    into ``out`` (at least ``2 sqrt(e) + 3`` long); returns how many."""
     n = 0
     c = e
     while True:
@@ -106,7 +107,7 @@ def _least_tiles(e):
             break
         t = -(-e // (c - 1))
         c = -(-e // t)
-    return out[:n]
+    return n
 
 
 @njit(cache=True)
@@ -142,12 +143,12 @@ def _kept(e, uses, width, held):
 
 
 @njit(cache=True)
-def _visit_cost(c, e, uses, width, output, held, kept, best):
+def _visit_cost(c, e, uses, width, output, held, kept, best, trips):
     """Lower ``best [2]`` (reads, writes of a visit) to the least over the real innermost dims
-    ``j`` with tiles ``c``, less ``kept`` (bytes that may stay from the visit before)."""
+    ``j`` with tiles ``c``, less ``kept`` (bytes that may stay from the visit before);
+    ``trips [D]``: work space."""
     D = e.shape[0]
     T = uses.shape[0]
-    trips = np.empty(D)
     any_real = False
     for d in range(D):
         trips[d] = -(-e[d] // c[d]) if c[d] < e[d] else 1
@@ -177,14 +178,44 @@ def _visit_cost(c, e, uses, width, output, held, kept, best):
             break
 
 
+class _Work(NamedTuple):
+    """Work arrays of :func:`_visit_floor`, allocated once per batch."""
+
+    best: np.ndarray        # [2] reads, writes
+    c: np.ndarray           # [D] tiles
+    open_dims: np.ndarray   # [D]
+    idx: np.ndarray         # [D] combo counters
+    trips: np.ndarray       # [D]
+    lists: np.ndarray       # [D, n] least tiles per open dim (:func:`_least_tiles`)
+    lens: np.ndarray        # [D]
+
+
+@njit(cache=True)
+def _work(E):
+    u, D = E.shape
+    most = 1
+    for i in range(u):
+        for d in range(D):
+            most = max(most, E[i, d])
+    return _Work(np.empty(2), np.empty(D, np.int64), np.empty(D, np.int64),
+                 np.zeros(D, np.int64), np.empty(D), np.empty((D, 2 * int(np.sqrt(most)) + 3),
+                                                             np.int64), np.zeros(D, np.int64))
+
+
 @njit(cache=True)
 def visit_floor(e, fixed, uses, width, output, held, cap, across):
     """``(reads, writes)``: the least bytes moved into a level of ``cap`` bytes during one visit
     of a tile ``e [D]`` (module doc), with the level's tiles ``fixed [D]`` (0: open); with
     ``across`` (a visit among several) less what the visit before may leave in the level (its
     capacity, or all of ``e`` if smaller); ``(0, 0)`` past :data:`MAX_COMBOS` choices."""
+    return _visit_floor(e, fixed, uses, width, output, held, cap, across, _work(e.reshape(1, -1)))
+
+
+@njit(cache=True, inline="always")
+def _visit_floor(e, fixed, uses, width, output, held, cap, across, wk):
     D = e.shape[0]
-    best = np.array([np.inf, np.inf])
+    best, c, open_dims, idx, trips, lists, lens = wk
+    best[0] = best[1] = np.inf
     kept = min(cap, _kept(e, uses, width, held)) if across else 0.0
     fixed_real = False
     for d in range(D):
@@ -196,8 +227,6 @@ def visit_floor(e, fixed, uses, width, output, held, cap, across):
             continue
         if j == D + 1 and not fixed_real:
             continue
-        c = np.empty(D, np.int64)
-        open_dims = np.empty(D, np.int64)
         n_open = 0
         for d in range(D):
             if fixed[d] > 0:
@@ -212,21 +241,24 @@ def visit_floor(e, fixed, uses, width, output, held, cap, across):
                 n_open += 1
         if n_open == 0:
             if _footprint(c, e, uses, width, held) <= cap:
-                _visit_cost(c, e, uses, width, output, held, kept, best)
+                _visit_cost(c, e, uses, width, output, held, kept, best, trips)
             continue
-        lists = [_least_tiles(e[open_dims[i]]) for i in range(n_open)]
         combos = 1
-        for i in range(n_open - 1):
-            combos *= len(lists[i])
+        for i in range(n_open):
+            lens[i] = _least_tiles(e[open_dims[i]], lists[i])
+            if i < n_open - 1:
+                combos *= lens[i]
         if combos > MAX_COMBOS:
             return 0.0, 0.0
-        idx = np.zeros(n_open, np.int64)
+        for i in range(n_open):
+            idx[i] = 0
         last = open_dims[n_open - 1]
         lv = lists[n_open - 1]
+        nlv = lens[n_open - 1]
         for _ in range(combos):
             for i in range(n_open - 1):
-                c[open_dims[i]] = lists[i][idx[i]]
-            lo, hi = 0, len(lv)   # the largest last tile that fits: lv is descending
+                c[open_dims[i]] = lists[i, idx[i]]
+            lo, hi = 0, nlv   # the largest last tile that fits: lv is descending
             while lo < hi:
                 mid = (lo + hi) // 2
                 c[last] = lv[mid]
@@ -234,13 +266,13 @@ def visit_floor(e, fixed, uses, width, output, held, cap, across):
                     hi = mid
                 else:
                     lo = mid + 1
-            if lo < len(lv):
+            if lo < nlv:
                 c[last] = lv[lo]
-                _visit_cost(c, e, uses, width, output, held, kept, best)
+                _visit_cost(c, e, uses, width, output, held, kept, best, trips)
             i = 0
             while i < n_open - 1:
                 idx[i] += 1
-                if idx[i] < len(lists[i]):
+                if idx[i] < lens[i]:
                     break
                 idx[i] = 0
                 i += 1
@@ -255,8 +287,9 @@ def visit_floors(E, F, uses, width, output, held, cap, across):
     u = E.shape[0]
     r = np.empty(u)
     w = np.empty(u)
+    wk = _work(E)
     for i in range(u):
-        r[i], w[i] = visit_floor(E[i], F[i], uses, width, output, held, cap, across)
+        r[i], w[i] = _visit_floor(E[i], F[i], uses, width, output, held, cap, across, wk)
     return r, w
 
 
