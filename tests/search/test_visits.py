@@ -13,7 +13,7 @@ from tilewise.mapping import Mapping
 from tilewise.model.cost import evaluate
 from tilewise.search.engine import Engine
 from tilewise.search.optimize import search
-from tilewise.search.visits import VisitMemo, node_floors, visit_lists
+from tilewise.search.visits import VisitMemo, node_floors, visit_floor, visit_lists
 
 from ..model.archs import array_in_the_middle
 from .helpers import brute_force
@@ -151,3 +151,24 @@ def _with_energy(arch: Arch) -> Arch:
                    for lv, (r, wr) in zip(arch.levels, pj))
     return dataclasses.replace(arch, levels=levels,
                                compute=dataclasses.replace(arch.compute, energy_pj_per_mac=0.5))
+
+
+def _gemm_visit(e, cap, across):
+    """One GEMM visit's floor (f32 A[m,k], B[k,n], C[m,n]) of tile ``e`` into ``cap`` bytes."""
+    uses = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0]], np.bool_)
+    width = np.full(3, 4.0)
+    return visit_floor(np.array(e, np.int64), np.zeros(3, np.int64), uses, width,
+                       np.array([False, False, True]), np.ones(3, np.bool_), float(cap), across)
+
+
+def test_only_a_tensor_whose_visit_tile_fits_whole_is_kept_across_visits():
+    """Between visits a tensor keeps its tile only if its level tile covered all of the visit's
+    (the visit before ended on its last tile, the next starts on its first). With every
+    tensor's visit tile over the capacity nothing is kept; with A's 8 x 8 (256 B) within it,
+    at most A's bytes are."""
+    big = (64, 64, 64)                       # every tensor 16 KiB, cap 4 KiB: none covered
+    assert _gemm_visit(big, 4096, True) == _gemm_visit(big, 4096, False)
+    e = (8, 64, 8)                           # A 256 B fits; B and C 2 KiB each
+    alone, across = _gemm_visit(e, 1024, False), _gemm_visit(e, 1024, True)
+    assert across[0] < alone[0]
+    assert alone[0] - across[0] <= 8 * 8 * 4

@@ -26,9 +26,10 @@ least footprint), ``w_t`` the tensor's least bytes per point (at output or accum
 and the fit the single buffers of the tensors the level holds, unrounded (a superset of what
 fits). The loop over ``j`` costs nothing but its realness, so ``c_j`` is taken at 1. Across
 visits a tensor's first tile may still be resident from the visit before, but only a tensor
-the advancing dim does not index keeps its tile: at most the level's capacity is saved, or,
-where less, the most over dims ``j`` of the bytes of ``e`` of the tensors ``j`` does not index;
-each visit's floor is lowered by it (``k = 0`` has one visit and nothing resident). The node's floor is the sum over its visits, each border shape counted once
+the advancing dim does not index, and only if its tile ``c`` covers all of its ``e`` (else the
+visit before ended on its last tile and this one starts on its first): per ``c``, the most
+over dims ``j`` of the bytes of ``e`` of such tensors, at most the level's capacity, is taken
+off that ``c``'s bytes (``k = 0`` has one visit and nothing resident). The node's floor is the sum over its visits, each border shape counted once
 with its multiplicity.
 
 Not applied (floor 0, still a bound): several ops (a chain's projections), affine or clipped
@@ -123,11 +124,12 @@ def _footprint(c, e, uses, width, held):
     return f
 
 
-@njit(cache=True)
-def _kept(e, uses, width, held):
-    """The most bytes a visit can find left by the one before: between two visits some dim
-    ``j`` advances, so only the tensors ``j`` does not index keep their tile (at most all of
-    ``e``); the most over ``j``."""
+@njit(cache=True, inline="always")
+def _kept(c, e, uses, width, held):
+    """The most bytes a visit with tiles ``c`` can find left by the one before. Between two
+    visits some dim ``j`` advances, so only a tensor ``j`` does not index can keep its tile,
+    and only if its tile ``c`` covers all of its ``e`` (else the visit before ended on its last
+    tile and this one starts on its first); the most over ``j``."""
     most = 0.0
     for j in range(e.shape[0]):
         f = 0.0
@@ -136,6 +138,8 @@ def _kept(e, uses, width, held):
                 p = width[i]
                 for d in range(e.shape[0]):
                     if uses[i, d]:
+                        if c[d] < e[d]:
+                            p = 0.0
                         p *= e[d]
                 f += p
         most = max(most, f)
@@ -143,12 +147,13 @@ def _kept(e, uses, width, held):
 
 
 @njit(cache=True)
-def _visit_cost(c, e, uses, width, output, held, kept, best, trips):
+def _visit_cost(c, e, uses, width, output, held, cap, across, best, trips):
     """Lower ``best [2]`` (reads, writes of a visit) to the least over the real innermost dims
-    ``j`` with tiles ``c``, less ``kept`` (bytes that may stay from the visit before);
-    ``trips [D]``: work space."""
+    ``j`` with tiles ``c``, less, with ``across``, what may stay from the visit before
+    (:func:`_kept`, at most the capacity ``cap``); ``trips [D]``: work space."""
     D = e.shape[0]
     T = uses.shape[0]
+    kept = min(cap, _kept(c, e, uses, width, held)) if across else 0.0
     any_real = False
     for d in range(D):
         trips[d] = -(-e[d] // c[d]) if c[d] < e[d] else 1
@@ -216,7 +221,6 @@ def _visit_floor(e, fixed, uses, width, output, held, cap, across, wk):
     D = e.shape[0]
     best, c, open_dims, idx, trips, lists, lens = wk
     best[0] = best[1] = np.inf
-    kept = min(cap, _kept(e, uses, width, held)) if across else 0.0
     fixed_real = False
     for d in range(D):
         fixed_real |= 0 < fixed[d] < e[d]
@@ -241,7 +245,7 @@ def _visit_floor(e, fixed, uses, width, output, held, cap, across, wk):
                 n_open += 1
         if n_open == 0:
             if _footprint(c, e, uses, width, held) <= cap:
-                _visit_cost(c, e, uses, width, output, held, kept, best, trips)
+                _visit_cost(c, e, uses, width, output, held, cap, across, best, trips)
             continue
         combos = 1
         for i in range(n_open):
@@ -268,7 +272,7 @@ def _visit_floor(e, fixed, uses, width, output, held, cap, across, wk):
                     lo = mid + 1
             if lo < nlv:
                 c[last] = lv[lo]
-                _visit_cost(c, e, uses, width, output, held, kept, best, trips)
+                _visit_cost(c, e, uses, width, output, held, cap, across, best, trips)
             i = 0
             while i < n_open - 1:
                 idx[i] += 1
