@@ -15,6 +15,7 @@ from tilewise.search.engine import Engine
 from tilewise.search.optimize import search
 from tilewise.search.visits import VisitMemo, node_floors, visit_floor, visit_lists
 
+from ..consistency.cases import arch as toy_arch, level as toy_level
 from ..model.archs import array_in_the_middle
 from .helpers import brute_force
 from .test_exact import assert_top_matches
@@ -172,3 +173,75 @@ def test_only_a_tensor_whose_visit_tile_fits_whole_is_kept_across_visits():
     alone, across = _gemm_visit(e, 1024, False), _gemm_visit(e, 1024, True)
     assert across[0] < alone[0]
     assert alone[0] - across[0] <= 8 * 8 * 4
+
+
+def _cores_without_broadcast(cols: int = 3) -> Arch:
+    """cpu-6core's shape (array_in_the_middle) with no broadcast and no merge along the array:
+    the bytes into the per-core L2 are the cores' sum."""
+    import dataclasses
+    arch = array_in_the_middle(rows=1, cols=cols)
+    return dataclasses.replace(arch, array=dataclasses.replace(
+        arch.array, broadcast_rows=False, broadcast_cols=False, reduce_cols=False))
+
+
+@pytest.mark.parametrize("w", [tw.gemm(12, 10, 16, dtype="f32"), tw.gemm(47, 20, 7, dtype="i8"),
+                               tw.gemm(64, 6, 40, dtype="f32"),
+                               tw.batched_gemm(3, 6, 5, 8, dtype="f32")],
+                         ids=["f32", "i8", "long-m", "bgemm"])
+def test_floors_into_the_array_level_are_below_the_cores_sum(w):
+    """Into the array level (each core's L2, no broadcast): each visit of an L3 tile cut into
+    the regions the cores walk (their core tiles known), each region a visit of one core's
+    L2; the floor is below the model's bytes, every core's summed."""
+    arch = _cores_without_broadcast()
+    eng = Engine(w, arch, {})
+    assert eng._cores_sum_at_array()
+    dims = list(w.sizes)
+    rng = np.random.default_rng(11 + len(dims))
+    checked = split = 0
+    for _ in range(600):
+        m, tiles = _random_mapping(rng, w, arch)
+        c = evaluate(w, arch, m, check_capacity=False)
+        if not c.fits:
+            continue
+        t = np.array([[tl[d] for d in dims] for tl in tiles], np.int64)[None]
+        ways = np.ones((1, len(dims)), np.int64)
+        if m.cols is not None:
+            ways[0, dims.index(m.cols.dim)] = m.cols.ways
+        known = rng.random(len(dims)) < 0.5
+        known |= ways[0] > 1     # the core tiles of the split dims are known
+        r, wr = node_floors(eng.visit_table, eng.problem.dims.sizes, t, known, 1, eng.cap,
+                            VisitMemo(), cores=(t[:, 2], ways))
+        assert r[0] <= sum(c.reads["l2"].values()) + 1e-9, (m, known)
+        assert wr[0] <= sum(c.writes["l2"].values()) + 1e-9, (m, known)
+        checked += 1
+        split += int((ways > 1).any())
+    assert checked > 150 and split > 50
+
+
+def test_core_regions_follow_the_split_walk():
+    """A dim of 256 split 6 ways into core tiles of 43 (43 x 5 + 41) and of 30 (steps of 180:
+    cores 0-1 walk 30 + 30, core 2 30 + 16, cores 3-5 30)."""
+    from tilewise.search.visits import core_regions
+    for tile, want in ((43, {43: 5, 41: 1}), (30, {60: 2, 46: 1, 30: 3})):
+        e, c = core_regions(np.array([[[256, 0]]]), np.array([[[1, 0]]]), np.array([[tile]]),
+                            np.array([[6]]))
+        assert {int(x): int(n) for x, n in zip(e[0, 0], c[0, 0]) if n} == want
+
+
+@pytest.mark.parametrize("objective", ["latency", "traffic"])
+def test_search_with_floors_into_the_array_level_equals_brute_force(objective):
+    """ddr -> l3 -> l2 (the array, 2 cores, no broadcast) -> l1: the floors into the cores' L2
+    prune, and the search's top values equal brute force (splits included)."""
+    a = toy_arch("toy-mid3", [toy_level("l3", 2048, double_buffer=False),
+                              toy_level("l2", 512, instances=2, double_buffer=False),
+                              toy_level("l1", 128, instances=2, bandwidth=32e9,
+                                        double_buffer=False)],
+                 array={"level": "l2", "rows": 1, "cols": 2, "broadcast": [],
+                        "reduce_cols": False})
+    w = tw.gemm(8, 4, 6, dtype="f32")
+    metric = {"latency": lambda c: c.latency_s, "traffic": lambda c: c.offchip_bytes}[objective]
+    cons = {"orders": ["mnk", "kmn"], "tiles": {"l3": {"k": 6, "n": 4}, "l1": {"n": 4}}}
+    brute = brute_force(w, a, metric, **cons)
+    assert any(m.cols for _, m, _ in brute)
+    r = search(w, a, objective=objective, top=4, **cons)
+    assert_top_matches([metric(s.cost) for s in r.top], [v for v, _, _ in brute])

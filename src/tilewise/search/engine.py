@@ -416,7 +416,8 @@ class Engine:
     # ----- bounds -----
 
     def bound(self, nd: Nodes, stage: int, run: RunConfig, stats: SearchStats,
-              rw=None, si: StandIns | None = None, refine=None) -> np.ndarray:
+              rw=None, si: StandIns | None = None, refine=None, visits: bool = True
+              ) -> np.ndarray:
         """Bounds ``[n, len(run.objectives)]`` of nodes at ``stage`` (see the class doc);
         ``inf`` for nodes that cannot fit (their smallest buffers, single-buffered, overflow a
         level) or, in a chain, cannot be legal (:meth:`.ChainRules.legal_tiles`): those are
@@ -424,7 +425,8 @@ class Engine:
         model's (a parent's bounds hold for its children: a cheap first filter); ``si``: the
         nodes' :meth:`stand_ins` when already known; ``refine(bounds) -> mask``: the nodes
         worth the cost of the floors of their first open level (:meth:`floors`: those the walk
-        would keep), bounded again with them."""
+        would keep), bounded again with them; ``visits=False``: without the visit floors
+        (:meth:`visit_floors`) unless ``si`` holds them (a cheaper, looser first filter)."""
         n = len(nd)
         leaf = rw is None and self.n_fixed[stage] == self.L - 1  # full mappings: exact
         si = self.stand_ins(nd, stage) if si is None else si
@@ -449,8 +451,10 @@ class Engine:
             vf = None
         elif sr.visits is not None:   # kept for nodes bounded twice (:meth:`with_visits`)
             vf = (sr.visits[:, 0], sr.visits[:, 1])
-        else:
+        elif visits:
             vf = self.visit_floors(run, s, sr.whole, stage)
+        else:
+            vf = None
         # the fewest kernel calls from the largest innermost tiles that fit (_least_objectives)
         sub, nfit = self._least_objectives(run, s, tr, vf, sr, ttc[:, -1, :])
         fl_level = self.floor_level(stage)
@@ -619,7 +623,10 @@ class Engine:
         for k in ks:
             # a split: each core visits its slices, the sum over cores, where the level is
             # private to each core (at the array level a broadcast or a merge of partial sums
-            # moves fewer bytes than the cores' sum)
+            # moves fewer bytes than the cores' sum, unless the arch has neither)
+            if a is not None and k + 1 == a and self._cores_sum_at_array():
+                self._slice_floors(s, whole, dep, k, rfl, wfl)
+                continue
             idx = np.arange(n) if a is not None and k + 1 > a else np.nonzero(unsplit)[0]
             if not len(idx):
                 continue
@@ -627,6 +634,27 @@ class Engine:
             r, w = node_floors(self.visit_table, sizes, whole[idx], dep >= k + 1, k, self.cap, memo)
             rfl[idx, k + 1], wfl[idx, k + 1] = r, w
         return rfl, wfl
+
+    def _cores_sum_at_array(self) -> bool:
+        """Whether the bytes moved into the array level are the cores' sum: no broadcast and
+        no merge of partial sums along the array (cpu-6core)."""
+        lv = self.problem.levels
+        return not (lv.bc_rows_split or lv.bc_cols_split or lv.reduce_rows)
+
+    def _slice_floors(self, s, whole, dep, k: int, rfl, wfl) -> None:
+        """Fill ``rfl, wfl [n, L]`` at the array level ``a = k + 1`` (where the bytes into it
+        are the cores' sum, :meth:`_cores_sum_at_array`) for nodes whose core tiles are known
+        on every split dim: each visit of a level-``k`` tile is cut into the regions the
+        cores walk (:func:`.visits.core_regions`), each a visit of one core's level ``a``."""
+        a = k + 1
+        ways = self.ways[s]
+        idx = np.nonzero(((ways == 1) | (dep >= a)[None, :]).all(1))[0]
+        if not len(idx):
+            return
+        memo = self._visit_memo.setdefault(("cores", a), VisitMemo())
+        r, w = node_floors(self.visit_table, self.problem.dims.sizes, whole[idx], dep >= a, k,
+                           self.cap, memo, cores=(whole[idx, a], ways[idx]))
+        rfl[idx, a], wfl[idx, a] = r, w
 
     def floor_level(self, stage: int) -> int:
         """The level whose bytes nodes at ``stage`` get a floor of (0: none): at the stage

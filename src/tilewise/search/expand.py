@@ -71,6 +71,12 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     rw = eng.node_traffic(nd, stage)[0]  # the parent's traffic bounds hold
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
         si = eng.with_calls(eng.stand_ins(ch, stage + 1), ch.split, stage + 1, run)
+        lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si, visits=False)
+        m = prune.keep_partial(lb)   # beaten already: no visit floors needed
+        done += float(ch.weight[~m].sum())
+        ch, si, parent = ch.take(m), si.take(m), parent[m]
+        if not len(ch):
+            continue
         si = eng.with_visits(si, ch.split, stage + 1, run)
         lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
         m, later = prune.split(lb)

@@ -380,6 +380,28 @@ class VisitMemo:
         self.n = need
 
 
+def core_regions(ext: np.ndarray, cnt: np.ndarray, tile: np.ndarray, ways: np.ndarray):
+    """The extents ``ext, cnt [n, D, W]`` (visits of a parent tile) cut into the regions the
+    cores walk, ``[n, D, 3W]`` (live entries first): a dim split ``ways [n, D]`` into core
+    tiles ``tile [n, D]`` is walked in steps of ``tile x ways``, each core taking one tile per
+    step, so of an extent ``e`` with ``f`` full steps and ``p`` left over, ``p // tile``
+    cores walk ``(f + 1) tile``, one walks ``f tile + p % tile`` and the rest ``f tile``
+    (empty regions dropped). Unsplit dims keep their extents."""
+    t = tile[:, :, None]
+    w = ways[:, :, None]
+    f, p = ext // (t * w), ext % (t * w)
+    q, part = p // t, p % t
+    e3 = np.concatenate([(f + 1) * t, f * t + part, f * t], 2)
+    c3 = np.concatenate([cnt * q, cnt * (part > 0), cnt * (w - q - (part > 0))], 2)
+    c3[e3 == 0] = 0
+    split = (ways > 1)[:, :, None]
+    e3 = np.where(split, e3, np.concatenate([ext, ext, ext], 2))
+    c3 = np.where(split, c3, np.concatenate([cnt, 0 * cnt, 0 * cnt], 2))
+    first = np.argsort(c3 == 0, axis=2, kind="stable")      # live entries first
+    return (np.ascontiguousarray(np.take_along_axis(e3, first, 2)),
+            np.ascontiguousarray(np.take_along_axis(c3, first, 2)))
+
+
 @njit(cache=True)
 def _visit_rows(ext, cnt, fixed, rows, mult):
     """Per node every combination of its dims' visited extents (the live entries of ``ext,
@@ -422,13 +444,23 @@ def _put(d, hashes, base):
 
 
 def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: np.ndarray,
-                k: int, capacity: np.ndarray, memo: VisitMemo) -> tuple[np.ndarray, np.ndarray]:
+                k: int, capacity: np.ndarray, memo: VisitMemo, into: int | None = None,
+                cores: tuple[np.ndarray, np.ndarray] | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """Floors ``(reads, writes) [n]`` of the bytes moved into level ``k+1`` of nodes whose
     tiles ``tiles [n, L, D]`` are fixed through level ``k`` (and at level ``k+1`` where
     ``known [D]``), with the level-``k`` order open (module doc). ``capacity [L]`` the bytes
-    a level holds (the model's fit); ``memo`` keeps each visit shape's floor across calls."""
+    a level holds (the model's fit); ``memo`` keeps each visit shape's floor across calls
+    (one memo per receiving level and kind). ``into``: the level whose capacity and tensors
+    the floor takes (default ``k + 1``). ``cores = (tile [n, D], ways [n, D])``: level
+    ``k + 1`` is the array level, split ``ways`` per dim into core tiles ``tile`` (known on
+    every split dim): each visit is cut into the regions the cores walk (:func:`core_regions`)
+    and each region is a visit of one core's level."""
+    into = k + 1 if into is None else into
     n, _, D = tiles.shape
     ext, cnt = visit_lists(sizes, tiles, k)                       # [n, D, k+1]
+    if cores is not None:
+        ext, cnt = core_regions(ext, cnt, *cores)
     fixed = np.where(known[None, :], tiles[:, k + 1, :], 0)       # [n, D]
     live = (cnt > 0).sum(2)                                       # [n, D]
     per_node = np.prod(live, axis=1)
@@ -445,7 +477,7 @@ def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: 
     if len(todo):
         r, w = visit_floors(np.ascontiguousarray(keys[todo, :D]),
                             np.ascontiguousarray(keys[todo, D:]), table.uses, table.width,
-                            table.output, table.held[k + 1], float(capacity[k + 1]), k > 0)
+                            table.output, table.held[into], float(capacity[into]), k > 0)
         fl[todo, 0], fl[todo, 1] = r, w
         memo.store(keys[todo], hashes[todo], fl[todo])
     per = fl[inv] * mult[:, None]
