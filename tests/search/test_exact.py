@@ -30,6 +30,12 @@ CASES = [
      {"double_buffer": "none", "orders": ["mnkl", "nlkm", "kmnl", "lkmn"]}),
     (tw.gemm_chain(4, 4, 8, 4), small_aie(rows=2, cols=1, core_bytes=128, bank=16),
      {"double_buffer": "none", "orders": ["mnkl", "nlkm"], "tiles": {"memtile": {"k": 4}}}),
+    # n split at the memtile: its DDR loop is a real private loop, so C's panel covers one
+    # core's share of the memtile's m and l whatever the core tiles (the panel floor's share
+    # term prunes nodes with those still open)
+    (tw.gemm_chain(8, 4, 8, 8), small_aie(rows=2, cols=1, core_bytes=192, bank=16),
+     {"double_buffer": "none", "orders": ["nmlk", "lmkn"],
+      "tiles": {"memtile": {"m": 8, "k": 4, "l": 8, "n": 4}}}),
     (tw.layernorm(16, 12, dtype="i16"), small_aie(rows=2, cols=1), {"double_buffer": "none"}),
     (tw.conv2d(1, 2, 4, 4, 4, 3, 3, padding=1), small_aie(rows=2, cols=1, core_bytes=8192, memtile=False),
      {"double_buffer": "none", "spatial": ["none", "rows=k2"], "orders": ["nkcpqrs", "nkpqcrs", "cnkpqrs"]}),

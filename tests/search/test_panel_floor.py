@@ -30,6 +30,41 @@ def test_panel_floor_is_at_most_the_models_panel(data):
     step = np.stack([tl[:, k + 1] * (wv if k + 1 == a else 1) for k in range(L - 1)], 1)
     real = step < tl[:, :L - 1]
     rules = ChainRules(p.chain.spine, p.chain.forbidden, p.chain.projected)
-    floor = rules.panel_floor(tl[:, L - 1], tl, real, wv, a)[0]
+    floor = rules.panel_floor(tl, tl, real, wv, a)[0]
     assert (floor <= panel).all(), (str(m), floor, panel)
     assert (floor >= tl[0, L - 1]).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_panel_floor_of_a_node_is_at_most_the_panel_of_every_mapping_below(data):
+    """A node fixes each dim's tiles down to some level and leaves the rest open: its
+    footprint stand-ins are at most the mapping's tiles there, and only the loops whose two
+    tiles are fixed are known to iterate (:meth:`.Engine.fixed_real_loops`). The floor,
+    open tiles and all (one core's share of the tile below the first known real private
+    loop), stays under the panel of every mapping below the node."""
+    w = data.draw(workloads(kinds=("gemm_chain",)))
+    arch = data.draw(ARCHS)
+    m = data.draw(mappings(w, arch))
+    p = Problem.build(w, arch)
+    dims, L = p.st.dims, p.st.n_levels
+    D = len(dims)
+    tiles = [lv.sizes for lv in m.levels]
+    ways = ways_of(m)
+    panel = p.panel(tiles, [lv.order for lv in m.levels[:-1]], ways)
+    tl = np.array([[[t[d] for d in dims] for t in tiles]], np.int64)
+    wv = np.array([[ways.get(d, 1) for d in dims]], np.int64)
+    a = p.levels.array
+    step = np.stack([tl[:, k + 1] * (wv if k + 1 == a else 1) for k in range(L - 1)], 1)
+    real = step < tl[:, :L - 1]
+    depth = np.array(data.draw(st.lists(st.integers(0, L - 1), min_size=D, max_size=D)))
+    fixed = np.arange(L)[:, None] <= depth[None, :]                       # [L, D]
+    small = tl.copy()
+    for k, j in zip(*np.nonzero(~fixed)):
+        small[0, k, j] = data.draw(st.integers(1, int(tl[0, k, j])))
+    whole = np.where(fixed[None], tl, tl[:, :1])   # open tiles at the largest (the size)
+    known = real & (depth[None, :] >= np.arange(1, L)[:, None])[None]
+    rules = ChainRules(p.chain.spine, p.chain.forbidden, p.chain.projected)
+    floor = rules.panel_floor(small, whole, known, wv, a)[0]
+    assert (floor <= panel).all(), (str(m), depth.tolist(), small.tolist(), floor, panel)
+    assert (floor >= small[0, L - 1]).all()

@@ -329,7 +329,7 @@ class Engine:
         rules = self.chain_rules
         if rules is not None and rules.projected:  # the intermediates' panels, at least
             pm = tm.copy()
-            pm[:, -1] = rules.panel_floor(tm[:, -1], tt, self.fixed_real_loops(
+            pm[:, -1] = rules.panel_floor(tm, tt, self.fixed_real_loops(
                 tt, nd.split, stage), self.ways[nd.split], self.st.array_level)
             fixed[:, -1] = self.buffers(pm)[1][:, -1]
         pall = np.empty_like(pad)
