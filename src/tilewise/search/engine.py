@@ -12,7 +12,10 @@ orders, are dropped before any model call. A leaf is a full mapping: every doubl
 of it is costed (:func:`.bound.variant_latencies`, checked against :func:`tilewise.evaluate`)
 into a :class:`.Pool`. Every rule (capacity, buffer bytes, link times, latency, energy, the
 compute-bound minimum, chain legality) is the model's (:mod:`tilewise.model.rules`, over the
-problem description :class:`tilewise.model.problem.Problem` built once per engine).
+problem description :class:`tilewise.model.problem.Problem` built once per engine). Under a
+chain's ``memory="max"`` the capacity checks on buffer sums take the model's relaxation of
+its rule (:meth:`~tilewise.model.problem.Problem.summed_levels`) and the leaves are fitted
+by the rule itself (:meth:`Engine._rule_fits`).
 """
 
 from __future__ import annotations
