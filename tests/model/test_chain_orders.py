@@ -117,8 +117,9 @@ def test_memory_max_is_chimeras_mu():
     assert evaluate(wl, arch, m).fits
     with pytest.raises(TilewiseError, match="need 149 bytes"):
         evaluate(dataclasses.replace(wl, memory="sum"), arch, m)
-    with pytest.raises(TilewiseError, match="memory='max'"):
-        search(wl, arch)
+    # the search takes the same rule (its capacity pruning a relaxation of it)
+    best = search(wl, arch).best
+    assert evaluate(wl, arch, best.mapping).footprint["ub"] <= max(gemm1, gemm2)
 
 
 def test_attention_keeps_spine_first_with_a_message_naming_it():

@@ -30,6 +30,12 @@ CASES = [
      {"double_buffer": "none", "orders": ["mnkl", "nlkm", "kmnl", "lkmn"]}),
     (tw.gemm_chain(4, 4, 8, 4), small_aie(rows=2, cols=1, core_bytes=128, bank=16),
      {"double_buffer": "none", "orders": ["mnkl", "nlkm"], "tiles": {"memtile": {"k": 4}}}),
+    # n split at the memtile: its DDR loop is a real private loop, so C's panel covers one
+    # core's share of the memtile's m and l whatever the core tiles (the panel floor's share
+    # term prunes nodes with those still open)
+    (tw.gemm_chain(8, 4, 8, 8), small_aie(rows=2, cols=1, core_bytes=192, bank=16),
+     {"double_buffer": "none", "orders": ["nmlk", "lmkn"],
+      "tiles": {"memtile": {"m": 8, "k": 4, "l": 8, "n": 4}}}),
     (tw.layernorm(16, 12, dtype="i16"), small_aie(rows=2, cols=1), {"double_buffer": "none"}),
     (tw.conv2d(1, 2, 4, 4, 4, 3, 3, padding=1), small_aie(rows=2, cols=1, core_bytes=8192, memtile=False),
      {"double_buffer": "none", "spatial": ["none", "rows=k2"], "orders": ["nkcpqrs", "nkpqcrs", "cnkpqrs"]}),
@@ -111,6 +117,32 @@ def test_energy_and_edp_equal_brute_force():
     assert r.best.energy_j == pytest.approx(min(v[0] for v, _, _ in brute), rel=1e-12)
     r = search(w, arch, objective="edp", top=1, **cons)
     assert r.best.edp == pytest.approx(min(v[1] for v, _, _ in brute), rel=1e-12)
+
+
+@pytest.mark.parametrize("db", ["none", {"core": ["A", "E"]}], ids=["single", "db-A-E"])
+def test_memory_max_chain_equals_brute_force(db):
+    """Chimera's ``memory="max"`` (a level fits when the buffers each op touches fit): the
+    search prunes by buffer sums against ops x capacity (:meth:`.Problem.summed_levels`) and
+    fits its leaves by the model's rule, so its top-k and least footprint are brute force's.
+    The 96 B core holds mappings that the sum of live buffers does not (with A and E
+    double-buffered, none at all)."""
+    arch = small_aie(rows=2, cols=1, core_bytes=96, bank=16, memtile=False)
+    cons = {"orders": ["mnkl", "mlkn"], "double_buffer": db}
+    w = tw.gemm_chain(8, 4, 8, 4, memory="max")
+    brute = brute_force(w, arch, lambda c: (c.latency_s, sum(list(c.footprint.values())[1:])),
+                        **cons)
+    r = search(w, arch, top=4, **cons)
+    assert_top_matches([s.latency_s for s in r.top], [v[0] for v, _, _ in brute])
+    for s in r.top:
+        assert tw.evaluate(w, arch, s.mapping).latency_s == s.latency_s
+    space = search(w, arch, objective="space", top=1, **cons)
+    assert space.best.space_bytes == min(v[1] for v, _, _ in brute)
+    summed = tw.gemm_chain(8, 4, 8, 4)   # the sum of live buffers: less fits
+    if db == "none":
+        assert search(summed, arch, top=1, **cons).best.latency_s > r.best.latency_s
+    else:
+        with pytest.raises(tw.CapacityError):
+            search(summed, arch, top=1, **cons)
 
 
 @settings(max_examples=12, deadline=None)

@@ -324,6 +324,28 @@ class Problem:
         bytes (:mod:`.contiguity`)."""
         return replace(self, levels=self.levels._replace(granule=np.ones_like(self.levels.granule)))
 
+    def summed_levels(self) -> Levels:
+        """The levels with the bytes a level's buffers *summed* (and each part's) can take in
+        a mapping that fits: its capacities, or for a chain's ``memory="max"``
+        (:attr:`ChainRules.memory_max`: a level fits when the buffers each op touches fit)
+        ``O`` times them: every buffer is touched by some op (:attr:`Buffers.ops`), so the
+        sum is at most the sum over the ``O`` ops of the buffers each touches, at most ``O``
+        times their max. The search prunes by sums, so it takes these (a relaxation of the
+        max rule, never stricter); its leaves are checked by the rule itself. Unbounded
+        where some buffer is touched by no op."""
+        lv, share = self.levels, self.footprint_share()
+        if share == 1:
+            return lv
+        return lv._replace(capacity=lv.capacity * share, part_cap=lv.part_cap * share)
+
+    def footprint_share(self) -> float:
+        """How many times a level's footprint its buffers summed can be (:meth:`summed_levels`):
+        1, or for ``memory="max"`` the number of ops (``inf`` where a buffer has none)."""
+        if not self.chain.memory_max:
+            return 1.0
+        ops = self.buffers.ops
+        return float(ops.shape[1]) if ops.any(1).all() else np.inf
+
     def require_rates(self) -> None:
         """SpecError naming the first op the arch gives no compute rate for (costing needs it)."""
         for op, r in zip(self.workload.ops, self.compute.op_rate):

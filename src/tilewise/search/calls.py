@@ -183,7 +183,7 @@ class CallFloors:
         st = space.st
         L = st.n_levels
         self.space, self.problem, self.slot, self.subs = space, problem, slot, subs
-        self.cap = float(problem.levels.capacity[L - 1])
+        self.cap = float(problem.summed_levels().capacity[L - 1])  # sums of buffers
         self.name = st.arch.levels[L - 1].name
         S, U = len(space.splits), nsub
         # the sets in order of size, and which are strict subsets of which: a set that

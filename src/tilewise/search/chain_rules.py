@@ -62,23 +62,35 @@ class ChainRules:
                 force = np.ones(n, bool) if forbidden[j] else l - 1 >= first + 1
                 small[:, l, j] = np.where(force, np.maximum(small[:, l, j], need), small[:, l, j])
 
-    def panel_floor(self, inner: np.ndarray, tiles: np.ndarray, real: np.ndarray,
+    def panel_floor(self, small: np.ndarray, tiles: np.ndarray, real: np.ndarray,
                     ways: np.ndarray, array_level) -> np.ndarray:
         """``[n, D]``: a lower bound of a projected chain's intermediate panel
-        (:func:`tilewise.model.rules.panel_tile`) for nodes whose innermost footprint
-        stand-ins are ``inner [n, D]`` and whose loops known to iterate are ``real [n, L-1,
-        D]`` (their tiles ``tiles [n, L, D]`` fixed; ``ways [n, D]`` at ``array_level``).
-        A known real loop over a spine dim at a level below one with a known real private
-        loop runs below the divergence point whatever the orders, so the producer's tiles
-        along that dim under one shared point are at least its trip count ``ceil(tile /
-        step)`` (the most of those; a product would overcount partial tiles). Single tiles
-        elsewhere, and for chains that keep spine loops first."""
-        out = inner.copy()
+        (:func:`tilewise.model.rules.panel_tile`) for nodes whose footprint stand-ins are
+        ``small [n, L, D]`` (each tile at most a mapping's below the node) and whose loops
+        known to iterate are ``real [n, L-1, D]`` (their tiles ``tiles [n, L, D]`` fixed;
+        ``ways [n, D]`` at ``array_level``). Every loop below the first level ``f`` with a
+        known real private loop runs below the divergence point whatever the orders, so per
+        spine dim the panel is at least
+
+        - the innermost tile times the most trips ``ceil(tile / step)`` of a known real loop
+          over the dim below ``f`` (a product would overcount partial tiles);
+        - one core's share of the level-``f+1`` tile, ``ceil(tile / ways)`` (the tile itself
+          where the array is at or above ``f``), even with the tiles below open: the panel
+          is the innermost tile times the pieces one core visits, each at most that tile,
+          and they cover one core's share of the extent under the first shared point, which
+          is at least the level-``f+1`` tile (every shared loop over the dim is at ``f`` or
+          above, its step at least that tile).
+
+        Single tiles elsewhere, and for chains that keep spine loops first."""
+        out = small[:, -1].copy()
         if not self.projected:
             return out
         n, K, D = real.shape
         priv = (real & ~self.spine[None, None, :]).any(2)                   # [n, L-1]
         first = np.where(priv.any(1), np.argmax(priv, axis=1), K)           # [n]
+        below = first < K
+        top = np.minimum(first + 1, K)
+        rows = np.arange(n)
         for j in np.flatnonzero(self.spine):
             most = np.ones(n, np.int64)
             for k in range(1, K):
@@ -86,6 +98,10 @@ class ChainRules:
                 trips = -(-tiles[:, k, j] // step)
                 most = np.where(real[:, k, j] & (k > first), np.maximum(most, trips), most)
             out[:, j] *= most
+            w = ways[:, j] if array_level is not None else np.ones(n, np.int64)
+            w = np.where((array_level or 0) > first, w, 1)
+            share = -(-small[rows, top, j] // w)
+            out[:, j] = np.where(below, np.maximum(out[:, j], share), out[:, j])
         return out
 
     def legal_prefix(self, real_all, ords, parent, ordk, k) -> np.ndarray:

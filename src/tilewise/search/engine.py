@@ -12,7 +12,10 @@ orders, are dropped before any model call. A leaf is a full mapping: every doubl
 of it is costed (:func:`.bound.variant_latencies`, checked against :func:`tilewise.evaluate`)
 into a :class:`.Pool`. Every rule (capacity, buffer bytes, link times, latency, energy, the
 compute-bound minimum, chain legality) is the model's (:mod:`tilewise.model.rules`, over the
-problem description :class:`tilewise.model.problem.Problem` built once per engine).
+problem description :class:`tilewise.model.problem.Problem` built once per engine). Under a
+chain's ``memory="max"`` the capacity checks on buffer sums take the model's relaxation of
+its rule (:meth:`~tilewise.model.problem.Problem.summed_levels`) and the leaves are fitted
+by the rule itself (:meth:`Engine._rule_fits`).
 """
 
 from __future__ import annotations
@@ -100,7 +103,11 @@ class Engine:
         self.bound_problem = self.problem.exact_bytes()
         self.min_time_s = self.problem.compute.ideal  # the compute-bound minimum (s)
         self.op_dims = [[st.dims.index(d) for d in op.dims] for op in workload.ops]
-        self.cap = self.problem.levels.capacity       # bytes per level (the model's rule)
+        # bytes the buffers of a level summed may take (the model's rule; memory="max": a
+        # relaxation, Problem.summed_levels, the leaves checked by the rule itself)
+        self.prune_levels = self.problem.summed_levels()
+        self.share = self.problem.footprint_share()
+        self.cap = self.prune_levels.capacity
         self._split_tables()
         chain = self.problem.chain  # the model's chain rules: spine and forbidden dims
         self.chain_rules = (ChainRules(chain.spine, chain.forbidden, chain.projected)
@@ -127,7 +134,7 @@ class Engine:
         for t in range(T):
             for l in range(L - 1, -1, -1):
                 self.link_src[l, t] = l if held[l, t] else (self.link_src[l + 1, t] if l < L - 1 else L)
-        self.part_cap = self.problem.levels.part_cap
+        self.part_cap = self.prune_levels.part_cap
         self.slot_part = np.zeros((L, self.buf.n_moved), np.int64)
         for f, i in enumerate(self.buf.slot):
             if i >= 0:
@@ -329,7 +336,7 @@ class Engine:
         rules = self.chain_rules
         if rules is not None and rules.projected:  # the intermediates' panels, at least
             pm = tm.copy()
-            pm[:, -1] = rules.panel_floor(tm[:, -1], tt, self.fixed_real_loops(
+            pm[:, -1] = rules.panel_floor(tm, tt, self.fixed_real_loops(
                 tt, nd.split, stage), self.ways[nd.split], self.st.array_level)
             fixed[:, -1] = self.buffers(pm)[1][:, -1]
         pall = np.empty_like(pad)
@@ -526,9 +533,11 @@ class Engine:
         vals = np.empty((m, len(need)))
         best_variant(np.array([OBJ_CODE[k] for k in need], np.int64), points, steps, points_all,
                      tr, rfl, wfl, self.rbw[s], self.wbw[s], self.xfs[s], it, si.buffers,
-                     si.other, *self.db_subs, self.moved_idx, self.problem.levels,
+                     si.other, *self.db_subs, self.moved_idx, self.prune_levels,
                      self.problem.compute, vals, nfit, calls)
         col = {k: vals[:, i] for i, k in enumerate(need)}
+        if "space" in col and self.share > 1:   # memory="max": the sums bound share x it
+            col["space"] = col["space"] / self.share
         for i, o in enumerate(run.objectives):
             if isinstance(o, Custom):  # monotone: its function of the metrics' own bounds
                 base = {k: col[k] if k in col else np.full(m, np.nan) for k in BASE}
@@ -747,6 +756,8 @@ class Engine:
         """For the empty-space message: the smallest tiles of every split, single-buffered;
         per level that they overflow, the least total bytes with the tiles and bytes per
         tensor (``stats.smallest[level] = (total, tiles, bytes per tensor, other, capacity)``)."""
+        if self.share > 1:  # memory="max": buffer sums are not the rule's footprints
+            return
         S = len(self.space.splits)
         _, tiles, _, _ = self.assemble(self.root_gid(np.arange(S)), 0)
         bufs, other = self.buf.bytes(tiles)
@@ -794,6 +805,8 @@ class Engine:
         iterations = np.prod(counts, axis=2).astype(float)
         tr = Traffic.of(cb)
         fits, space = self._leaf_fits(tiles, s, cb.legal, cb.footprint)
+        if self.share > 1:   # memory="max": the sums only bound the footprints
+            fits, space = self._rule_fits(batch, fits, space)
         bi, vi = np.nonzero(fits)
         if len(bi) == 0:
             return Pool()
@@ -809,6 +822,23 @@ class Engine:
                     energy=energy[bi], space=space[bi, vi], tiles=tiles[bi], orders=nd.orders[bi],
                     double_buffer=self.db[vi], split=spb[bi], pack=pack[bi])
         return replace(pool, objective=np.asarray(pool.metric(run.rank), float))
+
+    def _rule_fits(self, batch: MappingBatch, fits: np.ndarray, space: np.ndarray):
+        """``fits, space [B, V]`` (:meth:`_leaf_fits`, from buffer sums: a superset) made
+        exact by the model's own footprint rule (``memory="max"``): each mapping of ``batch``
+        that the sums let fit is costed again under each such double-buffer choice."""
+        bi, vi = np.nonzero(fits)
+        if not len(bi):
+            return fits, space
+        cb = evaluate_batch(self.workload, self.arch, MappingBatch(
+            batch.tiles[bi], batch.orders[bi], batch.bypass[bi], self.db[vi],
+            batch.rows_dim[bi], batch.rows_ways[bi], batch.cols_dim[bi], batch.cols_ways[bi],
+            batch.pack[bi]), problem=self.problem)
+        fits = np.zeros_like(fits)
+        fits[bi, vi] = cb.fits
+        space = space.copy()
+        space[bi, vi] = cb.footprint[:, 1:].sum(1)
+        return fits, space
 
     def _leaf_fits(self, tiles: np.ndarray, s: np.ndarray, legal: np.ndarray,
                    footprint: np.ndarray):

@@ -202,7 +202,7 @@ def fit_limits(problem: Problem, k: int, ways: list[int], align: list[int],
     model's rule; a mapping's buffers are never smaller: they grow with every tile, double
     buffers and partial sums only add); 0 when not even the smallest fits, None when the
     level is unbounded. No tile over it is in a mapping that fits (module doc)."""
-    cap = float(problem.levels.capacity[k])
+    cap = float(problem.summed_levels().capacity[k])   # what the buffers summed may take
     sizes, desc = problem.dims.sizes, problem.buffers
     D = len(ways)
     q = [-(-int(sizes[j]) // ways[j]) for j in range(D)]
@@ -301,11 +301,6 @@ def spatial_choices(st: Structure, allow: str | list[str] = "any") -> list[Split
     return out
 
 
-def problem_memory_max(workload) -> bool:
-    """Whether a chain's footprint is Chimera's max over ops (:attr:`.Chain.memory`)."""
-    return len(workload.ops) > 1 and workload.memory == "max"
-
-
 def signatures(st: Structure) -> list[tuple]:
     """Per dim: the tensors indexing it, the ops using it, and whether it is a private dim of
     a chain of GEMMs (:attr:`.Structure.projected`); adjacent loops commute by
@@ -374,11 +369,6 @@ class Space:
         dims, L = st.dims, st.n_levels
         if L < 2:
             raise TilewiseError(f"arch {arch.name} has one memory level; tiling needs two")
-        if problem_memory_max(workload):
-            raise TilewiseError(
-                f"workload {workload.name}: memory='max' (Chimera's MU) is evaluated, simulated "
-                "and executed, not searched (the search's capacity bounds add buffers); search "
-                "with memory='sum' and evaluate the result with 'max'")
         problem = Problem.build(workload, arch)
         fixed = {}
         align = workload.alignment(arch.alignment)
