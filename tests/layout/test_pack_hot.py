@@ -14,7 +14,7 @@ from .test_pack_properties import problems
 
 
 def _plan_for(op, x, pos, tiles, perm=(), extra=None):
-    hit = hot.BY_ID.get((op, id(pos), id(tiles), id(perm), x.shape, extra))
+    hit = hot.BY_ID.get((op, id(pos), id(tiles), id(perm), x.shape, x.dtype, extra))
     return None if hit is None else hit[0]
 
 
@@ -107,3 +107,16 @@ def test_repeated_calls_equal_the_reference(problem):
         assert unpack(ref, pos, tiles, perm, out=back).tobytes() == x.tobytes()
         again = unpack(ref, pos, tiles, perm, shape=x.shape)
         assert again.tobytes() == unpack_reference(ref, pos, tiles, perm, x.shape).tobytes()
+
+
+def test_plans_of_the_same_shape_and_tuples_but_other_dtypes_stay_hot():
+    # The sweep's i8 64 KiB and f32 256 KiB NCHW16c packs share shape and tuples: each
+    # dtype keeps its own plan (a shared key sent one of them down the slow path every call).
+    pos, tiles = (1,), (16,)
+    xs = [np.ones((1, 64, 4, 4), dt) for dt in (np.int8, np.float32, ml_dtypes.bfloat16)]
+    for _ in range(2):
+        for x in xs:
+            assert np.array_equal(pack(x, pos, tiles), pack_reference(x, pos, tiles))
+    for x in xs:
+        plan = _plan_for("pack", x, pos, tiles)
+        assert plan is not None and plan.dtype == x.dtype and plan.entry is not None

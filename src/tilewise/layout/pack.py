@@ -474,7 +474,7 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
         try:
             extra = padding_value if padding_value is None else pad_key(padding_value)
             idk = ("pack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), x.shape,
-                   extra)
+                   x.dtype, extra)
             hit = BY_ID.get(idk)
         except TypeError:  # an unhashable padding value: the slow path
             hit = idk = None
@@ -484,7 +484,7 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
             vkey = value_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm, extra)
             plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
             keys = (vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
-        if plan is not None and x.dtype is plan.dtype and (done := plan.run(x, out)) is not None:
+        if plan is not None and (done := plan.run(x, out)) is not None:
             return done
     x = np.asarray(x)
     packing = verify(x.shape, inner_dims_pos, inner_tiles, outer_dims_perm)
@@ -513,7 +513,7 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
     keys = None
     if type(p) is np.ndarray and (shape is None or exact_ints(shape)):
         idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), p.shape,
-               shape)
+               p.dtype, shape)
         hit = BY_ID.get(idk)
         if hit is not None:
             plan = hit[0]
@@ -521,7 +521,7 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
             vkey = value_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
             plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
             keys = (vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
-        if plan is not None and p.dtype is plan.dtype and (done := plan.run(p, out)) is not None:
+        if plan is not None and (done := plan.run(p, out)) is not None:
             return done
     p = np.asarray(p)
     packing = unpack_packing(p.shape, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
