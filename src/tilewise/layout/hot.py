@@ -100,9 +100,13 @@ def value_key(op: str, x: np.ndarray, pos, tiles, perm, extra):
     return key
 
 
+_INT = frozenset({int})
+
+
 def exact_ints(values) -> bool:
-    """Whether ``values`` is a tuple of exact ints (no bools, floats or numpy scalars)."""
-    return type(values) is tuple and all(type(v) is int for v in values)
+    """Whether ``values`` is a tuple of exact ints (no bools, floats or numpy scalars); the
+    test runs in C (no generator), as ``unpack`` does it on every call with a ``shape``."""
+    return type(values) is tuple and _INT.issuperset(map(type, values))
 
 
 def remember(value_key_, id_key, pos, tiles, perm, plan: Plan) -> None:
