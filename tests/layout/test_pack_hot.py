@@ -120,3 +120,23 @@ def test_plans_of_the_same_shape_and_tuples_but_other_dtypes_stay_hot():
     for x in xs:
         plan = _plan_for("pack", x, pos, tiles)
         assert plan is not None and plan.dtype == x.dtype and plan.entry is not None
+
+
+def test_the_previous_call_is_reused_only_with_the_same_objects():
+    # LAST_PACK / LAST_UNPACK: identity tests; an equal list, a mutated list or another
+    # padding object goes the checked way.
+    x = np.arange(16 * 16, dtype=np.int16).reshape(16, 16)
+    pos, tiles = (0, 1), (4, 8)
+    ref = pack_reference(x, pos, tiles)
+    for _ in range(3):
+        assert np.array_equal(pack(x, pos, tiles), ref)
+        assert np.array_equal(unpack(ref, pos, tiles, shape=x.shape), x)
+    assert hot.LAST_PACK[0][6] is _plan_for("pack", x, pos, tiles)
+    listed = [4, 8]
+    assert np.array_equal(pack(x, pos, listed), ref)
+    listed[1] = 4  # a list is mutable: never remembered by identity
+    assert np.array_equal(pack(x, pos, listed), pack_reference(x, pos, listed))
+    y = x.astype(np.int32)  # same objects, another dtype
+    assert np.array_equal(pack(y, pos, tiles), pack_reference(y, pos, tiles))
+    with pytest.raises(PackError, match="shape must be a list of integers"):
+        unpack(ref, pos, tiles, shape=(16.0, 16))

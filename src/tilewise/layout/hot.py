@@ -25,6 +25,11 @@ import numpy as np
 BY_VALUE: dict = {}
 BY_ID: dict = {}
 SIZE = 512
+# The most recent ``BY_ID`` hit of each op, with the objects it was found by (kept alive):
+# ``(tiles, pos, perm, padding or unpacked shape, dtype, source shape, plan)``. A call with
+# the same objects (a loop) skips building and hashing the key: identity tests only.
+LAST_PACK: list = [None]
+LAST_UNPACK: list = [None]
 
 
 class Plan:
