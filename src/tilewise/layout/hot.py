@@ -1,11 +1,12 @@
 """Repeated ``pack``/``unpack`` calls: verified plans, remembered and run with a few checks.
 
-A call's cost at 64 KiB is mostly Python: the copy itself takes 2-3 us, and with cold caches
+A call's cost at 64 KiB is mostly Python: the copy itself takes 3.5-5 us, and with cold caches
 (a call after other work) every attribute lookup, tuple and dict probe of the argument checks
 costs a cache miss. A call whose arguments were verified before skips verification and
-planning: ``BY_ID`` finds its plan by the identity of the attribute tuples (the entry keeps
-them alive, so an id cannot be reused while it is remembered) and the source's shape;
-``BY_VALUE`` by their values. A plan then checks only what the compiled kernel does not (the
+planning: ``LAST_PACK``/``LAST_UNPACK`` find the previous call's plan by identity tests,
+``BY_ID`` a plan by the identity of the attribute tuples (the entry keeps them alive, so an
+id cannot be reused while it is remembered) and the source's shape and dtype, ``BY_VALUE``
+by their values. A plan then checks only what the compiled kernel does not (the
 destination's shape, dtype, contiguity and writeability) and calls the kernel's compiled
 entry point directly, without numba's dispatcher (which types every argument on each call).
 The kernel itself checks overlap and alignment and returns a status; on any failure the
