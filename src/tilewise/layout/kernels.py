@@ -1233,7 +1233,7 @@ def _run1(src, dst, pad, nest, fill, nt, mode):
     return _entry(_ptr1(src), _ptr1(dst), src, dst, pad, nest, fill, nt, mode)
 
 
-_RUN = {8: _run8, 4: _run4, 2: _run2, 1: _run1}
+RUN = {8: _run8, 4: _run4, 2: _run2, 1: _run1}
 
 # Statuses of ``run``.
 OK, OVERLAP, MISALIGNED = 0, 1, 2
@@ -1448,4 +1448,4 @@ def run(nest: Nest, src: np.ndarray, dst: np.ndarray, pad: np.ndarray,
     ``nest.pad_pattern(...)``. Returns ``OK``, or ``OVERLAP`` / ``MISALIGNED`` (nothing
     written) when the buffers overlap or are not aligned to the unit."""
     table, mode, nt = nest.kernel_args(streaming)
-    return _RUN[nest.unit](src, dst, pad, table, nest.fill, nt, mode)
+    return RUN[nest.unit](src, dst, pad, table, nest.fill, nt, mode)

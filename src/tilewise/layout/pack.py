@@ -36,6 +36,8 @@ import numpy as np
 
 from ..dtypes import DType, from_mlir, from_numpy
 from ..errors import DTypeError, PackError, ParseError
+from .hot import (BY_ID, LAST_PACK, LAST_UNPACK, Plan, by_value, exact_ints, pad_key,
+                  remember, value_key)
 
 _DIM = re.compile(r"\s*(\d+)\s*x")
 
@@ -432,65 +434,11 @@ def _nest(packing: Packing, itemsize: int, max_unit: int, packed_is_src: bool):
     return plan(_loops(packing, packed_is_src), itemsize, max_unit, fill=not packed_is_src)
 
 
-@dataclass(frozen=True)
-class _FastPlan:
-    """Everything a repeated call needs: the verified result shape, the kernel nest, the
-    padding pattern and the store kind; ``args`` are the compiled entry point's arguments
-    after the source and destination bytes."""
-
-    out_shape: tuple[int, ...]
-    nest: object
-    pad: np.ndarray
-    streaming: bool
-    typed: bool  # the arrays go to the kernel raveled, not as byte views (kernels.TYPED)
-
-    def __post_init__(self):
-        kernel = _KERNELS._RUN[self.nest.unit]
-        object.__setattr__(self, "kernel", kernel)
-        table, mode, nt = self.nest.kernel_args(self.streaming)
-        object.__setattr__(self, "args", (self.pad, table, self.nest.fill, nt, mode))
-
-
-# Verified plans by (op, source shape, dtype, attributes, padding or unpacked shape); a call
-# that hits it skips verification and planning. Cleared when full (NaN paddings never hit).
-_FAST: dict = {}
-_FAST_SIZE = 512
-_KERNELS = None  # tilewise.layout.kernels once a kernel has run (imported lazily: numba)
-
-
-# The same plans by the identity of the attribute tuples, for callers that pass the same
-# tuple objects every time: ``(op, id(pos), id(tiles), id(perm), shape, dtype, *extra)`` ->
-# ``(pos, tiles, perm, plan)``, one dict lookup and no per-element conversion. Only tuples
-# of exact ints are remembered (immutable, so the same object holds the same values; the
-# entry keeps it alive, so its id is not reused).
-_BY_ID: dict = {}
-
-
-def _remember_id(key, pos, tiles, perm, fast) -> None:
-    if all(type(t) is tuple and all(type(v) is int for v in t) for t in (pos, tiles, perm)):
-        if len(_BY_ID) >= _FAST_SIZE:
-            _BY_ID.clear()
-        _BY_ID[key] = (pos, tiles, perm, fast)
-
-
-def _fast_key(op: str, x, pos, tiles, perm, extra):
-    try:
-        key = (op, x.shape, x.dtype, tuple(map(operator.index, pos)),
-               tuple(map(operator.index, tiles)), tuple(map(operator.index, perm)), extra)
-        hash(key)
-    except TypeError:  # not a list of integers, or an unhashable padding: the slow path
-        return None
-    return key
-
-
 def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: bool,
-          pad: np.ndarray | None, key=None) -> None:
-    """Move ``src`` into ``dst`` (both C-contiguous, checked); remember the plan as ``key``."""
-    global _KERNELS
+          pad: np.ndarray | None, keys=None) -> None:
+    """Move ``src`` into ``dst`` (both C-contiguous, checked); remember the plan by
+    ``keys`` (``hot.remember``'s first arguments) when given."""
     from . import kernels
-    from .kernels import OK, STREAMING_BYTES, byte_view, run
-
-    _KERNELS = kernels
 
     if dst.size == 0:
         return
@@ -504,32 +452,13 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
     max_unit = gcd(src.__array_interface__["data"][0], dst.__array_interface__["data"][0], 8)
     nest = _nest(packing, src.dtype.itemsize, max_unit, packed_is_src)
     pattern = nest.pad_pattern(bytes(src.dtype.itemsize) if pad is None else pad.tobytes())
-    streaming = dst.nbytes >= STREAMING_BYTES
-    status = run(nest, byte_view(src), byte_view(dst), pattern, streaming)
-    assert status == OK, status  # _check_out rejected overlaps; the unit fits the alignment
-    if key is not None and max_unit == 8:
-        if len(_FAST) >= _FAST_SIZE:
-            _FAST.clear()
-        _FAST[key] = _FastPlan(dst.shape, nest, pattern, streaming, src.dtype in kernels.TYPED)
-
-
-def _run_fast(fast: _FastPlan, src: np.ndarray, out):
-    """Run a remembered plan; None when the slow path must decide (bad ``out=``, overlap,
-    a base address not aligned to the unit)."""
-    if out is None:
-        out = np.empty(fast.out_shape, dtype=src.dtype)
-    elif not (type(out) is np.ndarray and out.shape == fast.out_shape
-              and out.dtype == src.dtype and (flags := out.flags).c_contiguous
-              and flags.writeable):
-        return None
-    if fast.typed:
-        status = fast.kernel(src.ravel(), out.ravel(), *fast.args)
-    else:
-        status = fast.kernel(src.reshape(-1).view(np.uint8), out.reshape(-1).view(np.uint8),
-                             *fast.args)
-    if status == 0:  # kernels.OK
-        return out
-    return None
+    table, mode, nt = nest.kernel_args(dst.nbytes >= kernels.STREAMING_BYTES)
+    plan = Plan(dst.shape, dst.dtype, kernels.RUN[nest.unit], (pattern, table, nest.fill, nt, mode),
+                src.dtype in kernels.TYPED)
+    status = plan.move(src, dst)
+    assert status == kernels.OK, status  # _check_out rejected overlaps; the unit fits
+    if keys is not None and max_unit == 8:
+        remember(*keys, plan)
 
 
 def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None, out=None):
@@ -539,26 +468,32 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
     tile does not divide its dim, and must be representable in ``x``'s dtype; ``out``: a
     C-contiguous array of the packed shape and ``x``'s dtype, not overlapping ``x``.
     Compiled single-threaded kernels move the bytes at close to memcpy speed; a repeated call
-    (same shape, dtype, attributes and padding) reuses the verified plan (a few us).
+    (same shape, dtype, attributes and padding) reuses the verified plan (``hot``).
     """
-    key = None
-    if type(x) is np.ndarray and x.flags.c_contiguous:
-        idk = ("pack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), x.shape,
-               x.dtype, type(padding_value), padding_value)
+    keys = None
+    if type(x) is np.ndarray:
+        last = LAST_PACK[0]  # the previous call's, if it had the same objects
+        if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
+                and last[2] is outer_dims_perm and last[3] is padding_value
+                and last[4] is x.dtype and last[5] == x.shape):
+            if (done := last[6].run(x, out)) is not None:
+                return done
         try:
-            hit = _BY_ID.get(idk)
+            extra = padding_value if padding_value is None else pad_key(padding_value)
+            idk = ("pack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), x.shape,
+                   x.dtype, extra)
+            hit = BY_ID.get(idk)
         except TypeError:  # an unhashable padding value: the slow path
             hit = idk = None
-        if (hit is not None and hit[0] is inner_dims_pos and hit[1] is inner_tiles
-                and hit[2] is outer_dims_perm):
-            fast = hit[3]
+        if hit is not None:
+            plan = hit[0]
+            LAST_PACK[0] = (inner_tiles, inner_dims_pos, outer_dims_perm, padding_value,
+                            x.dtype, x.shape, plan)
         else:
-            key = _fast_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm,
-                            (type(padding_value), padding_value))
-            fast = _FAST.get(key) if key is not None else None
-            if fast is not None and idk is not None:
-                _remember_id(idk, inner_dims_pos, inner_tiles, outer_dims_perm, fast)
-        if fast is not None and (done := _run_fast(fast, x, out)) is not None:
+            vkey = value_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm, extra)
+            plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
+            keys = (vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
+        if plan is not None and (done := plan.run(x, out)) is not None:
             return done
     x = np.asarray(x)
     packing = verify(x.shape, inner_dims_pos, inner_tiles, outer_dims_perm)
@@ -571,7 +506,7 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
         out = np.empty(packing.packed_shape, dtype=x.dtype)
     else:
         _check_out(out, packing.packed_shape, x.dtype, "packed domain", "linalg.pack", x)
-    _move(packing, np.ascontiguousarray(x), out, False, pad, key)
+    _move(packing, np.ascontiguousarray(x), out, False, pad, keys)
     return out
 
 
@@ -584,27 +519,26 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
     """
     if shape is None and out is not None and isinstance(out, np.ndarray):
         shape = out.shape
-    key = None
-    if type(p) is np.ndarray and p.flags.c_contiguous:
-        try:
-            dims = None if shape is None else tuple(map(operator.index, shape))
-        except TypeError:
-            dims = ()
-        fast = None
-        if dims != ():
-            idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm),
-                   p.shape, p.dtype, dims)
-            hit = _BY_ID.get(idk)
-            if (hit is not None and hit[0] is inner_dims_pos and hit[1] is inner_tiles
-                    and hit[2] is outer_dims_perm):
-                fast = hit[3]
-            else:
-                key = _fast_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm,
-                                dims)
-                fast = _FAST.get(key) if key is not None else None
-                if fast is not None:
-                    _remember_id(idk, inner_dims_pos, inner_tiles, outer_dims_perm, fast)
-        if fast is not None and (done := _run_fast(fast, p, out)) is not None:
+    keys = None
+    if type(p) is np.ndarray and (shape is None or exact_ints(shape)):
+        last = LAST_UNPACK[0]  # the previous call's, if it had the same objects
+        if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
+                and last[2] is outer_dims_perm and last[3] == shape
+                and last[4] is p.dtype and last[5] == p.shape):
+            if (done := last[6].run(p, out)) is not None:
+                return done
+        idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), p.shape,
+               p.dtype, shape)
+        hit = BY_ID.get(idk)
+        if hit is not None:
+            plan = hit[0]
+            LAST_UNPACK[0] = (inner_tiles, inner_dims_pos, outer_dims_perm, shape, p.dtype,
+                              p.shape, plan)
+        else:
+            vkey = value_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
+            plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
+            keys = (vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
+        if plan is not None and (done := plan.run(p, out)) is not None:
             return done
     p = np.asarray(p)
     packing = unpack_packing(p.shape, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
@@ -612,7 +546,7 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
         out = np.empty(packing.shape, dtype=p.dtype)
     else:
         _check_out(out, packing.shape, p.dtype, "unpacked domain", "linalg.unpack", p)
-    _move(packing, np.ascontiguousarray(p), out, True, None, key)
+    _move(packing, np.ascontiguousarray(p), out, True, None, keys)
     return out
 
 

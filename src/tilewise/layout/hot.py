@@ -1,0 +1,136 @@
+"""Repeated ``pack``/``unpack`` calls: verified plans, remembered and run with a few checks.
+
+A call's cost at 64 KiB is mostly Python: the copy itself takes 3.5-5 us, and with cold caches
+(a call after other work) every attribute lookup, tuple and dict probe of the argument checks
+costs a cache miss. A call whose arguments were verified before skips verification and
+planning: ``LAST_PACK``/``LAST_UNPACK`` find the previous call's plan by identity tests,
+``BY_ID`` a plan by the identity of the attribute tuples (the entry keeps them alive, so an
+id cannot be reused while it is remembered) and the source's shape and dtype, ``BY_VALUE``
+by their values. A plan then checks only what the compiled kernel does not (the
+destination's shape, dtype, contiguity and writeability) and calls the kernel's compiled
+entry point directly, without numba's dispatcher (which types every argument on each call).
+The kernel itself checks overlap and alignment and returns a status; on any failure the
+caller takes the slow path, which raises the right error.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+# Plans by (op, shape, dtype, pos, tiles, perm, extra) -- values -- and by (op, id(pos),
+# id(tiles), id(perm), shape, dtype, extra) for callers that pass the same tuple objects
+# every time (one dict probe; NCHW i8 [1, 64, 32, 32] and f32 [1, 64, 32, 32] share
+# everything but the dtype). Cleared when full.
+BY_VALUE: dict = {}
+BY_ID: dict = {}
+SIZE = 512
+# The most recent ``BY_ID`` hit of each op, with the objects it was found by (kept alive):
+# ``(tiles, pos, perm, padding or unpacked shape, dtype, source shape, plan)``. A call with
+# the same objects (a loop) skips building and hashing the key: identity tests only.
+LAST_PACK: list = [None]
+LAST_UNPACK: list = [None]
+
+
+class Plan:
+    """A verified pack or unpack: the result's ``shape`` and ``dtype``, the compiled
+    ``kernel`` and its ``args`` after the source and destination; ``typed``: the arrays go
+    to the kernel raveled, not as byte views (``kernels.TYPED``)."""
+
+    __slots__ = ("shape", "dtype", "kernel", "args", "typed", "entry")
+
+    def __init__(self, shape, dtype, kernel, args, typed):
+        self.shape = shape
+        self.dtype = dtype
+        self.kernel = kernel
+        self.args = args
+        self.typed = typed
+        self.entry = None  # the compiled entry point, once the dispatcher has run it
+
+    def move(self, src: np.ndarray, dst: np.ndarray) -> int:
+        """Run the kernel on C-contiguous ``src`` and ``dst``; the kernel's status."""
+        if self.typed:
+            a, b = src.ravel(), dst.ravel()
+        else:
+            a, b = src.reshape(-1).view(np.uint8), dst.reshape(-1).view(np.uint8)
+        if self.entry is not None:
+            return self.entry(a, b, *self.args)
+        status = self.kernel(a, b, *self.args)
+        self.entry = _entry_point(self.kernel, (a, b) + self.args)
+        return status
+
+    def run(self, src: np.ndarray, out):
+        """The result, or None when the slow path must decide (a bad ``out=``, an overlap,
+        a base address not aligned to the kernel's unit). ``src`` is any ndarray of the
+        plan's source shape and dtype (raveled: copied if strided)."""
+        if out is None:
+            out = np.empty(self.shape, self.dtype)
+        elif not (type(out) is np.ndarray and out.shape == self.shape
+                  and out.dtype is self.dtype and (flags := out.flags).c_contiguous
+                  and flags.writeable):
+            return None
+        if self.typed and self.entry is not None:  # the common case, inlined
+            status = self.entry(src.ravel(), out.ravel(), *self.args)
+        else:
+            status = self.move(src, out)
+        return out if status == 0 else None
+
+
+def _entry_point(dispatcher, args):
+    """The compiled function ``dispatcher`` ran for ``args``, callable without its type
+    resolution (numba's ``entry_point``), or None."""
+    from numba import typeof
+
+    try:
+        return dispatcher.overloads[tuple(typeof(a) for a in args)].entry_point
+    except (KeyError, ValueError, AttributeError):
+        return None
+
+
+def pad_key(value):
+    """A padding value as a key part: equal keys mean equal padding bytes (-0.0 is not 0.0;
+    NaN never equals itself, so a NaN padding hits only as the same object)."""
+    return None if value is None else (type(value), value, repr(value))
+
+
+def value_key(op: str, x: np.ndarray, pos, tiles, perm, extra):
+    """``BY_VALUE``'s key, or None when an attribute is not a list of integers or ``extra``
+    is unhashable (the slow path reports it)."""
+    try:
+        key = (op, x.shape, x.dtype, tuple(map(operator.index, pos)),
+               tuple(map(operator.index, tiles)), tuple(map(operator.index, perm)), extra)
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+_INT = frozenset({int})
+
+
+def exact_ints(values) -> bool:
+    """Whether ``values`` is a tuple of exact ints (no bools, floats or numpy scalars); the
+    test runs in C (no generator), as ``unpack`` does it on every call with a ``shape``."""
+    return type(values) is tuple and _INT.issuperset(map(type, values))
+
+
+def remember(value_key_, id_key, pos, tiles, perm, plan: Plan) -> None:
+    """Remember ``plan`` by value and, when the attributes are tuples of exact ints
+    (immutable: the same object holds the same values), by their identity."""
+    if value_key_ is not None:
+        if len(BY_VALUE) >= SIZE:
+            BY_VALUE.clear()
+        BY_VALUE[value_key_] = plan
+    if id_key is not None and exact_ints(pos) and exact_ints(tiles) and exact_ints(perm):
+        if len(BY_ID) >= SIZE:
+            BY_ID.clear()
+        BY_ID[id_key] = (plan, pos, tiles, perm)  # the entry keeps the keyed ids alive
+
+
+def by_value(value_key_, id_key, pos, tiles, perm) -> Plan | None:
+    """The plan remembered by value (then also remembered by ``id_key``), or None."""
+    plan = BY_VALUE.get(value_key_) if value_key_ is not None else None
+    if plan is not None:
+        remember(None, id_key, pos, tiles, perm, plan)
+    return plan
