@@ -216,31 +216,41 @@ class _Builder:
     def build(self, events=None) -> Program:
         """The program; ``events``: the walk's events, when the caller already has them."""
         self.refuse_merges()
-        events = list(walk(self.w, self.arch, self.m)) if events is None else events
-        groups: dict = {}
-        order: list = []
+        events = walk(self.w, self.arch, self.m) if events is None else events
         last_store: dict = {}
+        order = list(self.order(events, last_store))
+        return self.program(order, last_store)
+
+    def order(self, events, last_store: dict):
+        """``(event, members)`` in program order, lazily: a Compute with None, a transfer with
+        the transfers of its share group (a broadcast load, a column's stores; the list grows
+        as later members arrive). Records each buffer's largest box (``extent``) and in
+        ``last_store`` the last store of each tile (the one that moves the finished result)."""
+        groups: dict = {}
         for ev in events:
-            if isinstance(ev, Transfer):
-                if ev.level:
-                    key = (ev.level, ev.tensor)
-                    ext = tuple(hi - lo for lo, hi in ev.box)
-                    old = self.extent.get(key, ext)
-                    self.extent[key] = tuple(max(x, y) for x, y in zip(old, ext))
-                if ev.kind != "zero" and not all(lo < hi for lo, hi in ev.tile):
-                    continue  # an idle core's empty tile moves nothing
-                g = share_group(ev, self.st.outputs, self.arch.array, self.a) if ev.kind != "zero" else None
-                if g is not None and g in groups:
-                    groups[g].append(ev)
-                    continue
-                members = [ev]
-                if g is not None:
-                    groups[g] = members
-                order.append((ev, members))
-                if ev.kind == "store":
-                    last_store[store_key(ev, g)] = ev
-            else:
-                order.append((ev, None))
+            if not isinstance(ev, Transfer):
+                yield ev, None
+                continue
+            if ev.level:
+                key = (ev.level, ev.tensor)
+                ext = tuple(hi - lo for lo, hi in ev.box)
+                old = self.extent.get(key, ext)
+                self.extent[key] = tuple(max(x, y) for x, y in zip(old, ext))
+            if ev.kind != "zero" and not all(lo < hi for lo, hi in ev.tile):
+                continue  # an idle core's empty tile moves nothing
+            g = share_group(ev, self.st.outputs, self.arch.array, self.a) if ev.kind != "zero" else None
+            if g is not None and g in groups:
+                groups[g].append(ev)
+                continue
+            members = [ev]
+            if g is not None:
+                groups[g] = members
+            if ev.kind == "store":
+                last_store[store_key(ev, g)] = ev
+            yield ev, members
+
+    def program(self, order, last_store: dict) -> Program:
+        """The Program of the ordered events (:meth:`order`), every side's BDs derived."""
         finals = {id(ev) for ev in last_store.values()}
         items = []
         for ev, members in order:
@@ -265,15 +275,11 @@ class _Builder:
     def load(self, index: int, ev, members) -> Move:
         t = self.w.tensor(ev.tensor)
         src = self.parent(ev.level, t)
-        src_inst = self.instance(src, ev.core)
         partial = ev.kind == "reload"
-        what = f"move {index} ({ev.kind} {t.name} {self.names[src]}->{self.names[ev.level]})"
-        sbuf = self.buffer(src, src_inst, t, ".acc" if partial and src < self.n - 1 and self.split(t) else "")
+        what = self.load_name(index, ev)
         suffix = ".acc" if partial and ev.level < self.n - 1 and self.split(t) else ""
         dbufs = [self.buffer(ev.level, self.instance(ev.level, m.core), t, suffix) for m in members]
-        lim = self.arch.levels[src].dma
-        pad = dbufs[0] if ev.level == self.n - 1 and lim is not None and lim.zero_padding else None
-        source = self.side(src, self.access(sbuf, ev.box, self.origin.get((src, src_inst, t.name)), pad), what)
+        source = self.load_source(ev, what, dbufs[0] if self.pads(ev) else None)
         dests = []
         for m, dbuf in zip(members, dbufs):
             self.origin[(ev.level, self.instance(ev.level, m.core), t.name)] = tuple(lo for lo, _ in ev.box)
@@ -281,6 +287,26 @@ class _Builder:
         stream = partial_sum_bytes(t, self.w) if partial else t.element_bytes
         return Move(index, ev.kind, t.name, (src, ev.level), ev.step, ev.box, ev.tile, source, tuple(dests),
                     stream // t.lanes)
+
+    def load_name(self, index: int, ev) -> str:
+        src = self.parent(ev.level, self.w.tensor(ev.tensor))
+        return f"move {index} ({ev.kind} {ev.tensor} {self.names[src]}->{self.names[ev.level]})"
+
+    def pads(self, ev) -> bool:
+        """Whether the load ``ev`` into the cores is zero-padded to the full tile by the
+        reading DMA (the memtile's MM2S)."""
+        lim = self.arch.levels[self.parent(ev.level, self.w.tensor(ev.tensor))].dma
+        return ev.level == self.n - 1 and lim is not None and lim.zero_padding
+
+    def load_source(self, ev, what: str, pad: Buffer | None) -> Side:
+        """The read side of load or reload ``ev``: its box in the parent's resident buffer,
+        zero-padded to the buffer ``pad`` (None: not padded)."""
+        t = self.w.tensor(ev.tensor)
+        src = self.parent(ev.level, t)
+        src_inst = self.instance(src, ev.core)
+        partial = ev.kind == "reload"
+        sbuf = self.buffer(src, src_inst, t, ".acc" if partial and src < self.n - 1 and self.split(t) else "")
+        return self.side(src, self.access(sbuf, ev.box, self.origin.get((src, src_inst, t.name)), pad), what)
 
     def store(self, index: int, ev, members, final: bool) -> Move:
         t = self.w.tensor(ev.tensor)
