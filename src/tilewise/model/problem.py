@@ -35,7 +35,8 @@ import numpy as np
 from typing import NamedTuple
 
 from ..ir.workload import Tensor
-from .contiguity import link_granules, run_axes
+from .contiguity import (granule_points, link_granules, rounded_window, run_axes,
+                         window_granules)
 from .footprint import element_bytes, in_place, partial_sum_bytes
 from .rules import (buffer_bytes, compute_bound_s, energy_per_point, energy_table,
                     transfer_seconds,
@@ -211,9 +212,11 @@ class Tensors(NamedTuple):
 class AffineGroups(NamedTuple):
     """Dims coupled through affine axes (module doc): ``gi [G, 7 + 2M]`` (columns ``GI_*``),
     ``mono`` the halo polynomials' monomials, ``axes`` the affine axes (const, extent,
-    coefficients), ``max_pow`` the largest power sum needed, ``explicit [D]`` dims listed tile
-    by tile near the border, ``win [D, 2]`` their border windows, ``max_x`` the most listed
-    tiles of a dim."""
+    coefficients, then per level the word in elements its window rows are rounded out to: 1
+    but for the innermost axis of a :func:`.contiguity.rounded_window` where a DMA moves it,
+    whose members' tiles are then all listed, so each window's start is known), ``max_pow`` the largest power sum needed, ``explicit [D]`` dims
+    listed tile by tile near the border, ``win [D, 2]`` their border windows, ``max_x`` the
+    most listed tiles of a dim."""
 
     gi: np.ndarray
     mono: np.ndarray
@@ -322,7 +325,11 @@ class Problem:
         """This problem with every link moving exact bytes (granules of one byte, no run
         rounding): the search's bounds take it, since rounding runs and packing only add
         bytes (:mod:`.contiguity`)."""
-        return replace(self, levels=self.levels._replace(granule=np.ones_like(self.levels.granule)))
+        ones = np.ones_like(self.levels.granule)
+        axes = self.groups.axes.copy()
+        axes[:, axes.shape[1] - len(ones):] = 1  # window rows exact too
+        return replace(self, levels=self.levels._replace(granule=ones),
+                       groups=self.groups._replace(axes=axes))
 
     def require_rates(self) -> None:
         """SpecError naming the first op the arch gives no compute rate for (costing needs it)."""
@@ -476,6 +483,13 @@ def _affine_groups(st: Structure, grp: list) -> AffineGroups:
                 j = dims.index(d)
                 l0, r0 = windows.get(j, (0, 0))
                 windows[j] = (max(l0, left), max(r0, right))
+    wgran = window_granules(st.arch)
+    rows = bool(np.any(wgran > 1))  # a DMA moves whole words somewhere
+    for ti, g in grp:  # a window rounded out: every tile listed (its start decides its words)
+        t = st.tensors[ti]
+        if rows and rounded_window(t, st.outputs) and any(ax is t.axes[-1] for ax, _ in g.affine):
+            for d in g.members:
+                windows[dims.index(d)] = (sizes[d], sizes[d])
     M = max([len(g.idx) for _, g in grp], default=1)
     # one row per group: kind, members, border flag, its monomials and affine axes, members, powers
     gi = np.zeros((len(grp), GI_MEM + 2 * M), np.int64)
@@ -494,7 +508,11 @@ def _affine_groups(st: Structure, grp: list) -> AffineGroups:
         row[GI_AX] = len(axes)
         for ax, extent in g.affine:
             coef = dict(ax.terms)
-            axes.append([ax.const, extent] + [coef.get(d, 0) for d in g.members] + [0] * (M - n))
+            t = st.tensors[ti]
+            inner = rows and ax is t.axes[-1] and rounded_window(t, st.outputs)
+            words = [int(granule_points(w, t.element_bytes)) if inner else 1 for w in wgran]
+            axes.append([ax.const, extent] + [coef.get(d, 0) for d in g.members] + [0] * (M - n)
+                        + words)
         row[GI_AX + 1] = len(axes)
         row[GI_MEM:GI_MEM + n] = g.idx
         row[GI_MEM + M:GI_MEM + M + n] = g.powers
@@ -503,7 +521,7 @@ def _affine_groups(st: Structure, grp: list) -> AffineGroups:
     max_pow = max([max(g.powers) for _, g in grp] + [max(e) for _, g in grp if g.affine
                    for e in _poly(g)] + [1])
     return AffineGroups(
-        gi, _i64(mono, (-1, 1 + M)), _i64(axes, (-1, 2 + M)), int(max_pow), explicit,
+        gi, _i64(mono, (-1, 1 + M)), _i64(axes, (-1, 2 + M + len(wgran))), int(max_pow), explicit,
         np.array([windows.get(j, (0, 0)) for j in range(D)], np.int64).reshape(D, 2),
         int(max([sizes[dims[j]] for j in range(D) if explicit[j]], default=1)))
 

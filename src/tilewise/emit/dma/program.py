@@ -9,7 +9,7 @@ one destination Side per receiving buffer, each an :class:`~.pattern.Access` (bu
 sizes, strides in elements, innermost last) and the buffer descriptors that carry it within the
 DMA limits of its level (``Level.dma``, :func:`~.pattern.descriptors`).
 
-Buffers (:class:`Buffer`): the whole tensor in DDR (row-major); one tile buffer per tensor at the
+Buffers (:class:`Buffer`): the whole tensor in DDR (row-major; rows padded, below); one tile buffer per tensor at the
 memtile level (the logical memory above the array, as the model counts it) and per core, sized
 for the largest tile (partial tiles sit at its origin with the full tile's row pitch). An output
 whose partial sums are wider than its type (an i8 GEMM's i32 sums) has, above the cores, a
@@ -19,15 +19,26 @@ the saturating conversion) writes the tile to send into ``.out`` (a finished til
 ``.sum`` (a column's partial sums). Partial tiles are moved at their
 real size; where the reading DMA can zero-pad (the memtile's MM2S) the core's tile is padded
 to the full tile with zeros (``Access.pad_after``), elsewhere the kernel runs on the smaller tile.
+
+Padded rows (a window the DMA cannot address to the byte): the rows of a convolution input's
+windows (:func:`~tilewise.model.contiguity.rounded_window`) are *rounded out* to whole DMA
+words in the tensor's coordinates (:func:`~tilewise.model.contiguity.aligned_range`, the rule
+the model and ``simulate`` count): a move's box starts on the word at or before the window and
+ends on the word at or after it, so every BD's offset and length are whole words; the extra
+elements are the tensor's own neighbours, or zeros past its last column, where the DDR copy's
+rows are padded host-side to whole words (``Buffer.shape``). Tile buffers hold the rounded-out
+rows, the kernel reads the window inside them. (Not the memtile's zero padding: it inserts
+whole words, AM025, and the shim DMA has none.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ...errors import DmaError
+from ...model.contiguity import aligned_range, granule_points, rounded_window, window_granules
 from ...model.footprint import partial_sum_bytes
 from ...model.structure import Structure
 from ...simulation.share import share_group, store_key
@@ -143,6 +154,9 @@ class _Builder:
         self.buffers: dict[str, Buffer] = {}
         self.origin: dict = {}   # (level, instance, tensor) -> resident box origin (per axis)
         self.extent: dict = {}   # (level, tensor) -> largest box extents
+        wgran = window_granules(arch)
+        self.words = {t.name: [int(granule_points(int(g), t.element_bytes)) for g in wgran]
+                      for t in self.st.moved if rounded_window(t, self.st.outputs)}
 
     def refuse_merges(self) -> None:
         """DmaError for a reduction split whose partials are not summed along a column: the
@@ -181,10 +195,18 @@ class _Builder:
         name = f"{where}.{t.name}{suffix}"
         if name not in self.buffers:
             lanes = (t.lanes,) if t.lanes > 1 else ()
-            shape = t.shape if level == 0 else self.extent[(level, t.name)]
+            shape = self.ddr_shape(t) if level == 0 else self.extent[(level, t.name)]
             dt = dtype if dtype is not None else self.dtype(level, t, suffix == ".acc")
             self.buffers[name] = Buffer(name, level, inst, t.name, dt.name, tuple(shape) + lanes)
         return self.buffers[name]
+
+    def ddr_shape(self, t) -> tuple[int, ...]:
+        """The whole tensor in DDR: row-major, a window's rows padded host-side (zeros) to whole
+        words of every level it is moved into."""
+        words = self.words.get(t.name)
+        if words is None:
+            return tuple(t.shape)
+        return tuple(t.shape[:-1]) + (aligned_range(0, t.shape[-1], max(words))[1],)
 
     def access(self, buf: Buffer, box, origin=None, pad_to: Buffer | None = None) -> Access:
         pitch = np.cumprod((buf.shape[1:] + (1,))[::-1])[::-1]
@@ -231,6 +253,7 @@ class _Builder:
             if not isinstance(ev, Transfer):
                 yield ev, None
                 continue
+            ev = self.rounded_out(ev)
             if ev.level:
                 key = (ev.level, ev.tensor)
                 ext = tuple(hi - lo for lo, hi in ev.box)
@@ -248,6 +271,15 @@ class _Builder:
             if ev.kind == "store":
                 last_store[store_key(ev, g)] = ev
             yield ev, members
+
+    def rounded_out(self, ev):
+        """``ev`` with a window's rows rounded out to whole DMA words (the words around the
+        window are read too: :mod:`tilewise.model.contiguity`, the rule the model counts)."""
+        words = self.words.get(ev.tensor)
+        if words is None or not ev.level:
+            return ev
+        lo, hi = ev.box[-1]
+        return replace(ev, box=ev.box[:-1] + (aligned_range(lo, hi, words[ev.level]),))
 
     def program(self, order, last_store: dict) -> Program:
         """The Program of the ordered events (:meth:`order`), every side's BDs derived."""
