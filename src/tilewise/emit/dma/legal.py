@@ -12,11 +12,12 @@ The walk is read lazily: a load's read side in the outermost level (DDR: the who
 buffer no later tile widens) is checked as it comes, so most rejected mappings stop at their
 first tile. A programmable one is walked to the end (about 50 us an event): a program of more
 than ``MAX_EVENTS`` walk events is not checked (``UNCHECKED``), which the search reports; one
-whose model counts more transfers and compute steps than that is not even walked.
+whose model counts more transfers and innermost tiles than that is not even walked.
 """
 
 from __future__ import annotations
 
+import math
 from itertools import islice
 
 from ...errors import DmaError
@@ -134,13 +135,16 @@ def _counted(events, seen: list):
 
 
 def model_events(workload, arch, mapping) -> int:
-    """A lower bound on the walk's events for ``mapping``: the transfers the cost model counts
+    """About the walk's events for ``mapping``, from the cost model: the transfers it counts
     (into and out of every level; the walk has one event per core of a shared transfer) plus
-    its compute steps (innermost tiles of the busiest core, per op)."""
+    the innermost tiles every core computes (per op, its padded points over its core tile)."""
     cost = evaluate(workload, arch, mapping, check_capacity=False)
     transfers = sum(sum(per.values()) for side in (cost.fills, cost.drains)
                     for per in side.values())
-    return int(transfers + sum(cost.steps.values()))
+    core = mapping.levels[-1].sizes
+    computes = sum(cost.padded_points[op.name] // math.prod(core[d] for d in op.dims)
+                   for op in workload.ops)
+    return int(transfers + computes)
 
 
 def has_dma_limits(arch) -> bool:
