@@ -175,6 +175,16 @@ def test_window_rows_are_rounded_out_to_words_and_execute():
     assert program.buffers["ddr.I"].shape == (1, 8, 8, 20)
     loads = [mv for mv in program.moves if mv.tensor == "I" and mv.link == (0, 1)]
     assert {mv.box[-1] for mv in loads} == {(0, 12), (4, 20), (12, 20)}  # [0, 9) [7, 17) [15, 18)
+    # the model sizes the buffers for the rounded-out rows: each tile buffer fits its bytes
+    from tilewise.model.legality import merged_ways
+    from tilewise.model.problem import Problem
+
+    arch = load_arch("aie-4x2")
+    problem = Problem.build(w, arch)
+    tiles = [lv.sizes for lv in m.levels]
+    for b in program.buffers.values():
+        if b.tensor == "I" and b.level:
+            assert b.nbytes <= problem.buffer_bytes("I", b.level, tiles, merged_ways(m, arch), False)
 
 
 def _tampered(program, index, side, **changes):

@@ -230,8 +230,9 @@ class AffineGroups(NamedTuple):
 class Buffers(NamedTuple):
     """The buffers the levels allocate (:mod:`.footprint`): per buffer ``tensor [F]`` (its
     tensor index, -1 for op state), ``level [F, L]`` whether level ``l`` keeps it, ``bytes
-    [F, L]`` bytes per point there, ``axes [F, 2]`` its range of ``ax_terms [*, 2]``, each a
-    range of ``terms [*, 2]`` (dim, coefficient); per level ``block``/``bank [L]`` bytes (the
+    [F, L]`` bytes per point there, ``axes [F, 2]`` its range of ``ax_terms [*, 3]``, each a
+    range of ``terms [*, 2]`` (dim, coefficient) and the DMA word in elements its rows are
+    rounded out to (1: exact; :func:`.contiguity.rounded_window`); per level ``block``/``bank [L]`` bytes (the
     rounding; ``bank`` 0 unless bank granular). ``psum [F, L]``: bytes per point while the
     buffer holds partial sums, where ``red [F, D]`` (the reduction dims of the op producing a
     final output) are split above the level (:func:`.rules.holds_partial_sums`). ``part [F, L]``:
@@ -550,14 +551,17 @@ def _buffers(st: Structure) -> Buffers:
         op = workload.producer(t.name) if final else None
         f_red.append([op is not None and d in op.reduction_dims for d in dims])
         f_ax.append((len(ax_terms), len(ax_terms) + len(t.axes)))
+        rounded = ti >= 0 and rounded_window(t, st.outputs)
+        word = int(granule_points(int(window_granules(arch).max()), t.element_bytes))
         for ax in t.axes:
-            ax_terms.append((len(terms), len(terms) + len(ax.terms)))
+            ax_terms.append((len(terms), len(terms) + len(ax.terms),
+                             word if rounded and ax is t.axes[-1] else 1))
             terms += [(dims.index(d), c) for d, c in ax.terms]
     return Buffers(
         _i64(f_tensor), np.array(f_level, bool).reshape(-1, L), _i64(f_part, (-1, L)),
         _i64(f_bytes, (-1, L)),
         _i64(f_psum, (-1, L)), np.array(f_red, bool).reshape(-1, len(dims)), _i64(f_ax, (-1, 2)),
-        _i64(ax_terms, (-1, 2)), _i64(terms, (-1, 2)),
+        _i64(ax_terms, (-1, 3)), _i64(terms, (-1, 2)),
         _i64([max(int(lv.block_bytes), 1) for lv in arch.levels]),
         _i64([int(lv.bank_bytes) if lv.bank_granular and lv.bank_bytes else 0
               for lv in arch.levels]),
