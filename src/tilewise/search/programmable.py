@@ -1,11 +1,11 @@
 """The top-k whose data movement can be programmed: DMA limits as a legality rule of the search.
 
 On by default (the search constraint ``dma_limits``, CLI ``--dma-limits/--no-dma-limits``):
-``dma_limits=False`` ranks by the model alone. The emitter (:mod:`tilewise.emit.dma`) reads
-whole 32-bit words, so a tile whose rows are not whole words is not programmable as the model
-counts its bytes: a convolution's input windows (a 3x3 window over i8 rows: 10 B runs at odd
-offsets) would need the DMA to read the words around the window, bytes the model does not
-count yet; those mappings are dropped.
+``dma_limits=False`` ranks by the model alone. A convolution's input windows, never whole
+32-bit words at i8, are programmable since the emitter pads their rows (the words around each
+window, counted by the model: :mod:`tilewise.model.contiguity`); what the check still drops is
+a tile the DMA cannot address as the model counts it (a plain tensor's rows that are not whole
+words, a pattern that needs more buffer descriptors than its tile has).
 
 With the check, on an arch whose levels declare ``dma:`` limits (the AIE presets), a mapping is only valid if
 every buffer descriptor of its program fits them (:func:`tilewise.emit.dma.legal.dma_violation`,
