@@ -163,6 +163,30 @@ def test_attention_layernorm_and_conv_execute():
                                    "db:I,O,W | core[n1 k8 c8 p2 q8 r3 s3] db:I,O,W ; rows=p4 cols=k2"))
 
 
+def test_window_rows_are_rounded_out_to_words_and_execute():
+    """An i8 3x3 convolution whose windows are 10 B at odd offsets (q tiles of 8 in 16
+    columns, padding 1): each row moves the whole words around its window, the DDR rows are
+    padded host-side (18 -> 20 columns), and the program executes to the reference moving
+    exactly the model's bytes."""
+    w = conv2d(1, 8, 8, 18, 8, 3, 3, padding=1, stride=1, dtype="i8")
+    m = Mapping.parse("ddr[n1 k8 c8 p8 q18 r3 s3] qcnkprs | memtile[n1 k8 c8 p8 q8 r3 s3] nkcpqrs "
+                      "db:I,O,W | core[n1 k8 c8 p2 q8 r3 s3] db:I,O,W ; rows=p4")
+    program = _program_matches(w, "aie-4x2", m)
+    assert program.buffers["ddr.I"].shape == (1, 8, 8, 20)
+    loads = [mv for mv in program.moves if mv.tensor == "I" and mv.link == (0, 1)]
+    assert {mv.box[-1] for mv in loads} == {(0, 12), (4, 20), (12, 20)}  # [0, 9) [7, 17) [15, 18)
+    # the model sizes the buffers for the rounded-out rows: each tile buffer fits its bytes
+    from tilewise.model.legality import merged_ways
+    from tilewise.model.problem import Problem
+
+    arch = load_arch("aie-4x2")
+    problem = Problem.build(w, arch)
+    tiles = [lv.sizes for lv in m.levels]
+    for b in program.buffers.values():
+        if b.tensor == "I" and b.level:
+            assert b.nbytes <= problem.buffer_bytes("I", b.level, tiles, merged_ways(m, arch), False)
+
+
 def _tampered(program, index, side, **changes):
     items = list(program.items)
     mv = next(x for x in program.moves if x.index == index)
@@ -205,12 +229,12 @@ def _cases(draw):
     kind = draw(st.sampled_from(["gemm", "mha", "layernorm", "conv2d"]))
     four = st.integers(1, 6).map(lambda x: 4 * x)
     float_dt = "bf16" if "bf16" in arch.compute.macs_per_cycle else None
-    if kind == "conv2d":  # 4-byte elements: any window is whole words
+    if kind == "conv2d":  # windows of any byte length: rows rounded out to whole words
         arch = load_arch("aie-4x2")
         r = draw(st.integers(1, 3))
         w = conv2d(1, draw(st.integers(1, 8)), draw(st.integers(r, 8)), draw(st.integers(r, 8)),
                    draw(st.integers(1, 8)), r, r, stride=draw(st.integers(1, 2)),
-                   padding=draw(st.integers(0, 1)), dtype="i32")
+                   padding=draw(st.integers(0, 1)), dtype=draw(st.sampled_from(["i8", "i16", "i32"])))
     elif kind == "gemm" or float_dt is None:
         dt = draw(st.sampled_from(sorted(arch.compute.macs_per_cycle)))
         out = draw(st.sampled_from([None, "i8"])) if dt == "i8" else None

@@ -46,6 +46,8 @@ MAP = "ddr[m64 n64 k64] mnk | memtile[m64 n64 k64] mnk | core[m16 n16 k16] ; row
     ([*GEMM, "--spatial", "rows=m999"], ["'rows=m999'"]),
     ([*GEMM, "--spatial", "garbage"], ["'garbage'"]),
     ([*GEMM, "--double-buffer", "maybe"], ["'maybe'"]),
+    ([*GEMM, "--dma-limits=maybe"], ["--dma-limits", "does not take a value"]),
+    ([*GEMM, "--no-dma-limits=1"], ["--no-dma-limits", "does not take a value"]),
     ([*GEMM, "--arch", "nosuch"], ["'nosuch'", "aie-4x2"]),
     ([*GEMM, "--arch", ""], ["--arch is empty", "aie-4x2"]),
     ([*GEMM, "--plot", "/no/such/dir/p.png"], ["/no/such/dir", "does not exist"]),

@@ -163,3 +163,28 @@ def test_a_granule_of_partial_elements_rounds_to_whole_granules_and_elements():
     c, _ = _compare(gemm(64, 64, 64, dtype="f32"), arch, m)
     # per m tile: 9 B tiles of 64 rows of 7 floats (9 moved) and one of 1 float (3 moved)
     assert c.reads["l2"]["B"] == 4 * (9 * 64 * 9 + 64 * 3) * 4
+
+
+def test_window_rows_round_out_to_whole_dma_words_hand_counted():
+    """A 3x3 i8 convolution (8 columns, padding 1) on aie-4x2, q in two tiles of 4: the
+    windows' rows are columns [-1, 5) and [3, 9) clipped to [0, 5) and [3, 8), 5 B each; the
+    DMA moves whole 4-byte words around them, [0, 8) both: 3 rows x 8 B per tile, 48 B in all
+    (30 B exact). The model and the simulation agree; where no DMA is described (4-byte words
+    made 1-byte) the windows move their exact bytes."""
+    import dataclasses
+
+    from tilewise import conv2d
+    from tilewise.model.contiguity import aligned_extent, aligned_range
+
+    assert aligned_range(3, 8, 4) == (0, 8) and aligned_extent(3, 8, 4) == 8
+    assert aligned_range(5, 5, 4) == (5, 5) and aligned_extent(5, 5, 4) == 0
+    w = conv2d(1, 1, 3, 8, 8, 3, 3, padding=1, dtype="i8")
+    m = Mapping.parse("ddr[n1 k8 c1 p3 q8 r3 s3] qpcnkrs | memtile[n1 k8 c1 p3 q4 r3 s3] "
+                      "nkcpqrs | core[n1 k8 c8 p3 q4 r3 s3]")
+    arch = load_arch("aie-4x2")
+    assert evaluate(w, arch, m).reads["memtile"]["I"] == 2 * 3 * 8
+    assert simulate(w, arch, m).reads["memtile"]["I"] == 2 * 3 * 8
+    bytewise = dataclasses.replace(arch, levels=tuple(
+        dataclasses.replace(lv, dma=dataclasses.replace(lv.dma, word_bytes=1)) for lv in arch.levels))
+    assert evaluate(w, bytewise, m).reads["memtile"]["I"] == 2 * 3 * 5
+    assert simulate(w, bytewise, m).reads["memtile"]["I"] == 2 * 3 * 5

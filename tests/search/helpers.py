@@ -1,5 +1,7 @@
 """Brute force over the unpruned declared space, and small archs for the search tests."""
 
+import math
+
 import numpy as np
 
 from tilewise.arch.spec import Arch, Compute, Level, SpatialArray
@@ -87,10 +89,13 @@ def numpy_buffer_bytes(space, k: int, tiles: np.ndarray) -> tuple[np.ndarray, np
     st, wl = space.st, space.st.workload
     lv, sizes, inner = st.arch.levels[k], np.array(st.sizes, np.int64), k == st.n_levels - 1
     out = np.zeros((len(tiles), len(space.moved)), np.int64)
+    word = max([l.dma.word_bytes for l in st.arch.levels if l.dma is not None] + [1])
     for i, ti in enumerate(space.moved):
         t = st.tensors[ti]
-        out[:, i] = round_buffer(tile_elements_batch(t, st.dims, tiles, sizes)
-                                 * element_bytes(t, wl, inner), lv)
+        n = tile_elements_batch(t, st.dims, tiles, sizes)
+        if t.name not in st.outputs and not t.axes[-1].is_plain and word > 1:
+            n = _window_rows(t, st.dims, tiles, sizes, word // math.gcd(word, t.element_bytes), n)
+        out[:, i] = round_buffer(n * element_bytes(t, wl, inner), lv)
     other = np.zeros(len(tiles), np.int64)
     if inner:
         kept = [t for t in st.tensors if t.name in st.intermediate_names
@@ -99,6 +104,21 @@ def numpy_buffer_bytes(space, k: int, tiles: np.ndarray) -> tuple[np.ndarray, np
             eb = t.element_bytes if t in wl.state else element_bytes(t, wl, True)
             other += round_buffer(tile_elements_batch(t, st.dims, tiles, sizes) * eb, lv)
     return out, other
+
+
+def _window_rows(t, dims, tiles, sizes, g: int, n: np.ndarray) -> np.ndarray:
+    """``n`` elements of ``t``'s tiles with the innermost (window) axis widened to the DMA words
+    a window row of that extent can touch, ``g`` elements a word, at most the padded span (the
+    footprint docs: padded rows, :mod:`tilewise.model.contiguity`)."""
+    full = np.maximum(tiles, sizes[None, :])
+    ext = np.ones(len(tiles), np.int64)
+    span = np.ones(len(tiles), np.int64)
+    for d, c in t.axes[-1].terms:
+        ext = ext + c * (tiles[:, dims.index(d)] - 1)
+        span = span + c * (full[:, dims.index(d)] - 1)
+    e = np.minimum(ext, span)
+    words = np.minimum((e + 2 * g - 2) // g * g, -(-span // g) * g)
+    return n // e * words
 
 
 def _time(nbytes, bw):

@@ -86,13 +86,52 @@ def test_archs_without_dma_limits_are_not_checked():
     assert "dma limits" not in r.stats["rejected"] and "dma_unchecked" not in r.stats
 
 
-def test_the_check_is_asked_for():
-    """Without dma_limits the search ranks by the model alone (the emitter lays buffers out
-    densely; a programmer pads rows): the unchecked top includes a mapping the check drops,
-    and a non-bool value is one clear error."""
+def test_the_check_is_on_by_default_and_can_be_turned_off():
+    """By default the search returns programmable mappings only; ``dma_limits=False`` ranks by
+    the model alone, whose top includes a mapping the check drops; a non-bool value is one
+    clear error."""
     w, arch = gemm(100, 200, 302, dtype="i8"), load_arch("aie-4x2")
-    free = tilewise.search(w, arch, top=5)
+    checked = tilewise.search(w, arch, top=5)
+    assert checked.stats["rejected"]["dma limits"] > 0 and checked.stats["dma_unchecked"] == 0
+    assert all(_full_check(w, arch, s.mapping) is None for s in checked.top)
+    free = tilewise.search(w, arch, top=5, dma_limits=False)
     assert "dma limits" not in free.stats["rejected"] and "dma_unchecked" not in free.stats
     assert any(_full_check(w, arch, s.mapping) is not None for s in free.top)
     with pytest.raises(TilewiseError, match="dma_limits='yes' must be True or False"):
         tilewise.search(w, arch, top=1, dma_limits="yes")
+
+
+def test_cli_checks_by_default_and_no_dma_limits_turns_it_off(capsys):
+    from tilewise.cli import main
+
+    args = ["search", "gemm", "--m", "100", "--n", "200", "--k", "302", "--dtype", "i8",
+            "--arch", "aie-4x2", "--top", "3"]
+    assert main(args) in (0, None)
+    assert "dma limits" in capsys.readouterr().out
+    assert main(args + ["--no-dma-limits"]) in (0, None)
+    assert "dma limits" not in capsys.readouterr().out
+
+
+def test_a_ddr_read_over_a_limit_is_rejected_before_the_walk_ends(monkeypatch):
+    """The early check (a load's read of the whole tensor in DDR, as the walk streams) stops
+    at the first violating move: far fewer walk events than the program has, the same verdict
+    as the full check, a violation the full program has too."""
+    import tilewise.emit.dma.legal as legal
+    from tilewise.simulation.walker import walk
+
+    w = gemm(256, 256, 256, dtype="i8")
+    arch = _with_dma(load_arch("aie-4x2"), 0, max_stride_words=32)  # the shim: 128 B strides
+    m = tilewise.search(w, load_arch("aie-4x2"), top=1).best.mapping
+    used = []
+
+    def counted(*args):
+        for ev in walk(*args):
+            used.append(ev)
+            yield ev
+
+    monkeypatch.setattr(legal, "walk", counted)
+    fast = dma_violation(w, arch, m)
+    full = _full_check(w, arch, m)
+    assert fast is not None and full is not None
+    assert fast.split(": ", 1)[1] == full.split(": ", 1)[1]  # ddr.B: needs 256 BDs, ...
+    assert len(used) < sum(1 for _ in walk(w, arch, m)) // 4

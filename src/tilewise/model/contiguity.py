@@ -25,8 +25,19 @@ tile's box directly):
   ``inner_tiles`` = the tile at the first level below that keeps the tensor, padded to whole
   tiles): each transfer between the outermost level and that level moves one whole pack tile,
   padding included, as one run. Transfers further in see the row-major rule above.
-- Only tensors whose axes are all plain dims (``A[m, k]``, each dim once) are laid out this way;
-  a tensor indexed by affine windows (a convolution input ``I[p + r]``) moves its exact bytes.
+- Only tensors whose axes are all plain dims (``A[m, k]``, each dim once) are laid out this way.
+- *Windows* (an input indexed by affine windows, a convolution input ``I[.., p + r, q + s]``):
+  where a DMA moves the tensor (:func:`window_granules`: a level whose ``dma:`` gives a word),
+  each row of a window on the tensor's innermost axis is *rounded out* to whole words in the
+  tensor's own coordinates: the clipped window ``[lo, hi)`` moves
+  ``ceil(hi / g) * g - floor(lo / g) * g`` elements (:func:`aligned_extent`, ``g`` the word
+  in elements, :func:`granule_points`). The DMA reads the words around the window (real
+  neighbouring elements, or the zeros of the row's pad past the tensor's last column: every
+  row is padded to whole words, host-side in DDR), since it can address neither a byte offset
+  nor a byte length (AM020's shim DMA: "a 32-bit aligned start address"; AM025's BD lengths,
+  strides and zero padding all count 32-bit words, so the memtile's zero padding cannot make
+  a 10-byte run whole either). A window on an outer axis, and every window where no DMA is
+  described (caches), moves its exact bytes.
 
 - *Pack pass* (:func:`pack_pass`): packing an input reads its bytes and writes its packed
   bytes over the outermost link before the operator runs; an output packed at the outermost
@@ -55,6 +66,35 @@ def link_granules(arch) -> np.ndarray:
     return np.array(out, np.int64)
 
 
+def window_granules(arch) -> np.ndarray:
+    """Bytes per level ``[L]`` a window row moved into level ``l`` is rounded out to (module
+    doc): the largest DMA word of levels ``0 .. l`` (1 where none declares a ``dma:``), so the
+    rows of every buffer start on whole words whichever levels a transfer crosses."""
+    out, word = [], 1
+    for lv in arch.levels:
+        word = max(word, lv.dma.word_bytes if lv.dma is not None else 1)
+        out.append(word)
+    out[0] = 1
+    return np.array(out, np.int64)
+
+
+def aligned_range(lo: int, hi: int, granule_pts: int) -> tuple[int, int]:
+    """The window row ``[lo, hi)`` rounded out to whole granules of ``granule_pts`` elements
+    (unchanged when empty): the elements the DMA moves (:func:`aligned_extent` counts them)."""
+    if hi <= lo:
+        return lo, hi
+    return lo // granule_pts * granule_pts, -(-hi // granule_pts) * granule_pts
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def aligned_extent(lo, hi, granule_pts):
+    """Elements a window row ``[lo, hi)`` (clipped to the tensor) moves rounded out to whole
+    granules of ``granule_pts`` elements in the tensor's coordinates; 0 when it is empty."""
+    if hi <= lo:
+        return 0
+    return (hi + granule_pts - 1) // granule_pts * granule_pts - lo // granule_pts * granule_pts
+
+
 def transfer_granule(granules, src: int, dst: int) -> int:
     """Bytes: the coarsest granule of the links a transfer from level ``src`` to level ``dst``
     crosses (``src < dst``)."""
@@ -81,6 +121,13 @@ def run_axes(tensor, dims) -> tuple[int, ...] | None:
     if len(set(names)) != len(names):
         return None
     return tuple(dims.index(d) for d in names)
+
+
+def rounded_window(tensor, outputs) -> bool:
+    """Whether ``tensor``'s rows are windows rounded out to the DMA word (module doc): an input
+    (not in ``outputs``, the names of the workload's outputs) whose innermost axis is an affine
+    window."""
+    return tensor.name not in outputs and not tensor.axes[-1].is_plain and tensor.lanes == 1
 
 
 def round_run(points: int, granule_pts: int) -> int:

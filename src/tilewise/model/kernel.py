@@ -77,7 +77,7 @@ import numpy as np
 
 from numba import njit
 
-from .contiguity import granule_points, pack_pass
+from .contiguity import aligned_extent, granule_points, pack_pass
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
 from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, compute_energy,
                     panel_tile, passes_at, transfer_energy,
@@ -150,7 +150,10 @@ def _affine_value(g, lam, level, gi, mono, axes, P, X, XN, idx):
     """Bytes factor (elements) of a group under affine axes, summed over its tiles at
     ``level`` (member ``i`` from prefix level ``lam[i]``): one axis, the halo polynomial in
     power sums minus the clipping summed over border tiles; several axes, the clipped extents
-    summed over every combination of member tiles."""
+    summed over every combination of member tiles. An axis whose window rows are rounded out
+    (its last ``L`` columns: the DMA word in elements at each level, > 1; every tile is then
+    listed) counts each window rounded out to whole words
+    (:func:`.contiguity.aligned_extent`) instead of clipped."""
     n = gi[g, GI_NMEM]
     M = (gi.shape[1] - GI_MEM) // 2
     one_axis = gi[g, GI_KIND] == 1
@@ -182,7 +185,11 @@ def _affine_value(g, lam, level, gi, mono, axes, P, X, XN, idx):
                 s = X[gi[g, GI_MEM + i], lam[i], level, idx[i], 0]
                 lo += c * s
                 hi += c * (s + X[gi[g, GI_MEM + i], lam[i], level, idx[i], 1] - 1)
-            clipped = max(0, min(hi, axes[x, 1] - 1) - max(lo, 0) + 1)
+            gp = axes[x, axes.shape[1] - P.shape[1] + level]
+            if gp > 1:
+                clipped = aligned_extent(max(lo, 0), min(hi, axes[x, 1] - 1) + 1, gp)
+            else:
+                clipped = max(0, min(hi, axes[x, 1] - 1) - max(lo, 0) + 1)
             w *= (hi - lo + 1 - clipped) if one_axis else clipped
         clip += w
         i = 0

@@ -35,7 +35,8 @@ import numpy as np
 from typing import NamedTuple
 
 from ..ir.workload import Tensor
-from .contiguity import link_granules, run_axes
+from .contiguity import (granule_points, link_granules, rounded_window, run_axes,
+                         window_granules)
 from .footprint import element_bytes, in_place, partial_sum_bytes
 from .rules import (buffer_bytes, compute_bound_s, energy_per_point, energy_table,
                     transfer_seconds,
@@ -211,9 +212,11 @@ class Tensors(NamedTuple):
 class AffineGroups(NamedTuple):
     """Dims coupled through affine axes (module doc): ``gi [G, 7 + 2M]`` (columns ``GI_*``),
     ``mono`` the halo polynomials' monomials, ``axes`` the affine axes (const, extent,
-    coefficients), ``max_pow`` the largest power sum needed, ``explicit [D]`` dims listed tile
-    by tile near the border, ``win [D, 2]`` their border windows, ``max_x`` the most listed
-    tiles of a dim."""
+    coefficients, then per level the word in elements its window rows are rounded out to: 1
+    but for the innermost axis of a :func:`.contiguity.rounded_window` where a DMA moves it,
+    whose members' tiles are then all listed, so each window's start is known), ``max_pow`` the largest power sum needed, ``explicit [D]`` dims
+    listed tile by tile near the border, ``win [D, 2]`` their border windows, ``max_x`` the
+    most listed tiles of a dim."""
 
     gi: np.ndarray
     mono: np.ndarray
@@ -227,8 +230,9 @@ class AffineGroups(NamedTuple):
 class Buffers(NamedTuple):
     """The buffers the levels allocate (:mod:`.footprint`): per buffer ``tensor [F]`` (its
     tensor index, -1 for op state), ``level [F, L]`` whether level ``l`` keeps it, ``bytes
-    [F, L]`` bytes per point there, ``axes [F, 2]`` its range of ``ax_terms [*, 2]``, each a
-    range of ``terms [*, 2]`` (dim, coefficient); per level ``block``/``bank [L]`` bytes (the
+    [F, L]`` bytes per point there, ``axes [F, 2]`` its range of ``ax_terms [*, 3]``, each a
+    range of ``terms [*, 2]`` (dim, coefficient) and the DMA word in elements its rows are
+    rounded out to (1: exact; :func:`.contiguity.rounded_window`); per level ``block``/``bank [L]`` bytes (the
     rounding; ``bank`` 0 unless bank granular). ``psum [F, L]``: bytes per point while the
     buffer holds partial sums, where ``red [F, D]`` (the reduction dims of the op producing a
     final output) are split above the level (:func:`.rules.holds_partial_sums`). ``part [F, L]``:
@@ -322,7 +326,11 @@ class Problem:
         """This problem with every link moving exact bytes (granules of one byte, no run
         rounding): the search's bounds take it, since rounding runs and packing only add
         bytes (:mod:`.contiguity`)."""
-        return replace(self, levels=self.levels._replace(granule=np.ones_like(self.levels.granule)))
+        ones = np.ones_like(self.levels.granule)
+        axes = self.groups.axes.copy()
+        axes[:, axes.shape[1] - len(ones):] = 1  # window rows exact too
+        return replace(self, levels=self.levels._replace(granule=ones),
+                       groups=self.groups._replace(axes=axes))
 
     def summed_levels(self) -> Levels:
         """The levels with the bytes a level's buffers *summed* (and each part's) can take in
@@ -498,6 +506,13 @@ def _affine_groups(st: Structure, grp: list) -> AffineGroups:
                 j = dims.index(d)
                 l0, r0 = windows.get(j, (0, 0))
                 windows[j] = (max(l0, left), max(r0, right))
+    wgran = window_granules(st.arch)
+    rows = bool(np.any(wgran > 1))  # a DMA moves whole words somewhere
+    for ti, g in grp:  # a window rounded out: every tile listed (its start decides its words)
+        t = st.tensors[ti]
+        if rows and rounded_window(t, st.outputs) and any(ax is t.axes[-1] for ax, _ in g.affine):
+            for d in g.members:
+                windows[dims.index(d)] = (sizes[d], sizes[d])
     M = max([len(g.idx) for _, g in grp], default=1)
     # one row per group: kind, members, border flag, its monomials and affine axes, members, powers
     gi = np.zeros((len(grp), GI_MEM + 2 * M), np.int64)
@@ -516,7 +531,11 @@ def _affine_groups(st: Structure, grp: list) -> AffineGroups:
         row[GI_AX] = len(axes)
         for ax, extent in g.affine:
             coef = dict(ax.terms)
-            axes.append([ax.const, extent] + [coef.get(d, 0) for d in g.members] + [0] * (M - n))
+            t = st.tensors[ti]
+            inner = rows and ax is t.axes[-1] and rounded_window(t, st.outputs)
+            words = [int(granule_points(w, t.element_bytes)) if inner else 1 for w in wgran]
+            axes.append([ax.const, extent] + [coef.get(d, 0) for d in g.members] + [0] * (M - n)
+                        + words)
         row[GI_AX + 1] = len(axes)
         row[GI_MEM:GI_MEM + n] = g.idx
         row[GI_MEM + M:GI_MEM + M + n] = g.powers
@@ -525,7 +544,7 @@ def _affine_groups(st: Structure, grp: list) -> AffineGroups:
     max_pow = max([max(g.powers) for _, g in grp] + [max(e) for _, g in grp if g.affine
                    for e in _poly(g)] + [1])
     return AffineGroups(
-        gi, _i64(mono, (-1, 1 + M)), _i64(axes, (-1, 2 + M)), int(max_pow), explicit,
+        gi, _i64(mono, (-1, 1 + M)), _i64(axes, (-1, 2 + M + len(wgran))), int(max_pow), explicit,
         np.array([windows.get(j, (0, 0)) for j in range(D)], np.int64).reshape(D, 2),
         int(max([sizes[dims[j]] for j in range(D) if explicit[j]], default=1)))
 
@@ -554,14 +573,17 @@ def _buffers(st: Structure) -> Buffers:
         op = workload.producer(t.name) if final else None
         f_red.append([op is not None and d in op.reduction_dims for d in dims])
         f_ax.append((len(ax_terms), len(ax_terms) + len(t.axes)))
+        rounded = ti >= 0 and rounded_window(t, st.outputs)
+        word = int(granule_points(int(window_granules(arch).max()), t.element_bytes))
         for ax in t.axes:
-            ax_terms.append((len(terms), len(terms) + len(ax.terms)))
+            ax_terms.append((len(terms), len(terms) + len(ax.terms),
+                             word if rounded and ax is t.axes[-1] else 1))
             terms += [(dims.index(d), c) for d, c in ax.terms]
     return Buffers(
         _i64(f_tensor), np.array(f_level, bool).reshape(-1, L), _i64(f_part, (-1, L)),
         _i64(f_bytes, (-1, L)),
         _i64(f_psum, (-1, L)), np.array(f_red, bool).reshape(-1, len(dims)), _i64(f_ax, (-1, 2)),
-        _i64(ax_terms, (-1, 2)), _i64(terms, (-1, 2)),
+        _i64(ax_terms, (-1, 3)), _i64(terms, (-1, 2)),
         _i64([max(int(lv.block_bytes), 1) for lv in arch.levels]),
         _i64([int(lv.bank_bytes) if lv.bank_granular and lv.bank_bytes else 0
               for lv in arch.levels]),

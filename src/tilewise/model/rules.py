@@ -215,7 +215,9 @@ def innermost_limit(parent, ways, align):
 def buffer_bytes(f, k, tl, sizes, bf, partial=False):
     """Rounded single-buffer bytes of buffer ``f`` of :class:`.problem.Buffers` ``bf`` at level
     ``k`` for that level's tiles ``tl [D]``: per axis the halo extent ``sum c*(t-1) + 1``
-    clipped to the span of the padded problem, x bytes per point (the partial-sum width when
+    clipped to the span of the padded problem (a window row rounded out to DMA words,
+    ``ax_terms[x, 2]`` elements > 1: as many words as such a window can touch,
+    :mod:`.contiguity`), x bytes per point (the partial-sum width when
     ``partial``: :func:`holds_partial_sums`), rounded up to the block and, when bank
     granular, to whole banks. (A double-buffered tensor takes two.)"""
     return buffer_bytes_arrays(f, tl, sizes, bf.axes, bf.ax_terms, bf.terms,
@@ -238,7 +240,11 @@ def buffer_bytes_arrays(f, tl, sizes, axes, ax_terms, terms, point_bytes, block,
             t = tl[d]
             ext += c * (t - 1)
             span += c * (max(t, sizes[d]) - 1)
-        n *= min(ext, span)
+        e = min(ext, span)
+        g = ax_terms[x, 2]
+        if g > 1:  # a row starting one element past a word touches (e + g - 2) // g + 1 words
+            e = min((e + 2 * g - 2) // g * g, (span + g - 1) // g * g)
+        n *= e
     return round_up(round_up(n * point_bytes, block), bank)
 
 

@@ -1,12 +1,11 @@
 """The top-k whose data movement can be programmed: DMA limits as a legality rule of the search.
 
-Opt-in (the search constraint ``dma_limits=True``, CLI ``--dma-limits``): the emitter
-(:mod:`tilewise.emit.dma`) lays every buffer out densely, so a tile whose rows are not whole
-32-bit words (a convolution's input windows at the image border: 29 B runs) breaks the word
-granularity, though a programmer would pad the rows (host-side in DDR, or a padded memtile
-buffer, which the program lays out itself). Rejecting those by default removed most of a
-small-channel convolution's best mappings and cost 16x its search time (conv 3x3 64->64 56x56
-i8: 0.46 -> 7.9 s, 147 rejected); until the emitter pads rows, the check is asked for.
+On by default (the search constraint ``dma_limits``, CLI ``--dma-limits/--no-dma-limits``):
+``dma_limits=False`` ranks by the model alone. A convolution's input windows, never whole
+32-bit words at i8, are programmable since the emitter pads their rows (the words around each
+window, counted by the model: :mod:`tilewise.model.contiguity`); what the check still drops is
+a tile the DMA cannot address as the model counts it (a plain tensor's rows that are not whole
+words, a pattern that needs more buffer descriptors than its tile has).
 
 With the check, on an arch whose levels declare ``dma:`` limits (the AIE presets), a mapping is only valid if
 every buffer descriptor of its program fits them (:func:`tilewise.emit.dma.legal.dma_violation`,
@@ -88,3 +87,4 @@ def programmable_top(engine, top: int, search_top, max_top: int, check: bool = T
                        f"({checked} best candidates checked); the first: {first}")
     return ProgrammableTop(pool.take(np.array(keep, dtype=np.int64)), stats, run,
                            len(keep) < top and capped, unchecked)
+

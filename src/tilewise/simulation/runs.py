@@ -10,11 +10,15 @@ half-open index range it covers) and cuts it into runs directly:
   elements (32 B); through 64 B lines each moves 16 elements' worth, 1024 B in all.
 - packed (the tensor is packed at the outermost level, and the transfer is between that level
   and the first level keeping the tensor): one run of the whole pack tile, padding included.
+- windows (an input whose innermost axis is an affine window, moved by a DMA): each row's
+  window rounded out to whole words in the tensor's coordinates
+  (:func:`~tilewise.model.contiguity.aligned_extent`); other windows move their exact elements.
 """
 
 from __future__ import annotations
 
-from ..model.contiguity import granule_points, link_granules, round_run, run_axes
+from ..model.contiguity import (aligned_extent, granule_points, link_granules, round_run,
+                                rounded_window, run_axes, window_granules)
 from ..model.structure import Structure
 from .walker import Box, kept_tensors
 
@@ -29,6 +33,8 @@ class RunCounter:
         self.kept = kept_tensors(st, mapping)
         self.tiles = [lv.sizes for lv in mapping.levels]
         self.layout = {t.name: run_axes(t, st.dims) is not None for t in st.moved}
+        self.windows = {t.name for t in st.moved if rounded_window(t, st.outputs)}
+        self.wgran = window_granules(arch)
 
     def source(self, tensor: str, level: int) -> int:
         """The nearest level above ``level`` that keeps ``tensor`` (the outermost always does)."""
@@ -44,7 +50,11 @@ class RunCounter:
         for e in extents:
             exact *= e
         if not self.layout.get(tensor.name):
-            return exact
+            if tensor.name not in self.windows:
+                return exact
+            lo, hi = box[-1]
+            gp = int(granule_points(int(self.wgran[level]), width))
+            return exact // (hi - lo) * int(aligned_extent(lo, hi, gp))
         src = self.source(tensor.name, level)
         g = max(int(x) for x in self.granules[src + 1:level + 1])
         ge = int(granule_points(g, width))

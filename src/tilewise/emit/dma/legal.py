@@ -8,18 +8,21 @@ depend on its sizes, strides, element size, padding and its offset only modulo t
 shape but for the borders, so a mapping with thousands of moves derives a handful of patterns.
 The search (:func:`tilewise.search`) drops the candidates for which it returns a reason.
 
-The walk itself still visits every tile (about 50 us an event): a program of more than
-``MAX_EVENTS`` walk events is not checked (``UNCHECKED``), which the search reports; one
-whose model counts more transfers than that is not even walked.
+The walk is read lazily: a load's read side in the outermost level (DDR: the whole tensor, a
+buffer no later tile widens) is checked as it comes, so most rejected mappings stop at their
+first tile. A programmable one is walked to the end (about 50 us an event): a program of more
+than ``MAX_EVENTS`` walk events is not checked (``UNCHECKED``), which the search reports; one
+whose model counts more transfers and innermost tiles than that is not even walked.
 """
 
 from __future__ import annotations
 
+import math
 from itertools import islice
 
 from ...errors import DmaError
 from ...model.cost import evaluate
-from ...simulation.walker import walk
+from ...simulation.walker import Transfer, walk
 from .check import side_violation
 from .pattern import Access, descriptors
 from .program import _Builder, Side
@@ -73,6 +76,14 @@ class _Checker(_Builder):
             raise DmaError(found)
         return Side(access, ())
 
+    def early(self, index: int, ev) -> None:
+        """Check the read side of load ``ev`` (move ``index``) now when it reads the outermost
+        level unpadded: it depends on no buffer the rest of the walk may still widen."""
+        if not isinstance(ev, Transfer) or ev.kind not in ("load", "reload"):
+            return
+        if self.parent(ev.level, self.w.tensor(ev.tensor)) == 0 and not self.pads(ev):
+            self.load_source(ev, self.load_name(index, ev), None)
+
 
 MAX_EVENTS = 8192  # walk events (tiles moved or computed) a checked program may have
 UNCHECKED = "unchecked"  # dma_violation's answer for a program over ``max_events``
@@ -80,34 +91,60 @@ UNCHECKED = "unchecked"  # dma_violation's answer for a program over ``max_event
 
 def dma_violation(workload, arch, mapping, memo: dict | None = None,
                   max_events: int | None = MAX_EVENTS) -> str | None:
-    """Why ``mapping``'s DMA program breaks ``arch``'s limits (the first DmaError's message),
-    None when every descriptor fits, or ``UNCHECKED`` when its walk has more than
-    ``max_events`` events (None: no limit) or the emitter has no program for it yet (a
-    reduction whose partials merge across cores other than by a column's sum). ``memo`` (access shape -> verdict) may be shared
-    by the mappings of one (workload, arch)."""
-    if max_events is not None and model_transfers(workload, arch, mapping) > max_events:
-        return UNCHECKED  # every transfer is at least one walk event: no need to walk
+    """Why ``mapping``'s DMA program breaks ``arch``'s limits (a DmaError's message), None when
+    every descriptor fits, or ``UNCHECKED`` when its walk has more than ``max_events`` events
+    (None: no limit) or the emitter has no program for it yet (a reduction whose partials
+    merge across cores other than by a column's sum). ``memo`` (access shape -> verdict) may
+    be shared by the mappings of one (workload, arch).
+
+    The walk is read lazily and each load's read side in the outermost level (whose buffers
+    are the whole tensors, so the side is known before the walk ends) is checked as it comes:
+    a mapping is rejected at its first such violation without walking the rest. Otherwise the
+    whole program is checked as :func:`~.check.check_program` would, and the message is its
+    first violation (the early one may come later in program order than another)."""
+    if max_events is not None and model_events(workload, arch, mapping) > max_events:
+        return UNCHECKED  # the walk has at least this many events: no need to walk
     checker = _Checker(workload, arch, mapping, {} if memo is None else memo)
     try:
         checker.refuse_merges()
     except DmaError:  # a reduction merged across cores: the emitter has no program for it yet
         return UNCHECKED
     events = walk(workload, arch, mapping)
-    events = list(events if max_events is None else islice(events, max_events + 1))
-    if max_events is not None and len(events) > max_events:
-        return UNCHECKED
+    if max_events is not None:
+        events = islice(events, max_events + 1)
+    seen = [0]
+    last_store: dict = {}
+    order: list = []
     try:
-        checker.build(events)
+        for ev, members in checker.order(_counted(events, seen), last_store):
+            order.append((ev, members))
+            checker.early(len(order) - 1, ev)
+        if max_events is not None and seen[0] > max_events:
+            return UNCHECKED
+        checker.program(order, last_store)
     except DmaError as e:
         return str(e)
     return None
 
 
-def model_transfers(workload, arch, mapping) -> int:
-    """Transfers the cost model counts for ``mapping`` (into and out of every level)."""
+def _counted(events, seen: list):
+    """``events``, counting them in ``seen[0]``."""
+    for ev in events:
+        seen[0] += 1
+        yield ev
+
+
+def model_events(workload, arch, mapping) -> int:
+    """About the walk's events for ``mapping``, from the cost model: the transfers it counts
+    (into and out of every level; the walk has one event per core of a shared transfer) plus
+    the innermost tiles every core computes (per op, its padded points over its core tile)."""
     cost = evaluate(workload, arch, mapping, check_capacity=False)
-    return int(sum(sum(per.values()) for side in (cost.fills, cost.drains)
-                   for per in side.values()))
+    transfers = sum(sum(per.values()) for side in (cost.fills, cost.drains)
+                    for per in side.values())
+    core = mapping.levels[-1].sizes
+    computes = sum(cost.padded_points[op.name] // math.prod(core[d] for d in op.dims)
+                   for op in workload.ops)
+    return int(transfers + computes)
 
 
 def has_dma_limits(arch) -> bool:

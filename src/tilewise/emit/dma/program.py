@@ -9,7 +9,7 @@ one destination Side per receiving buffer, each an :class:`~.pattern.Access` (bu
 sizes, strides in elements, innermost last) and the buffer descriptors that carry it within the
 DMA limits of its level (``Level.dma``, :func:`~.pattern.descriptors`).
 
-Buffers (:class:`Buffer`): the whole tensor in DDR (row-major); one tile buffer per tensor at the
+Buffers (:class:`Buffer`): the whole tensor in DDR (row-major; rows padded, below); one tile buffer per tensor at the
 memtile level (the logical memory above the array, as the model counts it) and per core, sized
 for the largest tile (partial tiles sit at its origin with the full tile's row pitch). An output
 whose partial sums are wider than its type (an i8 GEMM's i32 sums) has, above the cores, a
@@ -19,15 +19,26 @@ the saturating conversion) writes the tile to send into ``.out`` (a finished til
 ``.sum`` (a column's partial sums). Partial tiles are moved at their
 real size; where the reading DMA can zero-pad (the memtile's MM2S) the core's tile is padded
 to the full tile with zeros (``Access.pad_after``), elsewhere the kernel runs on the smaller tile.
+
+Padded rows (a window the DMA cannot address to the byte): the rows of a convolution input's
+windows (:func:`~tilewise.model.contiguity.rounded_window`) are *rounded out* to whole DMA
+words in the tensor's coordinates (:func:`~tilewise.model.contiguity.aligned_range`, the rule
+the model and ``simulate`` count): a move's box starts on the word at or before the window and
+ends on the word at or after it, so every BD's offset and length are whole words; the extra
+elements are the tensor's own neighbours, or zeros past its last column, where the DDR copy's
+rows are padded host-side to whole words (``Buffer.shape``). Tile buffers hold the rounded-out
+rows, the kernel reads the window inside them. (Not the memtile's zero padding: it inserts
+whole words, AM025, and the shim DMA has none.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ...errors import DmaError
+from ...model.contiguity import aligned_range, granule_points, rounded_window, window_granules
 from ...model.footprint import partial_sum_bytes
 from ...model.structure import Structure
 from ...simulation.share import share_group, store_key
@@ -143,6 +154,9 @@ class _Builder:
         self.buffers: dict[str, Buffer] = {}
         self.origin: dict = {}   # (level, instance, tensor) -> resident box origin (per axis)
         self.extent: dict = {}   # (level, tensor) -> largest box extents
+        wgran = window_granules(arch)
+        self.words = {t.name: [int(granule_points(int(g), t.element_bytes)) for g in wgran]
+                      for t in self.st.moved if rounded_window(t, self.st.outputs)}
 
     def refuse_merges(self) -> None:
         """DmaError for a reduction split whose partials are not summed along a column: the
@@ -181,10 +195,18 @@ class _Builder:
         name = f"{where}.{t.name}{suffix}"
         if name not in self.buffers:
             lanes = (t.lanes,) if t.lanes > 1 else ()
-            shape = t.shape if level == 0 else self.extent[(level, t.name)]
+            shape = self.ddr_shape(t) if level == 0 else self.extent[(level, t.name)]
             dt = dtype if dtype is not None else self.dtype(level, t, suffix == ".acc")
             self.buffers[name] = Buffer(name, level, inst, t.name, dt.name, tuple(shape) + lanes)
         return self.buffers[name]
+
+    def ddr_shape(self, t) -> tuple[int, ...]:
+        """The whole tensor in DDR: row-major, a window's rows padded host-side (zeros) to whole
+        words of every level it is moved into."""
+        words = self.words.get(t.name)
+        if words is None:
+            return tuple(t.shape)
+        return tuple(t.shape[:-1]) + (aligned_range(0, t.shape[-1], max(words))[1],)
 
     def access(self, buf: Buffer, box, origin=None, pad_to: Buffer | None = None) -> Access:
         pitch = np.cumprod((buf.shape[1:] + (1,))[::-1])[::-1]
@@ -216,31 +238,51 @@ class _Builder:
     def build(self, events=None) -> Program:
         """The program; ``events``: the walk's events, when the caller already has them."""
         self.refuse_merges()
-        events = list(walk(self.w, self.arch, self.m)) if events is None else events
-        groups: dict = {}
-        order: list = []
+        events = walk(self.w, self.arch, self.m) if events is None else events
         last_store: dict = {}
+        order = list(self.order(events, last_store))
+        return self.program(order, last_store)
+
+    def order(self, events, last_store: dict):
+        """``(event, members)`` in program order, lazily: a Compute with None, a transfer with
+        the transfers of its share group (a broadcast load, a column's stores; the list grows
+        as later members arrive). Records each buffer's largest box (``extent``) and in
+        ``last_store`` the last store of each tile (the one that moves the finished result)."""
+        groups: dict = {}
         for ev in events:
-            if isinstance(ev, Transfer):
-                if ev.level:
-                    key = (ev.level, ev.tensor)
-                    ext = tuple(hi - lo for lo, hi in ev.box)
-                    old = self.extent.get(key, ext)
-                    self.extent[key] = tuple(max(x, y) for x, y in zip(old, ext))
-                if ev.kind != "zero" and not all(lo < hi for lo, hi in ev.tile):
-                    continue  # an idle core's empty tile moves nothing
-                g = share_group(ev, self.st.outputs, self.arch.array, self.a) if ev.kind != "zero" else None
-                if g is not None and g in groups:
-                    groups[g].append(ev)
-                    continue
-                members = [ev]
-                if g is not None:
-                    groups[g] = members
-                order.append((ev, members))
-                if ev.kind == "store":
-                    last_store[store_key(ev, g)] = ev
-            else:
-                order.append((ev, None))
+            if not isinstance(ev, Transfer):
+                yield ev, None
+                continue
+            ev = self.rounded_out(ev)
+            if ev.level:
+                key = (ev.level, ev.tensor)
+                ext = tuple(hi - lo for lo, hi in ev.box)
+                old = self.extent.get(key, ext)
+                self.extent[key] = tuple(max(x, y) for x, y in zip(old, ext))
+            if ev.kind != "zero" and not all(lo < hi for lo, hi in ev.tile):
+                continue  # an idle core's empty tile moves nothing
+            g = share_group(ev, self.st.outputs, self.arch.array, self.a) if ev.kind != "zero" else None
+            if g is not None and g in groups:
+                groups[g].append(ev)
+                continue
+            members = [ev]
+            if g is not None:
+                groups[g] = members
+            if ev.kind == "store":
+                last_store[store_key(ev, g)] = ev
+            yield ev, members
+
+    def rounded_out(self, ev):
+        """``ev`` with a window's rows rounded out to whole DMA words (the words around the
+        window are read too: :mod:`tilewise.model.contiguity`, the rule the model counts)."""
+        words = self.words.get(ev.tensor)
+        if words is None or not ev.level:
+            return ev
+        lo, hi = ev.box[-1]
+        return replace(ev, box=ev.box[:-1] + (aligned_range(lo, hi, words[ev.level]),))
+
+    def program(self, order, last_store: dict) -> Program:
+        """The Program of the ordered events (:meth:`order`), every side's BDs derived."""
         finals = {id(ev) for ev in last_store.values()}
         items = []
         for ev, members in order:
@@ -265,15 +307,11 @@ class _Builder:
     def load(self, index: int, ev, members) -> Move:
         t = self.w.tensor(ev.tensor)
         src = self.parent(ev.level, t)
-        src_inst = self.instance(src, ev.core)
         partial = ev.kind == "reload"
-        what = f"move {index} ({ev.kind} {t.name} {self.names[src]}->{self.names[ev.level]})"
-        sbuf = self.buffer(src, src_inst, t, ".acc" if partial and src < self.n - 1 and self.split(t) else "")
+        what = self.load_name(index, ev)
         suffix = ".acc" if partial and ev.level < self.n - 1 and self.split(t) else ""
         dbufs = [self.buffer(ev.level, self.instance(ev.level, m.core), t, suffix) for m in members]
-        lim = self.arch.levels[src].dma
-        pad = dbufs[0] if ev.level == self.n - 1 and lim is not None and lim.zero_padding else None
-        source = self.side(src, self.access(sbuf, ev.box, self.origin.get((src, src_inst, t.name)), pad), what)
+        source = self.load_source(ev, what, dbufs[0] if self.pads(ev) else None)
         dests = []
         for m, dbuf in zip(members, dbufs):
             self.origin[(ev.level, self.instance(ev.level, m.core), t.name)] = tuple(lo for lo, _ in ev.box)
@@ -281,6 +319,26 @@ class _Builder:
         stream = partial_sum_bytes(t, self.w) if partial else t.element_bytes
         return Move(index, ev.kind, t.name, (src, ev.level), ev.step, ev.box, ev.tile, source, tuple(dests),
                     stream // t.lanes)
+
+    def load_name(self, index: int, ev) -> str:
+        src = self.parent(ev.level, self.w.tensor(ev.tensor))
+        return f"move {index} ({ev.kind} {ev.tensor} {self.names[src]}->{self.names[ev.level]})"
+
+    def pads(self, ev) -> bool:
+        """Whether the load ``ev`` into the cores is zero-padded to the full tile by the
+        reading DMA (the memtile's MM2S)."""
+        lim = self.arch.levels[self.parent(ev.level, self.w.tensor(ev.tensor))].dma
+        return ev.level == self.n - 1 and lim is not None and lim.zero_padding
+
+    def load_source(self, ev, what: str, pad: Buffer | None) -> Side:
+        """The read side of load or reload ``ev``: its box in the parent's resident buffer,
+        zero-padded to the buffer ``pad`` (None: not padded)."""
+        t = self.w.tensor(ev.tensor)
+        src = self.parent(ev.level, t)
+        src_inst = self.instance(src, ev.core)
+        partial = ev.kind == "reload"
+        sbuf = self.buffer(src, src_inst, t, ".acc" if partial and src < self.n - 1 and self.split(t) else "")
+        return self.side(src, self.access(sbuf, ev.box, self.origin.get((src, src_inst, t.name)), pad), what)
 
     def store(self, index: int, ev, members, final: bool) -> Move:
         t = self.w.tensor(ev.tensor)

@@ -37,7 +37,8 @@ def access_order(program: Program, tensor: str, link: str) -> tuple[np.ndarray, 
         raise DmaError(f"no move of {tensor} over link {link!r}; its links: {', '.join(links)}")
     pitch = np.cumprod((t.shape[1:] + (1,))[::-1])[::-1]
     for r, mv in enumerate(moves):
-        grids = np.meshgrid(*[np.arange(lo, hi) for lo, hi in mv.box], indexing="ij")
+        grids = np.meshgrid(*[np.arange(lo, min(hi, n)) for (lo, hi), n in zip(mv.box, t.shape)],
+                            indexing="ij")  # a window's row rounded out past the last column
         flat = sum(g * p for g, p in zip(grids, pitch)).reshape(-1)
         fresh = rank[flat] < 0
         rank[flat[fresh]] = r

@@ -56,8 +56,11 @@ class _Machine(_Executor):
                        for b in program.buffers.values()}
         for t in self.st.moved:
             name = f"{program.levels[0]}.{t.name}"
-            if t.name in inputs and name in self.memory:
-                self.memory[name][:] = np.asarray(inputs[t.name]).reshape(-1).astype(self.memory[name].dtype)
+            if t.name in inputs and name in self.memory:  # a padded row's pad stays zero
+                shape = program.buffers[name].shape
+                full = self.memory[name].reshape(shape)
+                data = np.asarray(inputs[t.name]).reshape(array_shape(t))
+                full[tuple(slice(0, n) for n in data.shape)] = data.astype(full.dtype)
         self.reads: dict = defaultdict(lambda: defaultdict(int))
         self.writes: dict = defaultdict(lambda: defaultdict(int))
 
@@ -84,10 +87,14 @@ class _Machine(_Executor):
         return full[tuple(slice(0, s) for s in sizes)]
 
     def _bind(self, name: str, tile, box, sizes) -> None:
-        """Make a core's buffer the executor's resident tile (compute reads it in place)."""
+        """Make a core's buffer the executor's resident tile (compute reads it in place); a
+        window's rows rounded out past the tensor's last column are cut back to it."""
         buf = self.program.buffers[name]
         if buf.level != self.n - 1 or name.endswith((".out", ".sum", ".acc")):
             return
+        shape = self.w.tensor(buf.tensor).shape
+        box = tuple((lo, min(hi, n)) for (lo, hi), n in zip(box, shape))
+        sizes = tuple(hi - lo for lo, hi in box) + tuple(sizes[len(box):])
         data = self._view(name, sizes)
         start = data.copy() if buf.tensor in self.split_reduction else None
         self.buffers[(buf.level, buf.instance, buf.tensor)] = _Buffer(tile, box, data, start)
