@@ -86,29 +86,29 @@ def test_archs_without_dma_limits_are_not_checked():
     assert "dma limits" not in r.stats["rejected"] and "dma_unchecked" not in r.stats
 
 
-def test_the_check_is_on_by_default_and_can_be_turned_off():
-    """By default the search returns programmable mappings only; ``dma_limits=False`` ranks by
-    the model alone, whose top includes a mapping the check drops; a non-bool value is one
-    clear error."""
+def test_the_check_is_opt_in():
+    """With ``dma_limits=True`` the search returns programmable mappings only; by default it
+    ranks by the model alone, whose top includes a mapping the check drops; a non-bool value is
+    one clear error."""
     w, arch = gemm(100, 200, 302, dtype="i8"), load_arch("aie-4x2")
-    checked = tilewise.search(w, arch, top=5)
+    checked = tilewise.search(w, arch, top=5, dma_limits=True)
     assert checked.stats["rejected"]["dma limits"] > 0 and checked.stats["dma_unchecked"] == 0
     assert all(_full_check(w, arch, s.mapping) is None for s in checked.top)
-    free = tilewise.search(w, arch, top=5, dma_limits=False)
+    free = tilewise.search(w, arch, top=5)
     assert "dma limits" not in free.stats["rejected"] and "dma_unchecked" not in free.stats
     assert any(_full_check(w, arch, s.mapping) is not None for s in free.top)
     with pytest.raises(TilewiseError, match="dma_limits='yes' must be True or False"):
         tilewise.search(w, arch, top=1, dma_limits="yes")
 
 
-def test_cli_checks_by_default_and_no_dma_limits_turns_it_off(capsys):
+def test_cli_dma_limits_turns_the_check_on(capsys):
     from tilewise.cli import main
 
     args = ["search", "gemm", "--m", "100", "--n", "200", "--k", "302", "--dtype", "i8",
             "--arch", "aie-4x2", "--top", "3"]
-    assert main(args) in (0, None)
+    assert main(args + ["--dma-limits"]) in (0, None)
     assert "dma limits" in capsys.readouterr().out
-    assert main(args + ["--no-dma-limits"]) in (0, None)
+    assert main(args) in (0, None)
     assert "dma limits" not in capsys.readouterr().out
 
 

@@ -1,7 +1,9 @@
 """The top-k whose data movement can be programmed: DMA limits as a legality rule of the search.
 
-On by default (the search constraint ``dma_limits``, CLI ``--dma-limits/--no-dma-limits``):
-``dma_limits=False`` ranks by the model alone. A convolution's input windows, never whole
+Opt-in (the search constraint ``dma_limits=True``, CLI ``--dma-limits``); by default the search
+ranks by the model alone. On by default it made ResNet-18's stem on npu1 unsearchable: none of
+its 1024 best mappings stores its output in whole 32-bit words (a 1-element bf16 border row),
+and output rows are not padded yet. A convolution's input windows, never whole
 32-bit words at i8, are programmable since the emitter pads their rows (the words around each
 window, counted by the model: :mod:`tilewise.model.contiguity`); what the check still drops is
 a tile the DMA cannot address as the model counts it (a plain tensor's rows that are not whole
