@@ -258,8 +258,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     G, F = groups.gi.shape[0], buffers.tensor.shape[0]
     M = (groups.gi.shape[1] - GI_MEM) // 2
     max_pow, max_x, ME, K = groups.max_pow, groups.max_x, L + 3, max(L - 1, 1)
-    # work arrays, reused across candidates; allocated here, not passed in, so that the
-    # compiler knows they alias nothing (2x faster than the same arrays taken from a tuple)
+    # work arrays, reused across candidates, allocated once per batch
     ways = np.ones(D, np.int64)                   # split ways of the candidate
     step = np.ones((K, D), np.int64)              # loop steps
     pos = np.zeros((K, D), np.int64)              # loop position of each dim
@@ -285,7 +284,6 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     memo = np.zeros((G, L ** (M + 1)), np.int64)  # affine group values
     stamp = np.zeros((G, L ** (M + 1)), np.int64)  # epoch of each memo entry
     last = np.full((L + 1, D), -1, np.int64)      # tiles and ways held in P / count / X
-    epoch = 0                                     # bumped when any dim's tiles change
     nbraw = np.zeros((L, F), np.int64)            # buffer bytes before double buffering
     op_s = np.zeros(O, np.int64)                  # steps per op
     op_busy = np.zeros(O, np.int64)               # padded points of the busiest core
@@ -293,35 +291,10 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     iters = np.ones(L)                            # tiles visited per level (>= 1)
     src = np.zeros(T, np.int64)                   # nearest level above keeping a tensor
     lk = np.zeros((8, L))                         # per link: bytes and transfers (_links)
-    # every input bound once (a field read from a tuple costs a reference-count update)
-    sizes, align, a = dims.sizes, dims.align, levels.array
-    on_chain, spine, forbidden, passes = chain.chain, chain.spine, chain.forbidden, chain.passes
-    projected, mem_max, f_ops, f_inner = chain.projected, chain.memory_max, buffers.ops, buffers.inner
     panel = np.zeros(D, np.int64)                 # extents of the fused intermediates' panel
     po = np.zeros((O, levels.part_cap.shape[1] + 1), np.int64)  # bytes per op and part (_fit, max)
     copies = np.ones((T, L), np.int64)            # transfers per tile moved (_copies)
-    explicit, win = groups.explicit, groups.win
-    gi, mono, axes = groups.gi, groups.mono, groups.axes
-    moved, psum, tbytes, tmask = tensors.moved, tensors.psum, tensors.tbytes, tensors.tmask
-    oth, plain, affine = tensors.oth, tensors.plain, tensors.affine
-    part_cap, f_tensor, f_part = levels.part_cap, buffers.tensor, buffers.part
-    pf = np.zeros(part_cap.shape[1], np.int64)    # bytes per part of one level (_fit)
-    op_pp, op_rate, clock, call = compute.op_pp, compute.op_rate, compute.clock, compute.call
-    e_read, e_write, e_link = levels.e_read, levels.e_write, levels.e_link
-    e_point, ideal = compute.e_point, compute.ideal
-    legal, footprint, fits = out.legal, out.footprint, out.fits
-    steps, padded, cycles, compute_s = out.steps, out.padded, out.cycles, out.compute_s
-    f_level, f_axes, ax_terms, terms = buffers.level, buffers.axes, buffers.ax_terms, buffers.terms
-    f_bytes, block, bank, op_mask = buffers.bytes, buffers.block, buffers.bank, compute.op_mask
-    f_psum, f_red = buffers.psum, buffers.red
-    inst, link_a, no_read, no_write = levels.instances, levels.link_array, levels.no_read, levels.no_write
-    read_bw, write_bw, xfer_s = levels.read_bw, levels.write_bw, levels.xfer_s
-    reads, writes, transfer_s, ratio = out.reads, out.writes, out.transfer_s, out.ratio
-    cyc = 0.0                                     # busiest core, kept while tiles repeat
-    latency_s, util, offchip, energy_j = out.latency_s, out.util, out.offchip, out.energy
-    rows_seen = levels.has_array and not levels.bc_rows_split  # split dims that copy tensors
-    cols_seen = levels.has_array and not levels.bc_cols_split
-    t_red, reduce_rows = tensors.red, levels.reduce_rows
+    pf = np.zeros(levels.part_cap.shape[1], np.int64)    # bytes per part of one level (_fit)
     through = np.ones(D, np.int64)                # split ways merged through the parent
     last_through = np.zeros(D, np.int64)
     pstep = np.ones((K, D), np.int64)             # loop steps as the partial-sum rule sees them
@@ -333,15 +306,10 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     LSE = np.empty((D, L, L, WC * ME), np.int64)  # the per-core lists behind PS (_below_array)
     LSM = np.empty((D, L, L, WC * ME), np.int64)
     LSN = np.zeros((D, L, L), np.int64)
-    # grouped once here (a call passes at most 30 arguments to be inlined: CPython packs more
-    # into a tuple, which numba cannot inline); each callee unpacks them once per candidate
-    lists, core_lists = (LE, LM, LN), (LSE, LSM, LSN)
     RP = np.zeros((T, D, L, L), np.int64)         # contiguous-run sums (_run_tables)
     RD = np.zeros((T, L), np.int64)
     rnd = np.zeros((T, L), np.bool_)
     rkey = np.full((T, L, 2), -1, np.int64)       # (epoch, granules and packing) of RP
-    run_sums = (RP, RD, rnd)
-    runs, granule = tensors.runs, levels.granule
     # the candidate loop runs without reference counting (``_nrt=False``): numba's
     # increfs and decrefs of the arrays passed to the inlined steps were half its time
     _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only, pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags,
@@ -366,8 +334,6 @@ def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, c
     G, F = groups.gi.shape[0], buffers.tensor.shape[0]
     M = (groups.gi.shape[1] - GI_MEM) // 2
     max_pow, max_x, ME, K = groups.max_pow, groups.max_x, L + 3, max(L - 1, 1)
-    # work arrays, reused across candidates; allocated here, not passed in, so that the
-    # compiler knows they alias nothing (2x faster than the same arrays taken from a tuple)
     epoch = 0                                     # bumped when any dim's tiles change
     # every input bound once (a field read from a tuple costs a reference-count update)
     sizes, align, a = dims.sizes, dims.align, levels.array
