@@ -189,9 +189,10 @@ def _cores_without_broadcast(cols: int = 3) -> Arch:
                                tw.batched_gemm(3, 6, 5, 8, dtype="f32")],
                          ids=["f32", "i8", "long-m", "bgemm"])
 def test_floors_into_the_array_level_are_below_the_cores_sum(w):
-    """Into the array level (each core's L2, no broadcast): each visit of an L3 tile cut into
-    the regions the cores walk (their core tiles known), each region a visit of one core's
-    L2; the floor is below the model's bytes, every core's summed."""
+    """Into the array level (each core's L2, no broadcast) and the level below it: each visit
+    of an L3 tile cut into the regions the cores walk (their core tiles known), each region a
+    visit of one core's L2, or of its L1 with the L2 tiles taken as open; the floor is below
+    the model's bytes, every core's summed."""
     arch = _cores_without_broadcast()
     eng = Engine(w, arch, {})
     assert eng._cores_sum_at_array()
@@ -209,10 +210,11 @@ def test_floors_into_the_array_level_are_below_the_cores_sum(w):
             ways[0, dims.index(m.cols.dim)] = m.cols.ways
         known = rng.random(len(dims)) < 0.5
         known |= ways[0] > 1     # the core tiles of the split dims are known
-        r, wr = node_floors(eng.visit_table, eng.problem.dims.sizes, t, known, 1, eng.cap,
-                            VisitMemo(), cores=(t[:, 2], ways))
-        assert r[0] <= sum(c.reads["l2"].values()) + 1e-9, (m, known)
-        assert wr[0] <= sum(c.writes["l2"].values()) + 1e-9, (m, known)
+        for into, name in ((2, "l2"), (3, "l1")):   # l1: through the core tiles, open
+            r, wr = node_floors(eng.visit_table, eng.problem.dims.sizes, t, known, 1, eng.cap,
+                                VisitMemo(), into=into, cores=(t[:, 2], ways))
+            assert r[0] <= sum(c.reads[name].values()) + 1e-9, (m, known, name)
+            assert wr[0] <= sum(c.writes[name].values()) + 1e-9, (m, known, name)
         checked += 1
         split += int((ways > 1).any())
     assert checked > 150 and split > 50

@@ -634,7 +634,11 @@ class Engine:
             # private to each core (at the array level a broadcast or a merge of partial sums
             # moves fewer bytes than the cores' sum, unless the arch has neither)
             if a is not None and k + 1 == a and self._cores_sum_at_array():
-                self._slice_floors(s, whole, dep, k, rfl, wfl)
+                self._slice_floors(s, whole, dep, k, a, rfl, wfl)
+                if not (dep >= a).all():   # the levels below the array, through an open one
+                    for into in range(a + 1, self.L):
+                        if run.floor_levels[into]:
+                            self._slice_floors(s, whole, dep, k, into, rfl, wfl)
                 continue
             idx = np.arange(n) if a is not None and k + 1 > a else np.nonzero(unsplit)[0]
             if not len(idx):
@@ -650,20 +654,21 @@ class Engine:
         lv = self.problem.levels
         return not (lv.bc_rows_split or lv.bc_cols_split or lv.reduce_rows)
 
-    def _slice_floors(self, s, whole, dep, k: int, rfl, wfl) -> None:
-        """Fill ``rfl, wfl [n, L]`` at the array level ``a = k + 1`` (where the bytes into it
-        are the cores' sum, :meth:`_cores_sum_at_array`) for nodes whose core tiles are known
-        on every split dim: each visit of a level-``k`` tile is cut into the regions the
-        cores walk (:func:`.visits.core_regions`), each a visit of one core's level ``a``."""
+    def _slice_floors(self, s, whole, dep, k: int, into: int, rfl, wfl) -> None:
+        """Fill ``rfl, wfl [n, L]`` at level ``into``, the array level ``a = k + 1`` (where the
+        bytes into it are the cores' sum, :meth:`_cores_sum_at_array`) or one below it, for
+        nodes whose core tiles are known on every split dim: each visit of a level-``k`` tile
+        is cut into the regions the cores walk (:func:`.visits.core_regions`), each a visit of
+        one core's level ``into`` (the open levels between, walked as one order)."""
         a = k + 1
         ways = self.ways[s]
         idx = np.nonzero(((ways == 1) | (dep >= a)[None, :]).all(1))[0]
         if not len(idx):
             return
-        memo = self._visit_memo.setdefault(("cores", a), VisitMemo())
-        r, w = node_floors(self.visit_table, self.problem.dims.sizes, whole[idx], dep >= a, k,
-                           self.cap, memo, cores=(whole[idx, a], ways[idx]))
-        rfl[idx, a], wfl[idx, a] = r, w
+        memo = self._visit_memo.setdefault(("cores", into), VisitMemo())
+        r, w = node_floors(self.visit_table, self.problem.dims.sizes, whole[idx], dep >= into,
+                           k, self.cap, memo, into=into, cores=(whole[idx, a], ways[idx]))
+        rfl[idx, into], wfl[idx, into] = r, w
 
     def floor_level(self, stage: int) -> int:
         """The level whose bytes nodes at ``stage`` get a floor of (0: none): at the stage

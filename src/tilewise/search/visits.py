@@ -451,8 +451,10 @@ def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: 
     tiles ``tiles [n, L, D]`` are fixed through level ``k`` (and at level ``k+1`` where
     ``known [D]``), with the level-``k`` order open (module doc). ``capacity [L]`` the bytes
     a level holds (the model's fit); ``memo`` keeps each visit shape's floor across calls
-    (one memo per receiving level and kind). ``into``: the level whose capacity and tensors
-    the floor takes (default ``k + 1``). ``cores = (tile [n, D], ways [n, D])``: level
+    (one memo per receiving level and kind). ``into``: the level whose capacity, tensors and
+    known tiles (``tiles[:, into]``) the floor takes (default ``k + 1``; deeper when the levels
+    between are open: a nest over them repeats a tensor at least as often as one order over
+    the visit, loop by loop). ``cores = (tile [n, D], ways [n, D])``: level
     ``k + 1`` is the array level, split ``ways`` per dim into core tiles ``tile`` (known on
     every split dim): each visit is cut into the regions the cores walk (:func:`core_regions`)
     and each region is a visit of one core's level."""
@@ -461,7 +463,7 @@ def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: 
     ext, cnt = visit_lists(sizes, tiles, k)                       # [n, D, k+1]
     if cores is not None:
         ext, cnt = core_regions(ext, cnt, *cores)
-    fixed = np.where(known[None, :], tiles[:, k + 1, :], 0)       # [n, D]
+    fixed = np.where(known[None, :], tiles[:, into, :], 0)        # [n, D]
     live = (cnt > 0).sum(2)                                       # [n, D]
     per_node = np.prod(live, axis=1)
     rows = np.empty((int(per_node.sum()), 2 * D), np.int64)
