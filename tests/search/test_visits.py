@@ -80,6 +80,16 @@ def _random_mapping(rng, w, arch):
     return Mapping.parse(text), tiles
 
 
+def _fitting_mappings(rng, w, arch, draws: int):
+    """Of ``draws`` random mappings, those that fit: ``(mapping, cost, tiles [1, L, D])``."""
+    dims = list(w.sizes)
+    for _ in range(draws):
+        m, tiles = _random_mapping(rng, w, arch)
+        c = evaluate(w, arch, m, check_capacity=False)
+        if c.fits:
+            yield m, c, np.array([[tl[d] for d in dims] for tl in tiles], np.int64)[None]
+
+
 @pytest.mark.parametrize("w", [tw.gemm(12, 10, 16, dtype="f32"), tw.gemm(9, 20, 7, dtype="i8"),
                                tw.batched_gemm(3, 6, 5, 8, dtype="f32")], ids=["f32", "i8", "bgemm"])
 @pytest.mark.parametrize("split", [False, True], ids=["one-core", "cores"])
@@ -93,12 +103,7 @@ def test_floors_are_below_the_model_on_random_mappings(w, split):
     names = [lv.name for lv in arch.levels]
     rng = np.random.default_rng(len(dims))
     checked = 0
-    for _ in range(300):
-        m, tiles = _random_mapping(rng, w, arch)
-        c = evaluate(w, arch, m, check_capacity=False)
-        if not c.fits:
-            continue
-        t = np.array([[tl[d] for d in dims] for tl in tiles], np.int64)[None]
+    for m, c, t in _fitting_mappings(rng, w, arch, 300):
         for k in range(2 if split else 0, len(names) - 1):
             known = rng.random(len(dims)) < 0.5
             r, wr = node_floors(table, eng.problem.dims.sizes, t, known, k, eng.cap, VisitMemo())
@@ -199,12 +204,7 @@ def test_floors_into_the_array_level_are_below_the_cores_sum(w):
     dims = list(w.sizes)
     rng = np.random.default_rng(11 + len(dims))
     checked = split = 0
-    for _ in range(600):
-        m, tiles = _random_mapping(rng, w, arch)
-        c = evaluate(w, arch, m, check_capacity=False)
-        if not c.fits:
-            continue
-        t = np.array([[tl[d] for d in dims] for tl in tiles], np.int64)[None]
+    for m, c, t in _fitting_mappings(rng, w, arch, 600):
         ways = np.ones((1, len(dims)), np.int64)
         if m.cols is not None:
             ways[0, dims.index(m.cols.dim)] = m.cols.ways

@@ -312,8 +312,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     rkey = np.full((T, L, 2), -1, np.int64)       # (epoch, granules and packing) of RP
     # the candidate loop runs without reference counting (``_nrt=False``): numba's
     # increfs and decrefs of the arrays passed to the inlined steps were half its time
-    _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only, pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags,
-                   (
+    _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
+                   pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags, (
                     ways, step, pos, real, TE, TM, TN, te, tm, count, cnt_s, cnt0, P, PS, X, XN,
                     xs, xe, xs2, xe2, lam, idx, memo, stamp, last, nbraw, op_s, op_busy, op_pad,
                     iters, src, lk, panel, po, copies, pf, through, last_through, pstep, parts,
@@ -321,7 +321,9 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
-def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only, pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags, work):
+def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
+                   pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags,
+                   work):
     """The loop over candidates of :func:`evaluate_into`, on the work arrays it
     allocated (``work``, in its order)."""
     (

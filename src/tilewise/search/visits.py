@@ -29,12 +29,19 @@ visits a tensor's first tile may still be resident from the visit before, but on
 the advancing dim does not index, and only if its tile ``c`` covers all of its ``e`` (else the
 visit before ended on its last tile and this one starts on its first): per ``c``, the most
 over dims ``j`` of the bytes of ``e`` of such tensors, at most the level's capacity, is taken
-off that ``c``'s bytes (``k = 0`` has one visit and nothing resident). The node's floor is the sum over its visits, each border shape counted once
-with its multiplicity.
+off that ``c``'s bytes (``k = 0`` has one visit and nothing resident). The node's floor is
+the sum over its visits, each border shape counted once with its multiplicity.
+
+Across the array (:func:`core_regions`): where the bytes into the array level are the cores'
+sum (no broadcast, no merge along the array), each visit of the level above is cut into the
+regions the cores walk, and each region is a visit of one core's level; a level below the
+array is reached the same way through open levels between, whose nest repeats a tensor no
+more often than one order over the region, loop by loop.
 
 Not applied (floor 0, still a bound): several ops (a chain's projections), affine or clipped
-axes (halos), a split across the array (per-core visits), a node with more than
-:data:`MAX_COMBOS` tile choices per visit.
+axes (halos), the array level where a broadcast or a merge moves fewer bytes than the cores'
+sum or while a split dim's core tile is open, a node with more than :data:`MAX_COMBOS` tile
+choices per visit.
 """
 
 from __future__ import annotations
@@ -211,8 +218,8 @@ def _work(E):
 def visit_floor(e, fixed, uses, width, output, held, cap, across):
     """``(reads, writes)``: the least bytes moved into a level of ``cap`` bytes during one visit
     of a tile ``e [D]`` (module doc), with the level's tiles ``fixed [D]`` (0: open); with
-    ``across`` (a visit among several) less what the visit before may leave in the level (its
-    capacity, or all of ``e`` if smaller); ``(0, 0)`` past :data:`MAX_COMBOS` choices."""
+    ``across`` (a visit among several) less what the visit before may leave in the level
+    (:func:`_kept`); ``(0, 0)`` past :data:`MAX_COMBOS` choices."""
     return _visit_floor(e, fixed, uses, width, output, held, cap, across, _work(e.reshape(1, -1)))
 
 
