@@ -142,7 +142,7 @@ def __dir__():
 
 
 def search(workload, arch, objective: str = "latency", top: int = 10, *, then=None,
-           tolerance=0.0, progress=None, monotone=None, **constraints):
+           tolerance=0.0, progress=None, monotone=None, time_limit=None, **constraints):
     """The exact optimum and top-``top`` mappings of ``workload`` on ``arch`` for
     ``objective`` ("latency" s, "traffic" off-chip bytes, "energy" J, "edp" J·s, "space"
     on-chip bytes, "ratio" 𝔽 maximized), as a :class:`Result`; ties, and objectives within
@@ -153,13 +153,15 @@ def search(workload, arch, objective: str = "latency", top: int = 10, *, then=No
     called after each chunk of tile combos. :func:`search_many` answers a list of problems with
     the same Result type. A custom ``objective`` (a function of the metrics, or an expression
     such as ``"latency * energy ** 0.5"``) is searched exactly when ``monotone=True``
-    (:mod:`tilewise.search.custom`)."""
+    (:mod:`tilewise.search.custom`). ``time_limit`` (seconds): the best found by then, with
+    the proven gap to the optimum in ``stats`` (:mod:`tilewise.search.anytime`)."""
     from .arch.loader import load_arch
     from .search.many import normalize_constraints
     from .search.optimize import search as run
 
     return run(_as_workload(workload), load_arch(arch), objective, top, then=then, tolerance=tolerance,
-               progress=progress, monotone=monotone, **normalize_constraints(constraints))
+               progress=progress, monotone=monotone, time_limit=time_limit,
+               **normalize_constraints(constraints))
 
 
 def evaluate(workload, arch, mapping, check_capacity: bool = True):

@@ -55,6 +55,9 @@ _OPTIONS = [
     click.option("--dma-limits/--no-dma-limits", "dma_limits", default=False, show_default=True,
                  help="only mappings whose DMA program (tilewise emit dma) fits the arch's dma: "
                       "limits (archs that declare them); off: rank by the model alone"),
+    click.option("--time-limit", "time_limit", type=float, default=None, metavar="SECONDS",
+                 help="stop the search then and list the best found, with the proven gap to the "
+                      "optimum (a dive and a local search find mappings first); default: exact"),
     click.option("--json", "as_json", is_flag=True, help="print the Result as JSON"),
     click.option("--wide", is_flag=True,
                  help="show every column of the table even when the terminal is narrower "
@@ -68,7 +71,8 @@ _OPTIONS = [
 
 
 def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spatial,
-         double_buffer, dma_limits, as_json, wide, plot, verify=False, pack="none"):
+         double_buffer, dma_limits, as_json, wide, plot, verify=False, pack="none",
+         time_limit=None):
     from ..arch.loader import load_arch
     from ..search.custom import as_custom
     from ..search.optimize import parse_then, parse_tolerance, search
@@ -90,7 +94,7 @@ def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spat
     bar, cb = progress("searching (tile combos)")
     try:
         result = search(workload, arch, objective=objective, top=top, then=then,
-                        tolerance=tolerance, progress=cb, **constraints)
+                        tolerance=tolerance, progress=cb, time_limit=time_limit, **constraints)
         if plot:
             front = result.pareto("traffic", "latency")
     finally:
@@ -178,10 +182,25 @@ def print_result(result, wide: bool = False) -> None:
               f"(ranked {s['ranked']:,}, valid {s['valid']:,}) · "
               f"rejected nodes: {rej} · passes {s['passes']} · {s['seconds']:.2f} s",
               soft_wrap=not out.is_terminal)  # word-wrapped to a terminal, one line in a file
-    if not s.get("proven_optimal", True):
+    if s.get("timed_out") and not s.get("proven_optimal", True):
+        out.print(f"[bold]not proven optimal[/]: stopped at the time limit ({s['time_limit']:g} s); "
+                  f"no mapping has {result.objective} under {_metric_text(result.objective, s['lower_bound'])}, "
+                  f"so the best is within {s['gap']:.1%} of the optimum",
+                  soft_wrap=not out.is_terminal)
+    elif not s.get("proven_optimal", True):
         out.print(f"[bold]not proven optimal[/]: {result.objective} was not stated monotone, so "
                   "these are the best of the latency optimum's top 200 ranked by it",
                   soft_wrap=not out.is_terminal)
+
+
+def _metric_text(objective: str, value: float) -> str:
+    """A minimized objective's value in its unit (µs, bytes, J, J·s; 1/𝔽 for ratio)."""
+    if objective == "latency":
+        return f"{value * 1e6:,.2f} µs"
+    if objective in ("traffic", "space"):
+        return f"{value:,.0f} B"
+    units = {"energy": " J", "edp": " J·s", "ratio": " (1/𝔽)"}
+    return f"{value:.4g}{units.get(objective, '')}"
 
 
 def _plot(result, front, path) -> None:

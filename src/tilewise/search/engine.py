@@ -42,8 +42,10 @@ from .pool import SLACK, Pool, Ranking
 from .space import Space
 from .stats import SearchStats
 from .visits import VisitMemo, VisitTable, node_floors
+from .anytime import on_time
 
 ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while orders are open)
+FLOOR_ROWS = 1 << 16  # tile combos per model call of the level floors (:meth:`Engine.floors`)
 # SLACK (relative, from .pool): a float bound within rounding of a kept value is kept
 
 
@@ -90,6 +92,7 @@ class Engine:
 
     def __init__(self, workload, arch, constraints: dict):
         self.workload, self.arch = workload, arch
+        self.deadline = None   # a time-limited walk's (:mod:`.anytime`), checked in long calls
         self.has_energy = has_energy(arch, workload)  # every energy number this workload needs
         self.space = Space.build(workload, arch, **constraints)
         st = self.st = self.space.st
@@ -726,12 +729,15 @@ class Engine:
         tiles = whole[owner].copy()
         tiles[:, l] = combos
         tiles[:, l + 1:] = np.minimum(tiles[:, l + 1:], combos[:, None, :])
-        tr = self.tensor_traffic(s[owner], tiles, self.tensor_orders(ords[owner],
-                                                                       int(self.n_fixed[stage])))
         rfl[:, l] = np.inf
         wfl[:, l] = np.inf
-        np.minimum.at(rfl[:, l], owner, tr.R[:, l].sum(1))
-        np.minimum.at(wfl[:, l], owner, tr.W[:, l].sum(1))
+        nf = int(self.n_fixed[stage])
+        for a in range(0, len(owner), FLOOR_ROWS):   # a time limit is checked per chunk
+            on_time(self.deadline)
+            o, t = owner[a:a + FLOOR_ROWS], tiles[a:a + FLOOR_ROWS]
+            tr = self.tensor_traffic(s[o], t, self.tensor_orders(ords[o], nf))
+            np.minimum.at(rfl[:, l], o, tr.R[:, l].sum(1))
+            np.minimum.at(wfl[:, l], o, tr.W[:, l].sum(1))
         has = np.zeros(n, bool)
         has[owner] = True
         rfl[~has, l] = 0.0

@@ -24,6 +24,7 @@ import numpy as np
 from .engine import ROWS, SLACK, Engine, RunConfig
 from .nodes import Nodes, StandIns, expand_ranges
 from .order_trie import arrange
+from .anytime import on_time
 from .stats import SearchStats
 
 
@@ -64,12 +65,15 @@ def tile_children(eng: Engine, nd: Nodes, stage: int) -> Iterator[tuple[Nodes, n
 
 
 def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
-                          stats: SearchStats, done: float) -> tuple[list[Nodes], float]:
+                          stats: SearchStats, done: float, deadline=None
+                          ) -> tuple[list[Nodes], float]:
     """The children of ``nd`` (a tile stage) that ``prune`` keeps, with their bounds, and
-    ``done`` plus the weight of the others (those deferred excepted)."""
+    ``done`` plus the weight of the others (those deferred excepted); :class:`.OutOfTime`
+    once ``deadline`` has passed."""
     kids = []
     rw = eng.node_traffic(nd, stage)[0]  # the parent's traffic bounds hold
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
+        on_time(deadline)
         si = eng.with_calls(eng.stand_ins(ch, stage + 1), ch.split, stage + 1, run)
         lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si, visits=False)
         m = prune.keep_partial(lb)   # beaten already: no visit floors needed
@@ -243,9 +247,10 @@ def _bound_partial(eng: Engine, ex: _OrderExpansion, po: PartialOrders, m: int, 
 
 
 def order_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
-                   stats: SearchStats) -> tuple[Nodes | None, float]:
+                   stats: SearchStats, deadline=None) -> tuple[Nodes | None, float]:
     """The children of ``nd`` (nodes at the stage fixing the level-``k`` order) that
-    ``prune`` keeps, with their bounds, and the weight of the pruned ones.
+    ``prune`` keeps, with their bounds, and the weight of the pruned ones
+    (:class:`.OutOfTime` once ``deadline`` has passed).
 
     The order is fixed one real loop at a time from the innermost (:class:`.OrderTrie`);
     a partial order is bounded like an open level (:func:`partial_order_bound`), and dropped
@@ -260,6 +265,7 @@ def order_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pr
     cut_lb = np.full((len(po), len(run.objectives)), np.inf)  # per parent: least bounds cut
     out, pruned = [], 0.0
     for m in range(eng.D + 1):
+        on_time(deadline)
         if m:  # expand every surviving partial order by one loop
             po = _grow(ex, po, m)
         w = nd.weight[po.parent] * po.size / ex.total[po.trie]

@@ -46,7 +46,9 @@ space, ``nodes`` the nodes expanded, ``examined_combos`` nodes with every tile f
 pruned_candidates``),
 ``rejected`` nodes dropped per constraint (capacity per level, chain order; ``"dma limits"``:
 ranked candidates whose DMA program breaks the arch's ``dma:`` limits, :mod:`.programmable`),
-``passes`` threshold passes, ``seconds``; ``dma_check_capped`` (archs with DMA limits) whether
+``passes`` threshold passes, ``seconds``; ``time_limit`` the limit given (None: none), and
+where the walk stopped at it (``timed_out``) ``lower_bound`` and ``gap`` (:mod:`.anytime`);
+``dma_check_capped`` (archs with DMA limits) whether
 fewer than ``top`` programmable mappings were found within the check limit, ``dma_unchecked``
 how many returned mappings have programs too long to check. The Pareto front
 (``Result.pareto``) is not checked against DMA limits.
@@ -64,6 +66,7 @@ import numpy as np
 from ..emit.dma.legal import has_dma_limits
 from ..errors import CapacityError, TilewiseError
 from ..model.cost import evaluate
+from .anytime import Deadline, Gap
 from .custom import BASE, Custom, as_custom
 from .engine import Engine, RunConfig
 from .pool import METRICS, Pool
@@ -87,7 +90,8 @@ def _arch(arch):
 
 
 def search(workload, arch, objective="latency", top: int = 10, *, then=None,
-           tolerance=0.0, progress=None, monotone: bool | None = None, **constraints) -> Result:
+           tolerance=0.0, progress=None, monotone: bool | None = None,
+           time_limit: float | None = None, **constraints) -> Result:
     """The exact top-``top`` mappings of ``workload`` on ``arch`` for ``objective`` ("latency"
     s, "traffic" off-chip bytes, "energy" J, "edp" J·s, "space" on-chip bytes, "ratio" 𝔽
     maximized) over the declared space, restricted by ``constraints``; ties (and objectives
@@ -102,8 +106,15 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     ``"latency * energy ** 0.5"``; ``monotone=True`` states that it never decreases when a
     metric grows, and the answer is then the exact optimum; otherwise it is the best of the
     closest built-in objective's top ``Custom.pool`` and ``stats["proven_optimal"]`` is
-    False."""
+    False.
+
+    ``time_limit`` (seconds): stop the walk then and return the best mappings found
+    (:mod:`.anytime`: a dive finds candidates first). If the walk finished in time the answer
+    is exact as without a limit; otherwise ``stats["proven_optimal"]`` is False,
+    ``stats["lower_bound"]`` the proven least objective of any mapping and ``stats["gap"]``
+    how far the best found may be from the optimum (``best / lower_bound - 1``)."""
     arch = _arch(arch)
+    deadline = _deadline(time_limit)
     bad = sorted(set(constraints) - set(CONSTRAINTS))
     if bad:
         raise TilewiseError(f"unknown search constraint {', '.join(map(repr, bad))}; valid: "
@@ -126,15 +137,24 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     walk_objective = objective if proven else objective.closest
     k = top if proven else max(top, objective.pool)
     pool, stats, run, capped, unchecked = programmable_top(
-        engine, k, lambda n: search_top(engine, walk_objective, n, progress, then, tolerance),
+        engine, k, lambda n: search_top(engine, walk_objective, n, progress, then, tolerance,
+                                        deadline=deadline),
         MAX_TOP, dma_limits)
     if not proven:  # no bound: the closest built-in objective's exact top, ranked by the function
         pool = pool.take(np.argsort(pool.metric(objective), kind="stable")[:top])
+    if not len(pool) and stats.timed_out:
+        raise TilewiseError(f"time_limit={time_limit:g} s: no full mapping reached yet; give the "
+                            "search more time (or none: the exact search)")
     if not len(pool):
         raise CapacityError(explain_empty(stats))
     sols = _solutions(engine, run, pool)  # in rank order
     report = stats.report(time.perf_counter() - t0)
     report["proven_optimal"] = proven
+    if stats.timed_out:
+        gap = Gap(stats.lower_bound, float(pool.metric(walk_objective).min()))
+        report["gap"] = gap.relative
+        report["proven_optimal"] = proven and gap.relative == 0
+    report["time_limit"] = time_limit
     if dma_limits and has_dma_limits(arch):
         report["dma_check_capped"] = capped
         report["dma_unchecked"] = unchecked
@@ -145,6 +165,18 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
 
     return Result(workload, arch, str(objective), sols, engine.min_time_s, report, front,
                   then=run.ranking.then, tolerance=run.ranking.tolerance)
+
+
+def _deadline(time_limit) -> Deadline | None:
+    """A :class:`.anytime.Deadline` from ``time_limit`` seconds (None: no limit);
+    TilewiseError naming a value that is not a positive number."""
+    if time_limit is None:
+        return None
+    if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
+            or not np.isfinite(time_limit) or time_limit <= 0:
+        raise TilewiseError(f"time_limit={time_limit!r} must be a positive number of seconds "
+                            "(or None: no limit)")
+    return Deadline(time_limit)
 
 
 def _objective(objective, monotone):

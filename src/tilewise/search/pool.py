@@ -109,12 +109,30 @@ class Pool:
     def identity(self) -> tuple:
         """Columns that name each candidate (split, tiles, orders, double buffering), for
         the last tie-break: the ranking then does not depend on the order of the walk."""
+        cols = self._identity_rows()
+        return tuple(cols[:, i] for i in range(cols.shape[1]))
+
+    def _identity_rows(self) -> np.ndarray:
         n = len(self)
-        cols = np.concatenate([self.split.reshape(n, -1), self.tiles.reshape(n, -1),
+        return np.concatenate([self.split.reshape(n, -1), self.tiles.reshape(n, -1),
                                self.orders.reshape(n, -1),
                                self.double_buffer.reshape(n, -1).astype(np.int64),
-                               self.pack.astype(np.int64)], axis=1)
-        return tuple(cols[:, i] for i in range(cols.shape[1]))
+                               self.pack.reshape(n, -1).astype(np.int64)], axis=1)
+
+    def known(self, other: "Pool") -> np.ndarray:
+        """``[len(other)]`` whether each candidate of ``other`` is already in this pool (the
+        same mapping: a walk that resumes after a dive finds the dive's leaves again); rows
+        are matched by a hash, then byte for byte."""
+        out = np.zeros(len(other), bool)
+        if not len(self) or not len(other):
+            return out
+        mine, theirs = self._identity_rows(), other._identity_rows()
+        hit = np.nonzero(np.isin(_row_hash(theirs), _row_hash(mine)))[0]
+        if len(hit):
+            keys = {row.tobytes() for row in np.ascontiguousarray(mine)}
+            rows = np.ascontiguousarray(theirs[hit])
+            out[hit] = [row.tobytes() in keys for row in rows]
+        return out
 
     def best(self, top: int) -> "Pool":
         """The ``top`` best kept candidates by the objective alone, in rank order."""
@@ -131,6 +149,12 @@ class Pool:
 
 
 _FIELDS = tuple(f.name for f in fields(Pool))
+
+
+def _row_hash(rows: np.ndarray) -> np.ndarray:
+    """``[n]`` a 64-bit hash of each row of the int64 matrix ``rows [n, c]`` (wrapping)."""
+    mult = (np.arange(1, rows.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
+    return (rows.astype(np.uint64) * mult[None, :]).sum(1)
 
 
 def metric_of(name: str, latency, traffic, energy, space, min_ratio):

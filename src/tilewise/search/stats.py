@@ -20,7 +20,9 @@ class SearchStats:
     capacity)`` for the empty-space message; ``pruned_candidates`` candidates dropped by their
     bound before ranking (once each, when finally dropped: a deferred one is counted only if
     no later pass ranks it); ``leaves`` full mappings costed under every double-buffer choice;
-    ``nodes`` nodes expanded; ``passes`` threshold passes."""
+    ``nodes`` nodes expanded; ``passes`` threshold passes; ``timed_out`` whether the walk
+    stopped at a time limit (:mod:`.anytime`), and then ``lower_bound`` the proven least
+    objective of any mapping (the objective's units), else None."""
 
     tile_combos: int
     examined_combos: int = 0
@@ -34,6 +36,8 @@ class SearchStats:
     leaves: int = 0
     nodes: int = 0
     passes: int = 0
+    timed_out: bool = False
+    lower_bound: float | None = None
 
     def reject(self, key: str, mask: np.ndarray, per: int = 1) -> None:
         """Count the ``True`` entries of ``mask`` (``per`` candidates each) as rejected by ``key``."""

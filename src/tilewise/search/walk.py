@@ -34,6 +34,7 @@ from .engine import ROWS, SLACK, Engine, RunConfig
 from .expand import Pruning, bounded_tile_children, order_children
 from .nodes import Nodes
 from .pool import EXACT, Pool
+from .anytime import Deadline, OutOfTime, dive, least_unexplored, polish
 from .stats import SearchStats
 
 _THETA0 = 1e-4       # the first threshold: 0.01 % over the root's bound
@@ -43,19 +44,23 @@ _LAST_ORDER_FAN = 64  # ... but the last one's nodes in small batches: their lea
 
 
 def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, progress=None,
-         roots=None, done: float = 0.0) -> float:
+         roots=None, done: float = 0.0, deadline: Deadline | None = None) -> float:
     """Visit the space below ``roots`` (``(stage, nodes)`` entries; default the root):
     ``prune`` keeps or defers nodes (:class:`.expand.Pruning`), ``leaf(nodes)`` takes full
     mappings (their bounds are exact per mapping, least over double buffering). ``done``: the
     share of the space already settled (for ``progress(done, total)``, in tile combos);
     returns it updated. The deepest stage with pending nodes goes first (depth first), its
-    pending nodes from every parent merged into batches (:class:`Pending`)."""
+    pending nodes from every parent merged into batches (:class:`Pending`). Once ``deadline``
+    has passed, every pending node is deferred (``prune.defer``) and ``stats.timed_out`` set."""
     total = stats.tile_combos
     pending = Pending(len(eng.stages) + 1)
     for stage, nd in (roots if roots is not None else [(0, eng.root(run, stats))]):
         pending.push(stage, nd)
     last = len(eng.stages)
     while pending:
+        if deadline is not None and deadline.passed():
+            _stop(pending, prune, stats)
+            break
         stage, nd = pending.pop(lambda st, nd: _batch_size(eng, st, nd))
         nd, done = _refuse(eng, stage, nd, prune, stats, done)
         if not len(nd):
@@ -67,12 +72,24 @@ def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, 
         if progress:
             progress(int(min(done, 1.0) * total), total)
         stats.nodes += len(nd)
-        kids, done = _children(eng, nd, stage, run, prune, stats, done)
+        try:
+            kids, done = _children(eng, nd, stage, run, prune, stats, done, deadline)
+        except OutOfTime:   # the parents' bounds hold for the children not yet bounded
+            pending.push(stage, nd)
+            _stop(pending, prune, stats)
+            break
         if kids is not None:
             pending.push(stage + 1, kids)
     if progress:
         progress(int(min(done, 1.0) * total), total)
     return done
+
+
+def _stop(pending: "Pending", prune: Pruning, stats: SearchStats) -> None:
+    """The deadline has passed: every pending node deferred, the walk marked timed out."""
+    stats.timed_out = True
+    for stage, nd in pending.drain():
+        prune.defer(stage, nd)
 
 
 class Pending:
@@ -97,6 +114,13 @@ class Pending:
                 nd = nd.take(_by_bound(nd.bound))
             self.parts[stage].append(nd)
             self.count[stage] += len(nd)
+
+    def drain(self) -> list[tuple[int, Nodes]]:
+        """Every pending ``(stage, nodes)`` part, removed."""
+        out = [(st, nd) for st, parts in enumerate(self.parts) for nd in parts]
+        self.parts = [[] for _ in self.parts]
+        self.count[:] = 0
+        return out
 
     def pop(self, batch_size) -> tuple[int, Nodes]:
         """The deepest stage with pending nodes and a batch of them (``batch_size(stage,
@@ -154,14 +178,15 @@ def _refuse(eng: Engine, stage: int, nd: Nodes, prune: Pruning, stats: SearchSta
 
 
 def _children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
-              stats: SearchStats, done: float) -> tuple[Nodes | None, float]:
-    """The kept children of ``nd`` with their bounds (None if none) and ``done`` updated."""
+              stats: SearchStats, done: float, deadline=None) -> tuple[Nodes | None, float]:
+    """The kept children of ``nd`` with their bounds (None if none) and ``done`` updated;
+    :class:`.anytime.OutOfTime` once ``deadline`` has passed."""
     if eng.stages[stage].kind == "order":
-        kids, pruned = order_children(eng, nd, stage, run, prune, stats)
+        kids, pruned = order_children(eng, nd, stage, run, prune, stats, deadline)
         done += pruned
         kids = [kids] if kids is not None and len(kids) else []
     else:
-        kids, done = bounded_tile_children(eng, nd, stage, run, prune, stats, done)
+        kids, done = bounded_tile_children(eng, nd, stage, run, prune, stats, done, deadline)
     if not kids:
         return None, done
     kids = Nodes.concat(kids)
@@ -191,6 +216,7 @@ class TopK:
         self.pool = Pool()       # every candidate found that may still be in the top-k
         self.deferred: list = []
         self.next = np.inf       # the least deferred bound
+        self.seeds = None        # candidates of a dive in the pool (:mod:`.anytime`): a Pool
 
     def alive(self, lb) -> np.ndarray:
         """Nodes some mapping below which may enter the top-k."""
@@ -219,6 +245,8 @@ class TopK:
         new = self.eng.leaf_pool(nd, self.run, self.stats)
         if len(new) and self.below is not None:
             new = new.take(self.below.holds(new))
+        if len(new) and self.seeds is not None:  # a dive's leaves, found again
+            new = new.take(~self.seeds.known(new))
         if not len(new):
             return
         if len(new) and len(self.pool) >= self.top:
@@ -252,13 +280,15 @@ class TopK:
 
 
 def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
-               tolerance: float = 0.0, below: "Below | None" = None
-               ) -> tuple[Pool, SearchStats, RunConfig]:
+               tolerance: float = 0.0, below: "Below | None" = None,
+               deadline: Deadline | None = None) -> tuple[Pool, SearchStats, RunConfig]:
     """The ``top`` best mappings (a :class:`.Pool` in rank order) for ``objective``, then the
     secondary keys ``then`` (None: :meth:`.Engine.ranking`'s default), objectives within
     ``tolerance`` of the optimum tied (:class:`.Ranking`), the statistics and the run
     configuration, by threshold passes (module doc); only mappings that hold the constraint
-    ``below`` (None: all)."""
+    ``below`` (None: all). With a ``deadline`` (:mod:`.anytime`): a dive first, and the walk
+    stopped when it passes; ``stats.lower_bound`` then holds the proven lower bound on the
+    objective (None when the walk finished: the answer is exact)."""
     ranking = eng.ranking(objective, then, tolerance)
     run = eng.config(ranking.keys, objective, ranking)
     stats = eng.new_stats()
@@ -267,16 +297,38 @@ def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
     run = replace(run, floor_levels=eng.floor_levels(run, root))
     topk = TopK(eng, run, top, stats, lb0, below)
     entries, done = [(0, root)], 0.0
-    while entries is not None:
-        stats.passes += 1
-        done = walk(eng, run, topk, topk.leaf, stats, progress, entries, done)
-        entries = topk.next_pass()
+    if deadline is not None and len(root):
+        deadline.rebase()   # the tables are built: shares of the time left
+        dive(walk, eng, run, topk, stats, deadline)
+        polish(eng, topk, stats, deadline)
+        topk.seeds = topk.pool if len(topk.pool) else None
+    eng.deadline = deadline
+    try:
+        while entries is not None and not stats.timed_out:
+            stats.passes += 1
+            done = walk(eng, run, topk, topk.leaf, stats, progress, entries, done, deadline)
+            entries = None if stats.timed_out else topk.next_pass()
+    finally:
+        eng.deadline = None
+    if stats.timed_out:
+        stats.lower_bound = _proven_bound(topk, lb0, stats.passes > 0)
     if progress:
         progress(stats.tile_combos, stats.tile_combos)
     best = topk.best()
     if not len(best) and below is None:
         eng.find_smallest(stats)
     return best, stats, run
+
+
+def _proven_bound(topk: TopK, lb0: float, walked: bool) -> float:
+    """The least objective a mapping can have after a walk stopped at its deadline: the least
+    bound among the unexplored nodes the candidates found do not beat (the root's bound
+    ``lb0`` if the exact walk never started), or the best found if lower."""
+    least = least_unexplored(topk) if walked else lb0
+    best = topk.best()
+    if len(best):
+        least = min(least, float(topk.ranking.values(best)[0, 0]))
+    return least
 
 
 class Below:

@@ -1,0 +1,269 @@
+"""A search under a time limit: a dive for early candidates, a deadline for the walk, and the
+proven lower bound that says how far the best found can be from the optimum.
+
+The exact walk (:mod:`.walk`) reaches its first full mapping only once the threshold passes
+have raised ``theta`` close to the optimum. Where the space is too large for that in the
+time given (seed 001's packed BRGEMM on the 4-level ``cpu-6core`` preset: six dims, four
+levels), a time-limited search
+
+1. first *dives* (:func:`dive`): the same walk, but each expansion keeps only its
+   :data:`DIVE_WIDTH` children of least bound (:class:`Dive`), so it reaches full mappings
+   after a few hundred nodes. Those are real candidates, costed by the model like any other;
+   they enter the top-k pool and prune the exact walk that follows;
+2. *polishes* the best of them (:func:`polish`): a local search that costs every mapping one
+   change away (one dim's tiles at every level, or one level's loop order) and moves to the
+   best, until none is better: a greedy dive fixes the first dims' tiles before the capacity
+   left to the last ones is known, and this undoes that;
+3. then walks exactly until the :class:`Deadline`. If the walk ends first, the answer is the
+   exact optimum as without a limit. Otherwise every node not yet expanded is kept aside, and
+   the least bound among those the candidates found do not beat is a proven lower bound on
+   the objective of any mapping not seen: the optimum lies between it and the best found
+   (:class:`Gap`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .nodes import Nodes
+from .space import _commute_sorted, signatures
+
+DIVE_WIDTH = 4     # children kept per expansion by the dive
+_FLAT = 1e-3       # bounds within this relative distance count as equal in a dive
+POLISH_SHARE = 0.25  # the share of the time limit the local search may take
+DIVE_SHARE = 0.99    # ... and the dive (without a candidate there is no answer)
+
+
+class OutOfTime(Exception):
+    """Raised inside an expansion when its deadline has passed (:func:`on_time`): the walk
+    defers the nodes being expanded, whose bounds hold for every child."""
+
+
+def on_time(deadline) -> None:
+    """Raise :class:`OutOfTime` once ``deadline`` (None: no limit) has passed."""
+    if deadline is not None and deadline.passed():
+        raise OutOfTime
+
+
+class Deadline:
+    """A wall-clock time limit (seconds, ``time.perf_counter``) started when made."""
+
+    def __init__(self, seconds: float):
+        self.seconds = float(seconds)
+        self.start = time.perf_counter()
+        self.at = self.start + self.seconds
+
+    def rebase(self) -> None:
+        """Measure shares (:meth:`passed`) from now: of the time that is left."""
+        self.start = time.perf_counter()
+        self.seconds = max(self.at - self.start, 0.0)
+
+    def passed(self, share: float = 1.0) -> bool:
+        """Whether ``share`` of the limit has passed (1: all of it)."""
+        return time.perf_counter() > self.start + share * self.seconds
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Where a time-limited search stopped: ``lower_bound`` the least objective any mapping
+    can have (the objective's units: s, bytes, J, J·s, or 1/𝔽 for ``ratio``), ``best`` the
+    best found, ``relative`` ``best / lower_bound - 1`` (0: proven optimal; inf where the
+    bound is 0)."""
+
+    lower_bound: float
+    best: float
+
+    @property
+    def relative(self) -> float:
+        if self.best <= self.lower_bound:
+            return 0.0
+        return self.best / self.lower_bound - 1 if self.lower_bound > 0 else float("inf")
+
+
+class Dive:
+    """Pruning for a dive (:func:`dive`): the nodes ``topk`` keeps alive, of each batch of
+    children only the :data:`DIVE_WIDTH` of least bound; nothing is deferred."""
+
+    def __init__(self, topk, width: int = DIVE_WIDTH):
+        self.topk, self.width = topk, width
+        self.theta = np.inf
+
+    def keep_partial(self, lb: np.ndarray) -> np.ndarray:
+        return self._least(lb, self.topk.alive(lb))
+
+    def split(self, lb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.keep_partial(lb), np.zeros(len(lb), bool)
+
+    def keep(self, lb: np.ndarray) -> np.ndarray:
+        return self.keep_partial(lb)
+
+    def defer(self, stage: int, nd) -> float:
+        return 0.0   # a dive drops what it does not follow: the exact walk visits it
+
+    def _least(self, lb: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        """The ``width`` alive rows of least bound; among bounds within 0.1 % of each other
+        (where bounds are flat, as above a level that holds the whole problem) the later
+        rows, whose tiles are larger (children come in ascending tile order)."""
+        idx = np.nonzero(ok)[0]
+        if len(idx) <= self.width:
+            return ok
+        with np.errstate(divide="ignore"):
+            band = np.floor(np.log(np.maximum(lb[idx, 0], 1e-300)) / np.log1p(_FLAT))
+        keep = np.zeros(len(lb), bool)
+        keep[idx[np.lexsort((-idx, band))[:self.width]]] = True
+        return keep
+
+
+def dive(walk, eng, run, topk, stats, deadline: Deadline | None) -> None:
+    """Walk ``eng``'s space keeping few children per expansion (:class:`Dive`) until the first
+    full mappings reach ``topk``'s pool, widening the dive if a narrow one dead-ends (every
+    child over capacity) while ``deadline`` allows; ``walk`` is :func:`.walk.walk`."""
+    width = DIVE_WIDTH
+    part = None if deadline is None else _Part(deadline, DIVE_SHARE)
+    while not len(topk.pool) and width <= 64 * DIVE_WIDTH:
+        walk(eng, run, Dive(topk, width), topk.leaf, stats, deadline=part)
+        if part is not None and part.passed():
+            return
+        width *= 4
+
+
+class _Part:
+    """The first ``share`` of a :class:`Deadline`'s limit, as a deadline of its own."""
+
+    def __init__(self, deadline: Deadline, share: float):
+        self.deadline, self.share = deadline, share
+
+    def passed(self) -> bool:
+        return self.deadline.passed(self.share)
+
+
+def least_unexplored(topk) -> float:
+    """The least first-column bound among the nodes ``topk`` deferred that its candidates do
+    not beat (inf: none, so nothing unseen can enter the top-k)."""
+    least = np.inf
+    for _, nd in topk.deferred:
+        m = topk.alive(nd.bound)
+        if m.any():
+            least = min(least, float(nd.bound[m, 0].min()))
+    return least
+
+
+def polish(eng, topk, stats, deadline: Deadline | None) -> None:
+    """Local search from the best mapping in ``topk``'s pool (module doc): each round costs,
+    as leaves of ``topk`` (:meth:`.walk.TopK.leaf`, so the model and ranking are the search's
+    own), every mapping that differs from it in one dim's tile ladder (the loop orders kept,
+    made canonical for the new real loops) or in one level's loop order; it stops when the
+    best is unchanged or :data:`POLISH_SHARE` of ``deadline``'s limit has passed (the rest is
+    the exact walk's)."""
+    seen = set()
+    while len(topk.pool) and not (deadline is not None and deadline.passed(POLISH_SHARE)):
+        best = topk.best().take(np.arange(1))
+        key = (best.split[0].tobytes(), best.tiles[0].tobytes(), best.orders[0].tobytes())
+        if key in seen:
+            return
+        seen.add(key)
+        s = int(np.nonzero((eng.split_arr == best.split[0]).all(1))[0][0])
+        nd = _neighbours(eng, s, best.tiles[0], best.orders[0])
+        topk.seeds = topk.pool   # the incumbent and earlier rounds' mappings come back
+        if len(nd):
+            topk.leaf(nd)
+        topk.seeds = None
+
+
+def _neighbours(eng, s: int, tiles: np.ndarray, orders: np.ndarray) -> Nodes:
+    """Full-mapping nodes of split ``s`` one change away from ``tiles [L, D]`` / ``orders
+    [L-1, D]`` (:func:`polish`)."""
+    L, D = eng.L, eng.D
+    gid = np.array([_ladder_index(eng, s, j, tiles[:, j]) for j in range(D)], np.int64)
+    if (gid < 0).any():
+        return _nodes(s, np.zeros((0, D), np.int64), np.zeros((0, L - 1, D), np.int64))
+    rows = [gid[None]]
+    for j in range(D):
+        lo, hi = _ladder_range(eng, s, j)
+        g = np.tile(gid, (hi - lo, 1))
+        g[:, j] = np.arange(lo, hi)
+        rows.append(g)
+    for k in range(1, L):   # two dims' tiles at one level at once: room given to another dim
+        var = [_level_variants(eng, s, j, tiles[:, j], k) for j in range(D)]
+        for j1 in range(D):
+            for j2 in range(j1 + 1, D):
+                a, b = np.meshgrid(var[j1], var[j2], indexing="ij")
+                g = np.tile(gid, (a.size, 1))
+                g[:, j1], g[:, j2] = a.ravel(), b.ravel()
+                rows.append(g)
+    gids = np.concatenate(rows)
+    ords = _canonical(eng, s, gids, orders)
+    tt = eng.assemble(gid[None], len(eng.stages))[0]
+    real = eng.space.real_loops(tt, eng.ways[[s]])[0]
+    extra_g, extra_o = [], []
+    for k in range(L - 1):
+        alt = eng.trie(tuple(bool(x) for x in real[k])).orders
+        o = np.repeat(ords[:1], len(alt), 0)
+        o[:, k] = alt
+        extra_g.append(np.repeat(gid[None], len(alt), 0))
+        extra_o.append(o)
+    gids = np.concatenate([gids] + extra_g)
+    ords = np.concatenate([ords] + extra_o)
+    ok = (ords >= 0).all((1, 2))
+    flat = np.concatenate([gids[ok], ords[ok].reshape(int(ok.sum()), -1)], 1)
+    _, first = np.unique(flat, axis=0, return_index=True)
+    first = np.sort(first)
+    return _nodes(s, gids[ok][first], ords[ok][first])
+
+
+def _nodes(s: int, gids: np.ndarray, ords: np.ndarray) -> Nodes:
+    n = len(gids)
+    return Nodes(split=np.full(n, s, np.int64), group=gids, orders=ords, weight=np.zeros(n))
+
+
+def _ladder_range(eng, s: int, j: int) -> tuple[int, int]:
+    """``[lo, hi)``: the indices of split ``s``'s full tile ladders of dim ``j`` among the
+    deepest groups (one ladder each, :mod:`.groups`)."""
+    top, deep = eng.groups[j][0], eng.groups[j][eng.L - 1]
+    return (int(np.searchsorted(deep.lo, top.lo[s])), int(np.searchsorted(deep.lo, top.hi[s])))
+
+
+def _level_variants(eng, s: int, j: int, ladder: np.ndarray, k: int) -> np.ndarray:
+    """Split ``s``'s ladders of dim ``j`` equal to ``ladder`` except at level ``k`` (deepest
+    group indices)."""
+    lo, hi = _ladder_range(eng, s, j)
+    whole = eng.groups[j][eng.L - 1].whole[lo:hi]
+    same = np.delete(whole == ladder, k, axis=1).all(1)
+    return lo + np.nonzero(same)[0]
+
+
+def _ladder_index(eng, s: int, j: int, ladder: np.ndarray) -> int:
+    """The deepest group of split ``s``, dim ``j`` whose tiles per level are ``ladder`` (-1:
+    none)."""
+    lo, hi = _ladder_range(eng, s, j)
+    hit = np.nonzero((eng.groups[j][eng.L - 1].whole[lo:hi] == ladder).all(1))[0]
+    return lo + int(hit[0]) if len(hit) else -1
+
+
+def _canonical(eng, s: int, gids: np.ndarray, orders: np.ndarray) -> np.ndarray:
+    """Per node of split ``s`` (ladders ``gids [n, D]``) the canonical form of ``orders [L-1,
+    D]`` for its real loops: the real loops in the same relative order, commuting ones sorted,
+    then the loops that iterate once (:func:`.space.canonical_orders`); -1 rows where that
+    order is not allowed (``orders=``)."""
+    tt = eng.assemble(gids, len(eng.stages))[0]
+    real = eng.space.real_loops(tt, eng.ways[np.full(len(gids), s)])
+    sig = signatures(eng.st)
+    out = np.full((len(gids), eng.L - 1, eng.D), -1, np.int64)
+    memo: dict = {}
+    for i in range(len(gids)):
+        for k in range(eng.L - 1):
+            key = (k, real[i, k].tobytes())
+            if key not in memo:
+                mask = real[i, k]
+                o = _commute_sorted([j for j in orders[k] if mask[j]], sig)
+                o += [j for j in range(eng.D) if not mask[j]]
+                allowed = {tuple(r) for r in eng.trie(tuple(bool(x) for x in mask)).orders}
+                memo[key] = o if tuple(o) in allowed else None
+            if memo[key] is None:
+                out[i] = -1
+                break
+            out[i, k] = memo[key]
+    return out

@@ -1,0 +1,120 @@
+"""Time-limited search (:mod:`tilewise.search.anytime`): a finished walk is the exact answer;
+a stopped one returns real candidates and a lower bound that holds against the exact optimum."""
+
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tilewise as tw
+from tilewise.arch.loader import load_arch
+from tilewise.errors import TilewiseError
+
+A = importlib.import_module("tilewise.search.anytime")
+W = importlib.import_module("tilewise.search.walk")
+E = importlib.import_module("tilewise.search.engine")
+P = importlib.import_module("tilewise.search.pool")
+
+
+def _texts(result):
+    return [str(s.mapping) for s in result.top]
+
+
+def test_a_walk_that_finishes_in_time_is_the_exact_top_k():
+    w, a = tw.gemm(128, 192, 256, dtype="i8"), load_arch("aie-4x2")
+    exact = tw.search(w, a, top=5)
+    timed = tw.search(w, a, top=5, time_limit=600)
+    assert _texts(timed) == _texts(exact)
+    assert [s.latency_s for s in timed.top] == [s.latency_s for s in exact.top]
+    assert timed.stats["proven_optimal"] and not timed.stats["timed_out"]
+    assert timed.stats["lower_bound"] is None and timed.stats["time_limit"] == 600
+
+
+class _AfterChecks:
+    """A deadline that passes after ``n`` checks by the exact walk (a share below 1, the
+    local search's, never passes): a stop at a known point, whatever the machine's speed."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def rebase(self):
+        pass
+
+    def passed(self, share=1.0):
+        if share < 1.0:
+            return False
+        self.n -= 1
+        return self.n < 0
+
+
+@pytest.mark.parametrize("checks", [0, 3, 40])
+def test_a_stopped_walk_bounds_the_exact_optimum(checks):
+    w, a = tw.gemm(256, 256, 256, dtype="f32"), load_arch("cpu-6core")
+    optimum = tw.search(w, a, top=1).best.latency_s
+    eng = E.Engine(w, a, {})
+    pool, stats, _ = W.search_top(eng, "latency", 5, deadline=_AfterChecks(checks))
+    assert stats.timed_out and len(pool)
+    best = float(pool.latency_s.min())
+    # the lower bound holds against the exact optimum, which no found mapping beats
+    assert stats.lower_bound <= optimum * (1 + 1e-9)
+    assert best >= optimum * (1 - 1e-9)
+    # the candidates are real: the model costs each mapping the same
+    for i in range(len(pool)):
+        m = W_mapping(eng, pool, i)
+        assert tw.evaluate(w, a, m).latency_s == pytest.approx(float(pool.latency_s[i]), rel=1e-12)
+
+
+def W_mapping(eng, pool, i):
+    from tilewise.search.programmable import pool_mappings
+    return list(pool_mappings(eng, pool.take(np.array([i]))))[0]
+
+
+def test_the_report_states_the_gap():
+    w, a = tw.gemm(256, 256, 256, dtype="f32"), load_arch("cpu-6core")
+    orig = A.Deadline
+    try:   # a limit that has passed once the tables are built: the dive's candidates only
+        A.Deadline = lambda s: _AfterChecks(0)
+        importlib.import_module("tilewise.search.optimize").Deadline = A.Deadline
+        r = tw.search(w, a, top=3, time_limit=1.0)
+    finally:
+        A.Deadline = orig
+        importlib.import_module("tilewise.search.optimize").Deadline = orig
+    s = r.stats
+    assert s["timed_out"] and s["time_limit"] == 1.0
+    assert s["gap"] == pytest.approx(r.best.latency_s / s["lower_bound"] - 1)
+    assert s["proven_optimal"] == (s["gap"] == 0)
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), "2", True])
+def test_a_bad_time_limit_is_refused(bad):
+    with pytest.raises(TilewiseError, match="time_limit=.* must be a positive number"):
+        tw.search(tw.gemm(64, 64, 64), "aie-4x2", time_limit=bad)
+
+
+def test_a_dive_keeps_the_least_bounds_and_the_larger_tiles_among_flat_ones():
+    class Alive:
+        def alive(self, lb):
+            return np.isfinite(lb[:, 0])
+    d = A.Dive(Alive(), width=2)
+    lb = np.array([[5.0], [1.0], [1.0000001], [np.inf], [1.0], [3.0]])
+    assert np.nonzero(d.keep(lb))[0].tolist() == [2, 4]   # flat at 1: the last two rows
+    keep, later = d.split(np.array([[2.0], [1.0]]))
+    assert keep.tolist() == [True, True] and not later.any()
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(-1, 3), st.integers(1, 9), st.integers(1, 9)),
+                min_size=0, max_size=12),
+       st.lists(st.tuples(st.integers(-1, 3), st.integers(1, 9), st.integers(1, 9)),
+                min_size=0, max_size=12))
+def test_known_matches_a_set_of_mappings(mine, theirs):
+    def pool(rows):
+        n = len(rows)
+        r = np.array(rows, np.int64).reshape(n, 3)
+        return P.Pool(objective=np.zeros(n), split=np.stack([r[:, 0], np.ones(n, np.int64), -np.ones(n, np.int64),
+                                      np.ones(n, np.int64)], 1),
+                      tiles=r[:, 1:].reshape(n, 1, 2), orders=np.zeros((n, 0, 2), np.int64),
+                      double_buffer=np.zeros((n, 1, 1), bool), pack=np.zeros((n, 1), bool))
+    got = pool(mine).known(pool(theirs))
+    assert got.tolist() == [t in set(mine) for t in theirs]
