@@ -92,13 +92,17 @@ def test_a_bad_time_limit_is_refused(bad):
         tw.search(tw.gemm(64, 64, 64), "aie-4x2", time_limit=bad)
 
 
-def test_a_dive_keeps_the_least_bounds_and_the_larger_tiles_among_flat_ones():
+def test_a_dive_keeps_the_least_bounds_spread_over_the_tiles_of_a_flat_band():
     class Alive:
         def alive(self, lb):
             return np.isfinite(lb[:, 0])
     d = A.Dive(Alive(), width=2)
     lb = np.array([[5.0], [1.0], [1.0000001], [np.inf], [1.0], [3.0]])
-    assert np.nonzero(d.keep(lb))[0].tolist() == [2, 4]   # flat at 1: the last two rows
+    # flat at 1 (rows 1, 2, 4, in ascending tile order): its smallest and largest tiles
+    assert np.nonzero(d.keep(lb))[0].tolist() == [1, 4]
+    # fewer flat rows than the width: the least bands, larger tiles first within a band
+    lb = np.array([[3.0], [1.0], [3.0], [np.inf], [2.0]])
+    assert np.nonzero(A.Dive(Alive(), width=3).keep(lb))[0].tolist() == [1, 2, 4]
     keep, later = d.split(np.array([[2.0], [1.0]]))
     assert keep.tolist() == [True, True] and not later.any()
 

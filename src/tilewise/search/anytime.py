@@ -6,7 +6,7 @@ have raised ``theta`` close to the optimum. Where the space is too large for tha
 time given (seed 001's packed BRGEMM on the 4-level ``cpu-6core`` preset: six dims, four
 levels), a time-limited search
 
-1. first *dives* (:func:`dive`): the same walk, but each expansion keeps only its
+1. first *dives* (:func:`dive`): the same walk, but each expansion keeps only
    :data:`DIVE_WIDTH` children of least bound (:class:`Dive`), so it reaches full mappings
    after a few hundred nodes. Those are real candidates, costed by the model like any other;
    they enter the top-k pool and prune the exact walk that follows;
@@ -33,7 +33,7 @@ from .space import _commute_sorted, signatures
 
 DIVE_WIDTH = 4     # children kept per expansion by the dive
 _FLAT = 1e-3       # bounds within this relative distance count as equal in a dive
-POLISH_SHARE = 0.25  # the share of the time limit the local search may take
+POLISH_SHARE = 0.35  # the share of the time left the local search may take
 DIVE_SHARE = 0.99    # ... and the dive (without a candidate there is no answer)
 
 
@@ -104,16 +104,25 @@ class Dive:
         return 0.0   # a dive drops what it does not follow: the exact walk visits it
 
     def _least(self, lb: np.ndarray, ok: np.ndarray) -> np.ndarray:
-        """The ``width`` alive rows of least bound; among bounds within 0.1 % of each other
-        (where bounds are flat, as above a level that holds the whole problem) the later
-        rows, whose tiles are larger (children come in ascending tile order)."""
+        """``width`` alive rows of least bound. Bounds within 0.1 % of each other count as
+        equal (flat bounds: above a level that holds the whole problem every tile bounds
+        alike). If the least band has more rows than ``width``, rows spread evenly over it,
+        from its smallest tiles to its largest (children come in ascending tile order): a
+        dive that always took the largest tiles of the first dims left no room for the last
+        ones. Otherwise the least bands, larger tiles first within a band."""
         idx = np.nonzero(ok)[0]
         if len(idx) <= self.width:
             return ok
         with np.errstate(divide="ignore"):
             band = np.floor(np.log(np.maximum(lb[idx, 0], 1e-300)) / np.log1p(_FLAT))
         keep = np.zeros(len(lb), bool)
-        keep[idx[np.lexsort((-idx, band))[:self.width]]] = True
+        b = np.sort(band)
+        first = idx[band == b[0]]              # the least band, in row (tile) order
+        if len(first) >= self.width:           # spread over it: small to large tiles
+            pick = first[np.linspace(0, len(first) - 1, self.width).round().astype(int)]
+        else:
+            pick = idx[np.lexsort((-idx, band))[:self.width]]
+        keep[pick] = True
         return keep
 
 
@@ -156,8 +165,8 @@ def polish(eng, topk, stats, deadline: Deadline | None) -> None:
     as leaves of ``topk`` (:meth:`.walk.TopK.leaf`, so the model and ranking are the search's
     own), every mapping that differs from it in one dim's tile ladder (the loop orders kept,
     made canonical for the new real loops) or in one level's loop order; it stops when the
-    best is unchanged or :data:`POLISH_SHARE` of ``deadline``'s limit has passed (the rest is
-    the exact walk's)."""
+    best is unchanged or :data:`POLISH_SHARE` of the time ``deadline`` had left when it
+    started has passed (the rest is the exact walk's)."""
     seen = set()
     while len(topk.pool) and not (deadline is not None and deadline.passed(POLISH_SHARE)):
         best = topk.best().take(np.arange(1))
@@ -181,11 +190,10 @@ def _neighbours(eng, s: int, tiles: np.ndarray, orders: np.ndarray) -> Nodes:
     if (gid < 0).any():
         return _nodes(s, np.zeros((0, D), np.int64), np.zeros((0, L - 1, D), np.int64))
     rows = [gid[None]]
-    for j in range(D):
-        lo, hi = _ladder_range(eng, s, j)
-        g = np.tile(gid, (hi - lo, 1))
-        g[:, j] = np.arange(lo, hi)
-        rows.append(g)
+    for j in range(D):      # one dim's tiles at two levels at once (a tile and the one inside)
+        for k1 in range(1, L):
+            for k2 in range(k1 + 1, L):
+                rows.append(_with(gid, j, _level_variants(eng, s, j, tiles[:, j], k1, k2)))
     for k in range(1, L):   # two dims' tiles at one level at once: room given to another dim
         var = [_level_variants(eng, s, j, tiles[:, j], k) for j in range(D)]
         for j1 in range(D):
@@ -226,13 +234,20 @@ def _ladder_range(eng, s: int, j: int) -> tuple[int, int]:
     return (int(np.searchsorted(deep.lo, top.lo[s])), int(np.searchsorted(deep.lo, top.hi[s])))
 
 
-def _level_variants(eng, s: int, j: int, ladder: np.ndarray, k: int) -> np.ndarray:
-    """Split ``s``'s ladders of dim ``j`` equal to ``ladder`` except at level ``k`` (deepest
+def _level_variants(eng, s: int, j: int, ladder: np.ndarray, *levels: int) -> np.ndarray:
+    """Split ``s``'s ladders of dim ``j`` equal to ``ladder`` except at ``levels`` (deepest
     group indices)."""
     lo, hi = _ladder_range(eng, s, j)
     whole = eng.groups[j][eng.L - 1].whole[lo:hi]
-    same = np.delete(whole == ladder, k, axis=1).all(1)
+    same = np.delete(whole == ladder, list(levels), axis=1).all(1)
     return lo + np.nonzero(same)[0]
+
+
+def _with(gid: np.ndarray, j: int, values: np.ndarray) -> np.ndarray:
+    """``gid [D]`` repeated with dim ``j`` set to each of ``values``."""
+    g = np.tile(gid, (len(values), 1))
+    g[:, j] = values
+    return g
 
 
 def _ladder_index(eng, s: int, j: int, ladder: np.ndarray) -> int:
@@ -252,18 +267,17 @@ def _canonical(eng, s: int, gids: np.ndarray, orders: np.ndarray) -> np.ndarray:
     real = eng.space.real_loops(tt, eng.ways[np.full(len(gids), s)])
     sig = signatures(eng.st)
     out = np.full((len(gids), eng.L - 1, eng.D), -1, np.int64)
-    memo: dict = {}
-    for i in range(len(gids)):
-        for k in range(eng.L - 1):
-            key = (k, real[i, k].tobytes())
-            if key not in memo:
-                mask = real[i, k]
-                o = _commute_sorted([j for j in orders[k] if mask[j]], sig)
-                o += [j for j in range(eng.D) if not mask[j]]
-                allowed = {tuple(r) for r in eng.trie(tuple(bool(x) for x in mask)).orders}
-                memo[key] = o if tuple(o) in allowed else None
-            if memo[key] is None:
-                out[i] = -1
-                break
-            out[i, k] = memo[key]
+    ok = np.ones(len(gids), bool)
+    for k in range(eng.L - 1):
+        masks, inv = np.unique(real[:, k], axis=0, return_inverse=True)
+        inv = inv.ravel()
+        for q, mask in enumerate(masks):
+            o = _commute_sorted([j for j in orders[k] if mask[j]], sig)
+            o += [j for j in range(eng.D) if not mask[j]]
+            allowed = {tuple(r) for r in eng.trie(tuple(bool(x) for x in mask)).orders}
+            if tuple(o) in allowed:
+                out[inv == q, k] = o
+            else:
+                ok[inv == q] = False
+    out[~ok] = -1
     return out

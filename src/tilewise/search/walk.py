@@ -300,6 +300,7 @@ def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
     if deadline is not None and len(root):
         deadline.rebase()   # the tables are built: shares of the time left
         dive(walk, eng, run, topk, stats, deadline)
+        deadline.rebase()   # the polish's share: of the time the dive left
         polish(eng, topk, stats, deadline)
         topk.seeds = topk.pool if len(topk.pool) else None
     eng.deadline = deadline
