@@ -142,7 +142,8 @@ def __dir__():
 
 
 def search(workload, arch, objective: str = "latency", top: int = 10, *, then=None,
-           tolerance=0.0, progress=None, monotone=None, time_limit=None, **constraints):
+           tolerance=0.0, progress=None, monotone=None, time_limit=None, stop=None,
+           **constraints):
     """The exact optimum and top-``top`` mappings of ``workload`` on ``arch`` for
     ``objective`` ("latency" s, "traffic" off-chip bytes, "energy" J, "edp" J·s, "space"
     on-chip bytes, "ratio" 𝔽 maximized), as a :class:`Result`; ties, and objectives within
@@ -154,13 +155,14 @@ def search(workload, arch, objective: str = "latency", top: int = 10, *, then=No
     the same Result type. A custom ``objective`` (a function of the metrics, or an expression
     such as ``"latency * energy ** 0.5"``) is searched exactly when ``monotone=True``
     (:mod:`tilewise.search.custom`). ``time_limit`` (seconds): the best found by then, with
-    the proven gap to the optimum in ``stats`` (:mod:`tilewise.search.anytime`)."""
+    the proven gap to the optimum in ``stats`` (:mod:`tilewise.search.anytime`); ``stop()``
+    returning True stops the search the same way."""
     from .arch.loader import load_arch
     from .search.many import normalize_constraints
     from .search.optimize import search as run
 
     return run(_as_workload(workload), load_arch(arch), objective, top, then=then, tolerance=tolerance,
-               progress=progress, monotone=monotone, time_limit=time_limit,
+               progress=progress, monotone=monotone, time_limit=time_limit, stop=stop,
                **normalize_constraints(constraints))
 
 

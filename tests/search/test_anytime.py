@@ -35,6 +35,9 @@ class _AfterChecks:
     """A deadline that passes after ``n`` checks by the exact walk (a share below 1, the
     local search's, never passes): a stop at a known point, whatever the machine's speed."""
 
+    finite = True
+    stopped = False
+
     def __init__(self, n):
         self.n = n
 
@@ -71,17 +74,11 @@ def W_mapping(eng, pool, i):
 
 
 def test_the_report_states_the_gap():
+    # a stop before the first batch: the answer comes from a short dive and polish
     w, a = tw.gemm(256, 256, 256, dtype="f32"), load_arch("cpu-6core")
-    orig = A.Deadline
-    try:   # a limit that has passed once the tables are built: the dive's candidates only
-        A.Deadline = lambda s: _AfterChecks(0)
-        importlib.import_module("tilewise.search.optimize").Deadline = A.Deadline
-        r = tw.search(w, a, top=3, time_limit=1.0)
-    finally:
-        A.Deadline = orig
-        importlib.import_module("tilewise.search.optimize").Deadline = orig
+    r = tw.search(w, a, top=3, stop=lambda: True)
     s = r.stats
-    assert s["timed_out"] and s["time_limit"] == 1.0
+    assert s["timed_out"] and s["interrupted"] and len(r.top)
     assert s["gap"] == pytest.approx(r.best.latency_s / s["lower_bound"] - 1)
     assert s["proven_optimal"] == (s["gap"] == 0)
 
@@ -122,3 +119,49 @@ def test_known_matches_a_set_of_mappings(mine, theirs):
                       double_buffer=np.zeros((n, 1, 1), bool), pack=np.zeros((n, 1), bool))
     got = pool(mine).known(pool(theirs))
     assert got.tolist() == [t in set(mine) for t in theirs]
+
+
+def test_a_stop_request_returns_the_best_found_with_its_gap():
+    calls = []
+
+    def stop():   # asked between batches: stop at the fifth question
+        calls.append(1)
+        return len(calls) > 4
+    w, a = tw.gemm(256, 256, 256, dtype="f32"), load_arch("cpu-6core")
+    optimum = tw.search(w, a, top=1).best.latency_s
+    r = tw.search(w, a, top=2, stop=stop)
+    s = r.stats
+    assert s["interrupted"] and s["timed_out"] and len(r.top)
+    assert s["lower_bound"] <= optimum * (1 + 1e-9) <= r.best.latency_s * (1 + 2e-9)
+    assert s["time_limit"] is None
+
+
+def test_a_stop_that_never_comes_changes_nothing():
+    w, a = tw.gemm(128, 192, 256, dtype="i8"), load_arch("aie-4x2")
+    r = tw.search(w, a, top=3, stop=lambda: False)
+    assert _texts(r) == _texts(tw.search(w, a, top=3))
+    assert not r.stats["timed_out"] and r.stats["proven_optimal"]
+
+
+def test_stop_must_be_a_function():
+    with pytest.raises(TilewiseError, match="stop=.* must be a function"):
+        tw.search(tw.gemm(64, 64, 64), "aie-4x2", stop=3)
+
+
+def test_ctrl_c_in_the_cli_lists_the_best_found(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+    cmd = [sys.executable, "-m", "tilewise", "search", "einsum", "acmk,bckn->abmn", "--sizes",
+           "a=16,b=16,c=32,m=32,n=32,k=32", "--dtype", "f32", "--out-dtype", "f32",
+           "--arch", "cpu-6core", "--top", "1"]
+    env = dict(os.environ, COLUMNS="200")
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(8)   # imports, tables, then well into the walk (no answer for minutes)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert "interrupted (Ctrl-C)" in out and "of the optimum" in out
+    assert "│ 1 │" in out

@@ -91,10 +91,14 @@ def _run(workload, arch, objective, custom, monotone, then, tolerance, top, spat
         raise click.UsageError("--monotone applies to a --custom objective")
     if custom is not None:
         objective = as_custom(custom, monotone)
-    bar, cb = progress("searching (tile combos)")
+    from ..search.anytime import Interrupt
+
+    bar, cb = progress("searching (tile combos; Ctrl-C: stop with the best found)")
     try:
-        result = search(workload, arch, objective=objective, top=top, then=then,
-                        tolerance=tolerance, progress=cb, time_limit=time_limit, **constraints)
+        with Interrupt() as ctrl_c:
+            result = search(workload, arch, objective=objective, top=top, then=then,
+                            tolerance=tolerance, progress=cb, time_limit=time_limit,
+                            stop=ctrl_c.requested, **constraints)
         if plot:
             front = result.pareto("traffic", "latency")
     finally:
@@ -183,7 +187,9 @@ def print_result(result, wide: bool = False) -> None:
               f"rejected nodes: {rej} · passes {s['passes']} · {s['seconds']:.2f} s",
               soft_wrap=not out.is_terminal)  # word-wrapped to a terminal, one line in a file
     if s.get("timed_out") and not s.get("proven_optimal", True):
-        out.print(f"[bold]not proven optimal[/]: stopped at the time limit ({s['time_limit']:g} s); "
+        why = ("interrupted (Ctrl-C)" if s.get("interrupted")
+               else f"stopped at the time limit ({s['time_limit']:g} s)")
+        out.print(f"[bold]not proven optimal[/]: {why}; "
                   f"no mapping has {result.objective} under {_metric_text(result.objective, s['lower_bound'])}, "
                   f"so the best is within {s['gap']:.1%} of the optimum",
                   soft_wrap=not out.is_terminal)

@@ -49,12 +49,20 @@ def on_time(deadline) -> None:
 
 
 class Deadline:
-    """A wall-clock time limit (seconds, ``time.perf_counter``) started when made."""
+    """A wall-clock time limit (seconds, ``time.perf_counter``; ``inf``: none) started when
+    made, and ``stop()`` (None: never), a request to stop now (Ctrl-C in the CLI)."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, stop=None):
         self.seconds = float(seconds)
         self.start = time.perf_counter()
         self.at = self.start + self.seconds
+        self.stop = stop
+        self.stopped = False   # stop() said so (not the clock)
+
+    @property
+    def finite(self) -> bool:
+        """Whether there is a time limit (a dive and a polish pay only then)."""
+        return np.isfinite(self.seconds)
 
     def rebase(self) -> None:
         """Measure shares (:meth:`passed`) from now: of the time that is left."""
@@ -62,7 +70,10 @@ class Deadline:
         self.seconds = max(self.at - self.start, 0.0)
 
     def passed(self, share: float = 1.0) -> bool:
-        """Whether ``share`` of the limit has passed (1: all of it)."""
+        """Whether ``share`` of the limit has passed (1: all of it), or a stop was asked."""
+        if self.stop is not None and (self.stopped or self.stop()):
+            self.stopped = True
+            return True
         return time.perf_counter() > self.start + share * self.seconds
 
 
@@ -147,6 +158,50 @@ class _Part:
 
     def passed(self) -> bool:
         return self.deadline.passed(self.share)
+
+
+QUICK_S = 2.0   # seconds for a dive and polish when a stop came before any full mapping
+
+
+def answer_after_stop(walk, eng, run, topk, stats) -> None:
+    """A walk stopped (``stop()``) before reaching a full mapping: a dive and a polish of at
+    most :data:`QUICK_S` seconds, so the stop still returns mappings (with their gap)."""
+    if not len(topk.pool):
+        quick = Deadline(QUICK_S)
+        dive(walk, eng, run, topk, stats, quick)
+        polish(eng, topk, stats, quick)
+
+
+class Interrupt:
+    """Ctrl-C as a request to stop (a context manager, for the CLI): inside it the first
+    SIGINT sets :meth:`requested` (the search stops, with the best found and its gap); a second
+    one raises KeyboardInterrupt as usual. Outside the main thread it does nothing."""
+
+    def __init__(self):
+        self.hits = 0
+        self._old = None
+
+    def requested(self) -> bool:
+        return self.hits > 0
+
+    def _on_sigint(self, signum, frame):
+        self.hits += 1
+        if self.hits > 1:
+            raise KeyboardInterrupt
+
+    def __enter__(self) -> "Interrupt":
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            self._old = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._old is not None:
+            signal.signal(signal.SIGINT, self._old)
 
 
 def least_unexplored(topk) -> float:

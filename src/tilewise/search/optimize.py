@@ -91,7 +91,7 @@ def _arch(arch):
 
 def search(workload, arch, objective="latency", top: int = 10, *, then=None,
            tolerance=0.0, progress=None, monotone: bool | None = None,
-           time_limit: float | None = None, **constraints) -> Result:
+           time_limit: float | None = None, stop=None, **constraints) -> Result:
     """The exact top-``top`` mappings of ``workload`` on ``arch`` for ``objective`` ("latency"
     s, "traffic" off-chip bytes, "energy" J, "edp" J·s, "space" on-chip bytes, "ratio" 𝔽
     maximized) over the declared space, restricted by ``constraints``; ties (and objectives
@@ -112,9 +112,12 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     (:mod:`.anytime`: a dive finds candidates first). If the walk finished in time the answer
     is exact as without a limit; otherwise ``stats["proven_optimal"]`` is False,
     ``stats["lower_bound"]`` the proven least objective of any mapping and ``stats["gap"]``
-    how far the best found may be from the optimum (``best / lower_bound - 1``)."""
+    how far the best found may be from the optimum (``best / lower_bound - 1``). ``stop``: a
+    function of no arguments, asked between batches; once it returns True the search stops
+    the same way (``stats["interrupted"]``; the CLI's Ctrl-C), without a dive first unless a
+    time limit is given too."""
     arch = _arch(arch)
-    deadline = _deadline(time_limit)
+    deadline = _deadline(time_limit, stop)
     bad = sorted(set(constraints) - set(CONSTRAINTS))
     if bad:
         raise TilewiseError(f"unknown search constraint {', '.join(map(repr, bad))}; valid: "
@@ -143,8 +146,9 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     if not proven:  # no bound: the closest built-in objective's exact top, ranked by the function
         pool = pool.take(np.argsort(pool.metric(objective), kind="stable")[:top])
     if not len(pool) and stats.timed_out:
-        raise TilewiseError(f"time_limit={time_limit:g} s: no full mapping reached yet; give the "
-                            "search more time (or none: the exact search)")
+        why = "stopped" if stats.interrupted else f"time_limit={time_limit:g} s"
+        raise TilewiseError(f"{why}: no full mapping reached yet; give the search more time "
+                            "(or no limit: the exact search)")
     if not len(pool):
         raise CapacityError(explain_empty(stats))
     sols = _solutions(engine, run, pool)  # in rank order
@@ -167,16 +171,20 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
                   then=run.ranking.then, tolerance=run.ranking.tolerance)
 
 
-def _deadline(time_limit) -> Deadline | None:
-    """A :class:`.anytime.Deadline` from ``time_limit`` seconds (None: no limit);
-    TilewiseError naming a value that is not a positive number."""
+def _deadline(time_limit, stop) -> Deadline | None:
+    """A :class:`.anytime.Deadline` from ``time_limit`` seconds (None: no limit) and a
+    ``stop`` function (None: none); TilewiseError naming a value that is not a positive
+    number or a function."""
+    if stop is not None and not callable(stop):
+        raise TilewiseError(f"stop={stop!r} must be a function of no arguments returning True "
+                            "to stop (or None)")
     if time_limit is None:
-        return None
+        return None if stop is None else Deadline(np.inf, stop)
     if isinstance(time_limit, bool) or not isinstance(time_limit, (int, float)) \
             or not np.isfinite(time_limit) or time_limit <= 0:
         raise TilewiseError(f"time_limit={time_limit!r} must be a positive number of seconds "
                             "(or None: no limit)")
-    return Deadline(time_limit)
+    return Deadline(time_limit, stop)
 
 
 def _objective(objective, monotone):

@@ -21,8 +21,9 @@ class SearchStats:
     bound before ranking (once each, when finally dropped: a deferred one is counted only if
     no later pass ranks it); ``leaves`` full mappings costed under every double-buffer choice;
     ``nodes`` nodes expanded; ``passes`` threshold passes; ``timed_out`` whether the walk
-    stopped at a time limit (:mod:`.anytime`), and then ``lower_bound`` the proven least
-    objective of any mapping (the objective's units), else None."""
+    stopped early (:mod:`.anytime`): at its time limit, or at a stop request
+    (``interrupted``); then ``lower_bound`` is the proven least objective of any mapping (the
+    objective's units), else None."""
 
     tile_combos: int
     examined_combos: int = 0
@@ -37,6 +38,7 @@ class SearchStats:
     nodes: int = 0
     passes: int = 0
     timed_out: bool = False
+    interrupted: bool = False
     lower_bound: float | None = None
 
     def reject(self, key: str, mask: np.ndarray, per: int = 1) -> None:

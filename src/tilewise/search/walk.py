@@ -34,7 +34,7 @@ from .engine import ROWS, SLACK, Engine, RunConfig
 from .expand import Pruning, bounded_tile_children, order_children
 from .nodes import Nodes
 from .pool import EXACT, Pool
-from .anytime import Deadline, OutOfTime, dive, least_unexplored, polish
+from .anytime import Deadline, OutOfTime, answer_after_stop, dive, least_unexplored, polish
 from .stats import SearchStats
 
 _THETA0 = 1e-4       # the first threshold: 0.01 % over the root's bound
@@ -297,7 +297,7 @@ def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
     run = replace(run, floor_levels=eng.floor_levels(run, root))
     topk = TopK(eng, run, top, stats, lb0, below)
     entries, done = [(0, root)], 0.0
-    if deadline is not None and len(root):
+    if deadline is not None and deadline.finite and len(root):
         deadline.rebase()   # the tables are built: shares of the time left
         dive(walk, eng, run, topk, stats, deadline)
         deadline.rebase()   # the polish's share: of the time the dive left
@@ -312,6 +312,9 @@ def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
     finally:
         eng.deadline = None
     if stats.timed_out:
+        stats.interrupted = deadline.stopped
+        if stats.interrupted:
+            answer_after_stop(walk, eng, run, topk, stats)
         stats.lower_bound = _proven_bound(topk, lb0, stats.passes > 0)
     if progress:
         progress(stats.tile_combos, stats.tile_combos)
