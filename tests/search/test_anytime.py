@@ -80,6 +80,7 @@ def test_the_report_states_the_gap():
     s = r.stats
     assert s["timed_out"] and s["interrupted"] and len(r.top)
     assert s["gap"] == pytest.approx(r.best.latency_s / s["lower_bound"] - 1)
+    assert s["candidates"] == s["ranked"] + s["pruned_candidates"]   # the polish's count too
     assert s["proven_optimal"] == (s["gap"] == 0)
 
 

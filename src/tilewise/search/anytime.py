@@ -233,6 +233,8 @@ def polish(eng, topk, stats, deadline: Deadline | None) -> None:
         nd = _neighbours(eng, s, best.tiles[0], best.orders[0])
         topk.seeds = topk.pool   # the incumbent and earlier rounds' mappings come back
         if len(nd):
+            stats.evaluated += len(nd)   # costed exactly, as leaves (candidates = ranked +
+            stats.candidates += len(nd) * len(eng.db)   # pruned holds)
             topk.leaf(nd)
         topk.seeds = None
 
