@@ -1,13 +1,12 @@
 """The top-k whose data movement can be programmed: DMA limits as a legality rule of the search.
 
-Opt-in (the search constraint ``dma_limits=True``, CLI ``--dma-limits``); by default the search
-ranks by the model alone. On by default it made ResNet-18's stem on npu1 unsearchable: none of
-its 1024 best mappings stores its output in whole 32-bit words (a 1-element bf16 border row),
-and output rows are not padded yet. A convolution's input windows, never whole
-32-bit words at i8, are programmable since the emitter pads their rows (the words around each
-window, counted by the model: :mod:`tilewise.model.contiguity`); what the check still drops is
-a tile the DMA cannot address as the model counts it (a plain tensor's rows that are not whole
-words, a pattern that needs more buffer descriptors than its tile has).
+On by default (the search constraint ``dma_limits``, CLI ``--dma-limits/--no-dma-limits``;
+off: the search ranks by the model alone). Rows the DMA cannot address to the byte are padded
+to whole 32-bit words and counted so by the model (:mod:`tilewise.model.contiguity`: a
+convolution input's windows rounded out, a plain tensor's rows, outputs included, rounded up
+into rows padded host-side); what the check drops is a tile the DMA cannot address as the model
+counts it (a row that starts inside a word, a pattern that needs more buffer descriptors than
+its tile has or breaks a stride or wrap limit no split fixes).
 
 With the check, on an arch whose levels declare ``dma:`` limits (the AIE presets), a mapping is only valid if
 every buffer descriptor of its program fits them (:func:`tilewise.emit.dma.legal.dma_violation`,
