@@ -1032,6 +1032,7 @@ def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, g
             rnd[t, c] = False
         if runs[t, 0] == 0 or (one >= 0 and one != t):
             continue
+        split = row_word > 1 and _rows_split(b, t, bypass, runs, sizes, P)
         src = 0
         for c in range(1, L):
             if bypass[b, c, t]:
@@ -1042,14 +1043,14 @@ def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, g
             w = psum[t] if psum[t] else tbytes[t]
             ge = granule_points(g, w)
             gf = granule_points(g, tbytes[t])
-            re = granule_points(row_word, w)
-            rf = granule_points(row_word, tbytes[t])
+            re = granule_points(row_word, w) if split else 1
+            rf = granule_points(row_word, tbytes[t]) if split else 1
             packed = pack[b, t] and src == 0
             src = c
             if not packed and ge == 1 and gf == 1 and re == 1 and rf == 1:
                 continue
             rnd[t, c] = True
-            key = (ge * 65536 + gf) * 2 + packed  # re, rf: fixed per tensor
+            key = ((ge * 65536 + gf) * 2 + packed) * 2 + split
             if rkey[t, c, 0] == epoch and rkey[t, c, 1] == key:
                 continue
             rkey[t, c, 0] = epoch
@@ -1060,6 +1061,17 @@ def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, g
             else:
                 _row_major_sums(t, c, ge, gf, re, rf, runs, sizes, per_core, a, P, PS, LE, LM,
                                 LN, LSE, LSM, LSN, RP, RD)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _rows_split(b, t, bypass, runs, sizes, P):
+    """Whether some level keeping row-major tensor ``t`` tiles its innermost axis with less
+    than the whole axis (its rows are then padded: :func:`.contiguity.rows_padded`)."""
+    d = runs[t, runs[t, 0]]
+    for c in range(1, bypass.shape[1]):
+        if not bypass[b, c, t] and not (P[d, c, c, 0] == 1 and P[d, c, c, 1] == sizes[d]):
+            return True
+    return False
 
 
 @njit(cache=True, inline="always", error_model="numpy")

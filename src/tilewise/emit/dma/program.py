@@ -30,8 +30,8 @@ rows are padded host-side to whole words (``Buffer.shape``). Tile buffers hold t
 rows, the kernel reads the window inside them. (Not the memtile's zero padding: it inserts
 whole words, AM025, and the shim DMA has none.)
 
-Padded rows of row-major tensors (:mod:`tilewise.model.contiguity`, *Padded rows*): every
-row of a plain tensor's innermost axis is padded to whole words, in DDR host-side (zeros after
+Padded rows of row-major tensors (:mod:`tilewise.model.contiguity`, *Padded rows*: those
+whose innermost axis a tile splits): every row of a plain tensor's innermost axis is padded to whole words, in DDR host-side (zeros after
 an input's rows; the pad of an output's rows is written by its border tiles and cropped by the
 host after the run, ``Buffer.shape`` padded), and each move's row ``[lo, hi)`` is rounded up
 from ``lo`` to whole words at the width it carries (:meth:`_Builder.rows_rounded`: a finished
@@ -48,7 +48,7 @@ import numpy as np
 
 from ...errors import DmaError
 from ...model.contiguity import (aligned_range, granule_points, padded_row, rounded_window,
-                                 row_word, run_axes, window_granules)
+                                 row_word, rows_padded, window_granules)
 from ...model.footprint import partial_sum_bytes
 from ...model.structure import Structure
 from ...simulation.share import share_group, store_key
@@ -168,8 +168,9 @@ class _Builder:
         self.words = {t.name: [int(granule_points(int(g), t.element_bytes)) for g in wgran]
                       for t in self.st.moved if rounded_window(t, self.st.outputs)}
         word = row_word(arch)
+        tiles = [lv.sizes for lv in mapping.levels]
         self.rows = {t.name: word for t in self.st.moved
-                     if word > 1 and t.lanes == 1 and run_axes(t, self.st.dims) is not None}
+                     if word > 1 and rows_padded(t, self.st.dims, tiles, self.kept)}
 
     def refuse_merges(self) -> None:
         """DmaError for a reduction split whose partials are not summed along a column: the
