@@ -187,6 +187,27 @@ def test_window_rows_are_rounded_out_to_words_and_execute():
             assert b.nbytes <= problem.buffer_bytes("I", b.level, tiles, merged_ways(m, arch), False)
 
 
+def test_output_rows_are_padded_to_words_and_execute():
+    """A bf16 GEMM result of 9 columns on npu1, in n tiles of 8: the DDR copy's rows are
+    padded to 10 columns (cropped by the host), the border tile's row of 1 element is stored
+    as one 4-byte word at each level, and the program executes to the reference moving exactly the model's bytes. A
+    tile starting inside a word (n tiles of 3 bf16, 6 B: B's rows first) has no program: its offset is named."""
+    w = gemm(8, 9, 16, dtype="bf16", out_dtype="bf16")
+    program = _program_matches(w, "npu1", Mapping.parse(
+        "ddr[m8 n9 k16] mnk | memtile[m8 n8 k16] mnk | core[m8 n8 k16]"))
+    assert program.buffers["ddr.C"].shape == (8, 10)
+    border = [mv for mv in program.moves if mv.kind == "store" and mv.box[-1][0] == 8]
+    assert {mv.box[-1] for mv in border} == {(8, 10)} and {mv.nbytes for mv in border} == {8 * 4}
+    spanning = _program_matches(w, "npu1", Mapping.parse(
+        "ddr[m8 n9 k16] mnk | memtile[m4 n9 k16] mnk | core[m4 n16 k16]"))
+    assert spanning.buffers["ddr.C"].shape == (8, 9)  # no tile splits a row: the tensor's pitch
+    stores = [mv for mv in spanning.moves if mv.kind == "store" and mv.link == (1, 0)]
+    assert [d.sizes for mv in stores for d in mv.destinations[0].descriptors] == [(18,), (18,)]
+    with pytest.raises(DmaError, match=r"ddr.B: field offset = 6 B is not a multiple"):
+        build_program(w, load_arch("npu1"), Mapping.parse(
+            "ddr[m8 n9 k16] mnk | memtile[m8 n3 k16] mnk | core[m8 n8 k16]"))
+
+
 def _tampered(program, index, side, **changes):
     items = list(program.items)
     mv = next(x for x in program.moves if x.index == index)

@@ -188,3 +188,30 @@ def test_window_rows_round_out_to_whole_dma_words_hand_counted():
         dataclasses.replace(lv, dma=dataclasses.replace(lv.dma, word_bytes=1)) for lv in arch.levels))
     assert evaluate(w, bytewise, m).reads["memtile"]["I"] == 2 * 3 * 5
     assert simulate(w, bytewise, m).reads["memtile"]["I"] == 2 * 3 * 5
+
+
+def test_padded_rows_hand_counted_for_an_output_border_row():
+    """A bf16 GEMM result of 9 columns on npu1 (4-byte DMA words). In n tiles of 8 its rows
+    are padded to 10 columns and the border row of 1 element (2 B) moves one word (4 B): 8
+    rows x (16 + 4) B = 160 B stored per level, not the 144 B of its elements. Tiles spanning
+    the whole row keep the tensor's pitch: runs of 4 x 9 elements (72 B), 144 B. The f32
+    partial sums (whole words) keep their exact rows."""
+    from tilewise.model.contiguity import padded_row, row_word
+
+    arch = load_arch("npu1")
+    assert row_word(arch) == 4 and row_word(load_arch("cpu-6core")) == 1
+    assert padded_row(9, 2) == 10 and padded_row(1, 2) == 2 and padded_row(7, 1) == 7
+    w = gemm(8, 9, 8, dtype="bf16", out_dtype="bf16")
+    for text, stored in (("ddr[m8 n9 k8] mnk | memtile[m8 n8 k8] mnk | core[m8 n8 k8]", 160),
+                         ("ddr[m8 n9 k8] mnk | memtile[m4 n9 k8] mnk | core[m4 n16 k8]", 144)):
+        m = Mapping.parse(text)
+        c, t = evaluate(w, arch, m, check_capacity=False), simulate(w, arch, m)
+        for level in ("memtile", "core"):
+            assert c.writes[level]["C"] == t.writes[level]["C"] == stored, (text, level)
+    # k outermost above the cores: the first visit's f32 partial sums leave at whole words,
+    # exact (8 x 9 x 4 B), the finished bf16 tiles padded (160 B)
+    w = gemm(8, 9, 16, dtype="bf16", out_dtype="bf16")
+    m = Mapping.parse("ddr[m8 n9 k16] mnk | memtile[m8 n9 k16] knm | core[m8 n8 k8]")
+    c, t = evaluate(w, arch, m, check_capacity=False), simulate(w, arch, m)
+    assert c.writes["core"]["C"] == t.writes["core"]["C"] == 8 * 9 * 4 + 160
+    assert c.reloads["core"]["C"] == 8 * 9 * 4

@@ -95,11 +95,13 @@ def without_transfer_costs(arch: Arch) -> Arch:
 
 @pytest.fixture
 def exact_bytes(monkeypatch):
-    """Links move exact bytes (granules of one byte, windows not rounded out to DMA words): the
-    frozen reference predates contiguous runs (:mod:`tilewise.model.contiguity`, checked
-    against the simulation and by hand in test_contiguity)."""
+    """Links move exact bytes (granules of one byte, windows not rounded out to DMA words, rows
+    not padded): the frozen reference predates contiguous runs
+    (:mod:`tilewise.model.contiguity`, checked against the simulation and by hand in
+    test_contiguity)."""
     for rule in ("link_granules", "window_granules"):
         monkeypatch.setattr(problem_module, rule, lambda arch: np.ones(len(arch.levels), np.int64))
+    monkeypatch.setattr(problem_module, "row_word", lambda arch: 1)
 
 
 @pytest.mark.parametrize("name,make_workload,make_arch", CASES, ids=[c[0] for c in CASES])

@@ -30,14 +30,23 @@ def _with_dma(arch, level, **changes):
     return dataclasses.replace(arch, levels=tuple(levels))
 
 
-def test_search_drops_mappings_whose_program_breaks_the_limits():
-    # K = 302 int8: a memtile row of A is 302 B, not whole 4-byte words, for most tilings
-    w, arch = gemm(100, 200, 302, dtype="i8"), load_arch("aie-4x2")
-    r = tilewise.search(w, arch, top=5, dma_limits=True)
-    assert r.stats["rejected"]["dma limits"] > 0
-    assert len(r.top) == 5
+def test_by_default_search_drops_mappings_whose_program_breaks_the_limits():
+    """On by default; ``dma_limits=False`` ranks by the model alone. K = 302 int8 (rows of
+    302 B) is programmable since split rows are padded to whole words: no rejection."""
+    w = gemm(256, 256, 256, dtype="i8")
+    tight = _with_dma(load_arch("aie-4x2"), 0, max_stride_words=64)
+    r = tilewise.search(w, tight, top=5)
+    assert r.stats["rejected"]["dma limits"] > 0 and len(r.top) == 5
     for s in r.top:
-        assert _full_check(w, arch, s.mapping) is None
+        assert _full_check(w, tight, s.mapping) is None
+    off = tilewise.search(w, tight, top=1, dma_limits=False)
+    assert "dma limits" not in off.stats["rejected"] and "dma_unchecked" not in off.stats
+    assert _full_check(w, tight, off.best.mapping) is not None
+    odd = gemm(100, 200, 302, dtype="i8")
+    r = tilewise.search(odd, "aie-4x2", top=3)
+    assert "dma limits" not in r.stats["rejected"]
+    for s in r.top:
+        assert _full_check(odd, load_arch("aie-4x2"), s.mapping) is None
 
 
 def test_fast_verdict_equals_the_full_check():
@@ -86,29 +95,29 @@ def test_archs_without_dma_limits_are_not_checked():
     assert "dma limits" not in r.stats["rejected"] and "dma_unchecked" not in r.stats
 
 
-def test_the_check_is_opt_in():
-    """With ``dma_limits=True`` the search returns programmable mappings only; by default it
-    ranks by the model alone, whose top includes a mapping the check drops; a non-bool value is
-    one clear error."""
-    w, arch = gemm(100, 200, 302, dtype="i8"), load_arch("aie-4x2")
-    checked = tilewise.search(w, arch, top=5, dma_limits=True)
-    assert checked.stats["rejected"]["dma limits"] > 0 and checked.stats["dma_unchecked"] == 0
-    assert all(_full_check(w, arch, s.mapping) is None for s in checked.top)
-    free = tilewise.search(w, arch, top=5)
-    assert "dma limits" not in free.stats["rejected"] and "dma_unchecked" not in free.stats
-    assert any(_full_check(w, arch, s.mapping) is not None for s in free.top)
+def test_the_check_is_on_by_default_and_dma_limits_must_be_a_bool():
+    """The default equals ``dma_limits=True`` (the same top, the same rejections); a
+    non-bool value is one clear error."""
+    w = gemm(256, 256, 256, dtype="i8")
+    tight = _with_dma(load_arch("aie-4x2"), 0, max_stride_words=64)
+    default, on = tilewise.search(w, tight, top=3), tilewise.search(w, tight, top=3, dma_limits=True)
+    assert [str(s.mapping) for s in default.top] == [str(s.mapping) for s in on.top]
+    assert default.stats["rejected"]["dma limits"] == on.stats["rejected"]["dma limits"] > 0
     with pytest.raises(TilewiseError, match="dma_limits='yes' must be True or False"):
-        tilewise.search(w, arch, top=1, dma_limits="yes")
+        tilewise.search(w, tight, top=1, dma_limits="yes")
 
 
-def test_cli_dma_limits_turns_the_check_on(capsys):
+def test_cli_no_dma_limits_turns_the_check_off(tmp_path, capsys):
+    from tilewise.arch.loader import arch_to_yaml
     from tilewise.cli import main
 
-    args = ["search", "gemm", "--m", "100", "--n", "200", "--k", "302", "--dtype", "i8",
-            "--arch", "aie-4x2", "--top", "3"]
-    assert main(args + ["--dma-limits"]) in (0, None)
-    assert "dma limits" in capsys.readouterr().out
+    spec = tmp_path / "tight.yaml"
+    spec.write_text(arch_to_yaml(_with_dma(load_arch("aie-4x2"), 0, max_stride_words=64)))
+    args = ["search", "gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "i8",
+            "--arch", str(spec), "--top", "3"]
     assert main(args) in (0, None)
+    assert "dma limits" in capsys.readouterr().out
+    assert main(args + ["--no-dma-limits"]) in (0, None)
     assert "dma limits" not in capsys.readouterr().out
 
 

@@ -39,6 +39,24 @@ tile's box directly):
   a 10-byte run whole either). A window on an outer axis, and every window where no DMA is
   described (caches), moves its exact bytes.
 
+- *Padded rows* (a row-major tensor moved by a DMA, :func:`row_word` > 1 byte: the AIE
+  presets, whose innermost axis some level's tile splits, :func:`rows_padded`): every row on
+  the tensor's innermost axis is padded to whole DMA words (:func:`padded_row`) and a tile's
+  row ``[lo, hi)`` moves ``round_run(hi - lo)`` elements, from ``lo`` up to whole words. A
+  tensor whose rows no tile splits keeps its own row pitch (a 3x3 filter's rows of 3 bf16
+  stay 6 B; its tiles are runs of whole rows, rounded as above). The DDR copy's rows are laid
+  out padded host-side: zeros
+  after each input row, and an output's pad written by the border tiles and cropped by the
+  host after the run (AM020's shim DMA: "a 32-bit aligned start address"; AM025: BD lengths
+  and strides count 32-bit words). So a tile spanning the whole row spans the padded row and
+  merges with the next axis as one run of ``rows x padded_row(N)`` elements, and a bf16
+  output's border row of 1 element moves 4 B. Writes (stores of finished tiles and of partial
+  sums leaving a level) are rounded the same way, at their own width (an i32 partial sum is a
+  whole word): the words past ``hi`` are the row's pad or the tile's own rounded buffer, never
+  another tile's elements, because a tile that starts inside a word cannot be moved at all
+  (the emitter and the DMA-limits check report it: its offset is not a whole word). Caches
+  (no ``dma:``) keep the tensor's own row pitch.
+
 - *Pack pass* (:func:`pack_pass`): packing an input reads its bytes and writes its packed
   bytes over the outermost link before the operator runs; an output packed at the outermost
   level is unpacked by a pass after it. Seed 001's *unpack fusion* (the BRGEMM "directly
@@ -76,6 +94,31 @@ def window_granules(arch) -> np.ndarray:
         out.append(word)
     out[0] = 1
     return np.array(out, np.int64)
+
+
+def row_word(arch) -> int:
+    """Bytes a row-major tensor's rows are padded to (module doc, *Padded rows*): the largest
+    DMA word of ``arch``'s levels; 1 where no level declares a ``dma:``."""
+    return int(window_granules(arch).max())
+
+
+def padded_row(n: int, word_pts: int) -> int:
+    """Elements a row of ``n`` elements takes padded to whole words of ``word_pts`` elements
+    (:func:`granule_points` of :func:`row_word`): the DDR row pitch, and what a tile's row
+    moves."""
+    return round_run(n, word_pts)
+
+
+def rows_padded(tensor, dims, tiles, kept) -> bool:
+    """Whether ``tensor``'s rows are padded to whole words (module doc, *Padded rows*; given
+    :func:`row_word` > 1): a row-major tensor (:func:`run_axes`) that some level ``l >= 1``
+    keeping it (``kept[l]``: names) tiles with less than its whole innermost axis (``tiles[l]``:
+    dim -> elements; at the array level a core's tile). The cost kernel applies the same test
+    to its tile lists."""
+    if run_axes(tensor, dims) is None or tensor.lanes != 1:
+        return False
+    d, n = tensor.axes[-1].dims[0], tensor.shape[-1]
+    return any(tiles[l][d] < n for l in range(1, len(tiles)) if tensor.name in kept[l])
 
 
 def aligned_range(lo: int, hi: int, granule_pts: int) -> tuple[int, int]:

@@ -367,7 +367,7 @@ def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, c
     # into a tuple, which numba cannot inline); each callee unpacks them once per candidate
     lists, core_lists = (LE, LM, LN), (LSE, LSM, LSN)
     run_sums = (RP, RD, rnd)
-    runs, granule = tensors.runs, levels.granule
+    runs, granule, row_word = tensors.runs, levels.granule, levels.row_word
     for b in range(B):
         if _bad_indices(b, orders, rows_dim, cols_dim, D, L):
             flags[2] = b + 1
@@ -390,7 +390,7 @@ def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, c
                 cols_dim[b] if cols_seen else -1, cols_ways[b], a, tmask, passes, real, spine,
                 copies)
         _run_tables(b, only[b], bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, granule,
-                    a, P, PS, lists, core_lists, run_sums, rkey)
+                    row_word, a, P, PS, lists, core_lists, run_sums, rkey)
         _traffic(b, only[b], bypass, copies, parts, a, moved, psum, tbytes,
                  oth, plain, affine, gi, mono, axes, count, cnt_s, pos, P, PS, X, XN, lam, idx,
                  memo, stamp, epoch, out, flags, run_sums)
@@ -1012,11 +1012,12 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, granule, a, P,
-                PS, lists, core_lists, run_sums, rkey):
+def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, granule,
+                row_word, a, P, PS, lists, core_lists, run_sums, rkey):
     """Step 3, contiguous runs (:mod:`.contiguity`): per tensor laid out in runs and level
     ``c`` keeping it, whether its transfers there are rounded (``rnd [T, L]``: a granule
-    coarser than an element, or packed) and then the sums :func:`_traffic` uses instead of
+    coarser than an element, rows padded to whole words of ``row_word`` bytes, or packed) and
+    then the sums :func:`_traffic` uses instead of
     ``P``: ``RP [T, D, L, L]`` per dim of the tensor and prefix level (elements at the width
     of the main sums: the accumulator for a final output), ``RD [T, L]`` the distinct tiles'
     elements at the final width. An input moved below the array (level ``c > a``) sums each
@@ -1031,6 +1032,7 @@ def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, g
             rnd[t, c] = False
         if runs[t, 0] == 0 or (one >= 0 and one != t):
             continue
+        split = row_word > 1 and _rows_split(b, t, bypass, runs, sizes, P)
         src = 0
         for c in range(1, L):
             if bypass[b, c, t]:
@@ -1041,12 +1043,14 @@ def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, g
             w = psum[t] if psum[t] else tbytes[t]
             ge = granule_points(g, w)
             gf = granule_points(g, tbytes[t])
+            re = granule_points(row_word, w) if split else 1
+            rf = granule_points(row_word, tbytes[t]) if split else 1
             packed = pack[b, t] and src == 0
             src = c
-            if not packed and ge == 1 and gf == 1:
+            if not packed and ge == 1 and gf == 1 and re == 1 and rf == 1:
                 continue
             rnd[t, c] = True
-            key = (ge * 65536 + gf) * 2 + packed
+            key = ((ge * 65536 + gf) * 2 + packed) * 2 + split
             if rkey[t, c, 0] == epoch and rkey[t, c, 1] == key:
                 continue
             rkey[t, c, 0] = epoch
@@ -1055,8 +1059,19 @@ def _run_tables(b, one, bypass, pack, epoch, runs, tbytes, psum, sizes, tiles, g
             if packed:
                 _packed_sums(b, t, c, ge, gf, runs, sizes, tiles, per_core, a, P, PS, RP, RD)
             else:
-                _row_major_sums(t, c, ge, gf, runs, sizes, per_core, a, P, PS, LE, LM, LN, LSE,
-                                LSM, LSN, RP, RD)
+                _row_major_sums(t, c, ge, gf, re, rf, runs, sizes, per_core, a, P, PS, LE, LM,
+                                LN, LSE, LSM, LSN, RP, RD)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _rows_split(b, t, bypass, runs, sizes, P):
+    """Whether some level keeping row-major tensor ``t`` tiles its innermost axis with less
+    than the whole axis (its rows are then padded: :func:`.contiguity.rows_padded`)."""
+    d = runs[t, runs[t, 0]]
+    for c in range(1, bypass.shape[1]):
+        if not bypass[b, c, t] and not (P[d, c, c, 0] == 1 and P[d, c, c, 1] == sizes[d]):
+            return True
+    return False
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -1066,19 +1081,27 @@ def _round_run(n, g):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _row_major_sums(t, c, ge, gf, runs, sizes, per_core, a, P, PS, LE, LM, LN, LSE, LSM, LSN,
-                    RP, RD):
+def _row_major_sums(t, c, ge, gf, re, rf, runs, sizes, per_core, a, P, PS, LE, LM, LN, LSE,
+                    LSM, LSN, RP, RD):
     """:func:`_run_tables` for a row-major tensor at level ``c``: the trailing axes whose one
     tile spans the tensor merge into the run of the innermost axis that does not (``star``),
     whose sum rounds each tile's run; the axes outside count their extents, those merged their
-    tiles (one). Sums and lists per prefix level as :func:`_walk_sum` picks them."""
+    tiles (one). Rows padded to whole words (``re``/``rf`` elements at the main and final
+    width, :func:`.contiguity.padded_row`): a merged innermost axis spans its padded row. Sums
+    and lists per prefix level as :func:`_walk_sum` picks them."""
     n_ax = runs[t, 0]
-    run = 1
+    run = 1   # elements of the merged axes at the main width
+    runf = 1  # and at the final width (their padded rows differ)
     star = -1
     for i in range(n_ax - 1, -1, -1):
         d = runs[t, 1 + i]
         if P[d, c, c, 0] == 1 and P[d, c, c, 1] == sizes[d]:
-            run *= sizes[d]
+            if i == n_ax - 1:
+                run = _round_run(sizes[d], re)
+                runf = _round_run(sizes[d], rf)
+            else:
+                run *= sizes[d]
+                runf *= sizes[d]
         else:
             star = i
             break
@@ -1095,14 +1118,18 @@ def _row_major_sums(t, c, ge, gf, runs, sizes, per_core, a, P, PS, LE, LM, LN, L
                 vf = 0
                 for x in range(_walk_entries(per_core, d, kk, c, a, LN, LSN)):
                     e, m = _walk_entry(per_core, d, kk, c, x, a, LE, LM, LSE, LSM)
-                    v += m * _round_run(e * run, ge)
-                    vf += m * _round_run(e * run, gf)
+                    if i == n_ax - 1:  # a tile's row: padded to whole words, then granules
+                        v += m * _round_run(_round_run(e, re), ge)
+                        vf += m * _round_run(_round_run(e, rf), gf)
+                    else:
+                        v += m * _round_run(e * run, ge)
+                        vf += m * _round_run(e * runf, gf)
                 if kk == c:
                     final *= vf
             if star < 0 and i == 0:  # every axis spanned: the tensor is one run
                 v *= _round_run(run, ge)
                 if kk == c:
-                    final *= _round_run(run, gf) * P[d, kk, c, 0]
+                    final *= _round_run(runf, gf) * P[d, kk, c, 0]
             elif kk == c and i != star:
                 final *= v
             RP[t, d, kk, c] = v

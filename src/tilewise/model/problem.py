@@ -35,7 +35,7 @@ import numpy as np
 from typing import NamedTuple
 
 from ..ir.workload import Tensor
-from .contiguity import (granule_points, link_granules, rounded_window, run_axes,
+from .contiguity import (granule_points, link_granules, rounded_window, row_word, run_axes,
                          window_granules)
 from .footprint import element_bytes, in_place, partial_sum_bytes
 from .rules import (buffer_bytes, compute_bound_s, energy_per_point, energy_table,
@@ -164,7 +164,8 @@ class Levels(NamedTuple):
     channels share the transfers), ``has_xfer`` whether any link has one; ``part_cap [L, P]``
     bytes of each part of a level (:func:`.rules.part_capacity`: part 0 shared, the others
     reserved for some tensors); ``granule [L]`` bytes a run moved over link ``l`` is rounded
-    up to (:func:`.contiguity.link_granules`)."""
+    up to (:func:`.contiguity.link_granules`); ``row_word`` bytes the rows of a row-major
+    tensor are padded to (:func:`.contiguity.row_word`, 1: its own row pitch)."""
 
     array: int
     link_array: int
@@ -185,6 +186,7 @@ class Levels(NamedTuple):
     has_xfer: bool
     part_cap: np.ndarray
     granule: np.ndarray
+    row_word: int
 
 
 class Tensors(NamedTuple):
@@ -324,12 +326,12 @@ class Problem:
 
     def exact_bytes(self) -> "Problem":
         """This problem with every link moving exact bytes (granules of one byte, no run
-        rounding): the search's bounds take it, since rounding runs and packing only add
+        rounding, rows not padded): the search's bounds take it, since rounding runs and packing only add
         bytes (:mod:`.contiguity`)."""
         ones = np.ones_like(self.levels.granule)
         axes = self.groups.axes.copy()
         axes[:, axes.shape[1] - len(ones):] = 1  # window rows exact too
-        return replace(self, levels=self.levels._replace(granule=ones),
+        return replace(self, levels=self.levels._replace(granule=ones, row_word=1),
                        groups=self.groups._replace(axes=axes))
 
     def summed_levels(self) -> Levels:
@@ -454,7 +456,7 @@ def _levels(st: Structure) -> Levels:
         no_write=np.array([lv.write_bandwidth <= 0 for lv in arch.levels]),
         e_read=energy.read, e_write=energy.write, e_link=energy.link,
         xfer_s=xfer, has_xfer=bool(np.any(xfer > 0)), part_cap=part_capacity(arch),
-        granule=link_granules(arch))
+        granule=link_granules(arch), row_word=row_word(arch))
 
 
 def _tensors(st: Structure, moved: np.ndarray, grp: list) -> Tensors:

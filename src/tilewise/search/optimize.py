@@ -35,8 +35,9 @@ as ``["rows=n4 cols=m2"]``; "any" leaves out attention's keys over cores and red
 partials merge through the parent level, which a list may name: :mod:`.space`), ``double_buffer`` ("any", "all", "none" or ``{level: [tensors]}``),
 ``orders`` (allowed loop orders, e.g. ``["mnk", "nmk"]``, at every level), ``tiles``
 (``{level: {dim: elements}}`` fixed tiles), ``max_core_tile`` (``{dim: elements}`` bound on
-the innermost tile), ``dma_limits`` (default False: the model alone; True: on an arch whose levels declare
-``dma:`` limits, only mappings whose DMA program fits them, :mod:`.programmable`).
+the innermost tile), ``dma_limits`` (default True: on an arch whose levels declare ``dma:``
+limits, only mappings whose DMA program fits them, :mod:`.programmable`; False: the model
+alone).
 
 Statistics (``Result.stats``, :class:`.SearchStats`): ``tile_combos`` the size of the tile
 space, ``nodes`` the nodes expanded, ``examined_combos`` nodes with every tile fixed,
@@ -129,7 +130,7 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
         raise TilewiseError(f"top={top} is above the limit of {MAX_TOP} mappings: the exact "
                             "top-k keeps every candidate that may still enter it; ask for fewer")
     then, tolerance = parse_then(then), parse_tolerance(tolerance)
-    dma_limits = constraints.pop("dma_limits", False)
+    dma_limits = constraints.pop("dma_limits", True)
     if not isinstance(dma_limits, bool):
         raise TilewiseError(f"dma_limits={dma_limits!r} must be True or False")
     t0 = time.perf_counter()

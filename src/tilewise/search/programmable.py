@@ -1,20 +1,20 @@
 """The top-k whose data movement can be programmed: DMA limits as a legality rule of the search.
 
-Opt-in (the search constraint ``dma_limits=True``, CLI ``--dma-limits``); by default the search
-ranks by the model alone. On by default it made ResNet-18's stem on npu1 unsearchable: none of
-its 1024 best mappings stores its output in whole 32-bit words (a 1-element bf16 border row),
-and output rows are not padded yet. A convolution's input windows, never whole
-32-bit words at i8, are programmable since the emitter pads their rows (the words around each
-window, counted by the model: :mod:`tilewise.model.contiguity`); what the check still drops is
-a tile the DMA cannot address as the model counts it (a plain tensor's rows that are not whole
-words, a pattern that needs more buffer descriptors than its tile has).
+On by default (the search constraint ``dma_limits``, CLI ``--dma-limits/--no-dma-limits``;
+off: the search ranks by the model alone). Rows the DMA cannot address to the byte are padded
+to whole 32-bit words and counted so by the model (:mod:`tilewise.model.contiguity`: a
+convolution input's windows rounded out, a plain tensor's rows, outputs included, rounded up
+into rows padded host-side); what the check drops is a tile the DMA cannot address as the model
+counts it (a row that starts inside a word, a pattern that needs more buffer descriptors than
+its tile has or breaks a stride or wrap limit no split fixes).
 
 With the check, on an arch whose levels declare ``dma:`` limits (the AIE presets), a mapping is only valid if
 every buffer descriptor of its program fits them (:func:`tilewise.emit.dma.legal.dma_violation`,
 the exact verdict of ``check_program``). The limits are not part of the bound, so the check runs
 after the top-k walk: the ranked candidates are checked in rank order, failures dropped
 (counted in ``stats.rejected["dma limits"]``, absent when none), and when fewer than k remain
-the walk is run again for more (twice as many each time) until k programmable ones are found,
+the walk is run again for more (twice as many each time, ``RETRY_TOP`` at least) until k
+programmable ones are found,
 the space is exhausted, or ``CHECK_LIMIT`` candidates were checked (then the programmable ones
 found so far are returned and ``Result.stats["dma_check_capped"]`` is True). With none
 programmable the search raises DmaError naming the first violation. A mapping whose program is
@@ -32,6 +32,8 @@ from ..errors import DmaError
 from ..model.batch import MappingBatch
 
 CHECK_LIMIT = 1024  # candidates checked at most before the programmable ones found are kept
+RETRY_TOP = 32  # the least k a rerun asks for: a walk for 32 costs about one for 1 (ResNet-18's
+# layer4 on npu1: 8.0 s vs 8.5 s CPU), and each rerun repeats the whole walk
 
 
 def pool_mappings(engine, pool) -> list:
@@ -79,7 +81,7 @@ def programmable_top(engine, top: int, search_top, max_top: int, check: bool = T
         capped = len(verdicts) >= CHECK_LIMIT or want >= max_top
         if len(keep) == top or len(pool) < want or capped:
             break
-        want = min(max_top, 2 * want)
+        want = min(max_top, max(2 * want, RETRY_TOP))
         pool, stats, run = search_top(want)
     checked = (keep[-1] + 1) if len(keep) == top else len(pool)
     if checked > len(keep):

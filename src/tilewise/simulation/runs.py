@@ -10,6 +10,11 @@ half-open index range it covers) and cuts it into runs directly:
   elements (32 B); through 64 B lines each moves 16 elements' worth, 1024 B in all.
 - packed (the tensor is packed at the outermost level, and the transfer is between that level
   and the first level keeping the tensor): one run of the whole pack tile, padding included.
+- padded rows (a row-major tensor moved by a DMA whose rows a tile splits): each row of the innermost axis is padded to
+  whole words (:func:`~tilewise.model.contiguity.padded_row`): a box's row moves its extent
+  rounded up to words, and a box spanning the whole row spans the padded row, so it merges
+  with the outer axes at the padded pitch. Example: a 3 x 7 bf16 box spanning a row of 7 is
+  one run of 3 x 8 elements (48 B).
 - windows (an input whose innermost axis is an affine window, moved by a DMA): each row's
   window rounded out to whole words in the tensor's coordinates
   (:func:`~tilewise.model.contiguity.aligned_extent`); other windows move their exact elements.
@@ -17,8 +22,9 @@ half-open index range it covers) and cuts it into runs directly:
 
 from __future__ import annotations
 
-from ..model.contiguity import (aligned_extent, granule_points, link_granules, round_run,
-                                rounded_window, run_axes, window_granules)
+from ..model.contiguity import (aligned_extent, granule_points, link_granules, padded_row,
+                                round_run, rounded_window, row_word, rows_padded, run_axes,
+                                window_granules)
 from ..model.structure import Structure
 from .walker import Box, kept_tensors
 
@@ -35,6 +41,9 @@ class RunCounter:
         self.layout = {t.name: run_axes(t, st.dims) is not None for t in st.moved}
         self.windows = {t.name for t in st.moved if rounded_window(t, st.outputs)}
         self.wgran = window_granules(arch)
+        self.row_word = row_word(arch)
+        self.padded = {t.name for t in st.moved
+                       if self.row_word > 1 and rows_padded(t, st.dims, self.tiles, self.kept)}
 
     def source(self, tensor: str, level: int) -> int:
         """The nearest level above ``level`` that keeps ``tensor`` (the outermost always does)."""
@@ -63,10 +72,11 @@ class RunCounter:
             for ax, n in zip(tensor.axes, tensor.shape):
                 slot *= min(self.tiles[level][ax.dims[0]], n)
             return round_run(slot, ge)
+        row = int(granule_points(self.row_word, width)) if tensor.name in self.padded else 1
         run = 1
         for i in range(len(box) - 1, -1, -1):
             lo, hi = box[i]
-            run *= hi - lo
+            run *= padded_row(hi - lo, row) if i == len(box) - 1 else hi - lo
             if (lo, hi) != (0, tensor.shape[i]):  # the run ends here; the outer axes count runs
                 runs = 1
                 for e in extents[:i]:

@@ -94,7 +94,7 @@ def dma_violation(workload, arch, mapping, memo: dict | None = None,
     """Why ``mapping``'s DMA program breaks ``arch``'s limits (a DmaError's message), None when
     every descriptor fits, or ``UNCHECKED`` when its walk has more than ``max_events`` events
     (None: no limit) or the emitter has no program for it yet (a reduction whose partials
-    merge across cores other than by a column's sum). ``memo`` (access shape -> verdict) may
+    merge across cores other than by a column's sum; a tensor packed at the outermost level). ``memo`` (access shape -> verdict) may
     be shared by the mappings of one (workload, arch).
 
     The walk is read lazily and each load's read side in the outermost level (whose buffers
@@ -102,6 +102,8 @@ def dma_violation(workload, arch, mapping, memo: dict | None = None,
     a mapping is rejected at its first such violation without walking the rest. Otherwise the
     whole program is checked as :func:`~.check.check_program` would, and the message is its
     first violation (the early one may come later in program order than another)."""
+    if mapping.levels and mapping.levels[0].pack:
+        return UNCHECKED  # a packed layout is costed and executed, not emitted (build_program)
     if max_events is not None and model_events(workload, arch, mapping) > max_events:
         return UNCHECKED  # the walk has at least this many events: no need to walk
     checker = _Checker(workload, arch, mapping, {} if memo is None else memo)

@@ -29,6 +29,15 @@ elements are the tensor's own neighbours, or zeros past its last column, where t
 rows are padded host-side to whole words (``Buffer.shape``). Tile buffers hold the rounded-out
 rows, the kernel reads the window inside them. (Not the memtile's zero padding: it inserts
 whole words, AM025, and the shim DMA has none.)
+
+Padded rows of row-major tensors (:mod:`tilewise.model.contiguity`, *Padded rows*: those
+whose innermost axis a tile splits): every row of a plain tensor's innermost axis is padded to whole words, in DDR host-side (zeros after
+an input's rows; the pad of an output's rows is written by its border tiles and cropped by the
+host after the run, ``Buffer.shape`` padded), and each move's row ``[lo, hi)`` is rounded up
+from ``lo`` to whole words at the width it carries (:meth:`_Builder.rows_rounded`: a finished
+bf16 tile's row of 1 element moves 4 B, its f32 partial sums are whole words already). Tile
+buffers are sized for the rounded rows. A tile whose row starts inside a word has no program:
+its BD offset is not a whole word, an error naming the move (the search drops it).
 """
 
 from __future__ import annotations
@@ -38,7 +47,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from ...errors import DmaError
-from ...model.contiguity import aligned_range, granule_points, rounded_window, window_granules
+from ...model.contiguity import (aligned_range, granule_points, padded_row, rounded_window,
+                                 row_word, rows_padded, window_granules)
 from ...model.footprint import partial_sum_bytes
 from ...model.structure import Structure
 from ...simulation.share import share_group, store_key
@@ -157,6 +167,10 @@ class _Builder:
         wgran = window_granules(arch)
         self.words = {t.name: [int(granule_points(int(g), t.element_bytes)) for g in wgran]
                       for t in self.st.moved if rounded_window(t, self.st.outputs)}
+        word = row_word(arch)
+        tiles = [lv.sizes for lv in mapping.levels]
+        self.rows = {t.name: word for t in self.st.moved
+                     if word > 1 and rows_padded(t, self.st.dims, tiles, self.kept)}
 
     def refuse_merges(self) -> None:
         """DmaError for a reduction split whose partials are not summed along a column: the
@@ -202,8 +216,11 @@ class _Builder:
 
     def ddr_shape(self, t) -> tuple[int, ...]:
         """The whole tensor in DDR: row-major, a window's rows padded host-side (zeros) to whole
-        words of every level it is moved into."""
+        words of every level it is moved into, a plain tensor's rows to whole words."""
         words = self.words.get(t.name)
+        if t.name in self.rows:
+            pts = int(granule_points(self.rows[t.name], t.element_bytes))
+            return tuple(t.shape[:-1]) + (padded_row(t.shape[-1], pts),)
         if words is None:
             return tuple(t.shape)
         return tuple(t.shape[:-1]) + (aligned_range(0, t.shape[-1], max(words))[1],)
@@ -256,7 +273,8 @@ class _Builder:
             ev = self.rounded_out(ev)
             if ev.level:
                 key = (ev.level, ev.tensor)
-                ext = tuple(hi - lo for lo, hi in ev.box)
+                widest = self.rows_rounded(ev, self.w.tensor(ev.tensor).element_bytes)
+                ext = tuple(hi - lo for lo, hi in widest.box)
                 old = self.extent.get(key, ext)
                 self.extent[key] = tuple(max(x, y) for x, y in zip(old, ext))
             if ev.kind != "zero" and not all(lo < hi for lo, hi in ev.tile):
@@ -280,6 +298,23 @@ class _Builder:
             return ev
         lo, hi = ev.box[-1]
         return replace(ev, box=ev.box[:-1] + (aligned_range(lo, hi, words[ev.level]),))
+
+    def rows_rounded(self, ev, width: int):
+        """``ev`` with its row rounded up to whole words of elements of ``width`` bytes (a
+        plain tensor's padded rows: :mod:`tilewise.model.contiguity`, the rule the model counts)."""
+        word = self.rows.get(ev.tensor)
+        if word is None:
+            return ev
+        lo, hi = ev.box[-1]
+        hi = lo + padded_row(hi - lo, int(granule_points(word, width)))
+        return replace(ev, box=ev.box[:-1] + ((lo, hi),))
+
+    def width(self, t, kind: str, final: bool = False) -> int:
+        """Bytes per element a move of ``t`` of ``kind`` carries: partial sums (reloads, stores
+        but the final one) at the accumulator width, the rest at the tensor's."""
+        if kind == "reload" or (kind == "store" and not final):
+            return partial_sum_bytes(t, self.w)
+        return t.element_bytes
 
     def program(self, order, last_store: dict) -> Program:
         """The Program of the ordered events (:meth:`order`), every side's BDs derived."""
@@ -306,6 +341,7 @@ class _Builder:
 
     def load(self, index: int, ev, members) -> Move:
         t = self.w.tensor(ev.tensor)
+        ev = self.rows_rounded(ev, self.width(t, ev.kind))
         src = self.parent(ev.level, t)
         partial = ev.kind == "reload"
         what = self.load_name(index, ev)
@@ -318,7 +354,7 @@ class _Builder:
             dests.append(self.side(ev.level, self.access(dbuf, ev.box, tuple(lo for lo, _ in ev.box)), what))
         stream = partial_sum_bytes(t, self.w) if partial else t.element_bytes
         return Move(index, ev.kind, t.name, (src, ev.level), ev.step, ev.box, ev.tile, source, tuple(dests),
-                    stream // t.lanes)
+                    stream)
 
     def load_name(self, index: int, ev) -> str:
         src = self.parent(ev.level, self.w.tensor(ev.tensor))
@@ -334,6 +370,7 @@ class _Builder:
         """The read side of load or reload ``ev``: its box in the parent's resident buffer,
         zero-padded to the buffer ``pad`` (None: not padded)."""
         t = self.w.tensor(ev.tensor)
+        ev = self.rows_rounded(ev, self.width(t, ev.kind))
         src = self.parent(ev.level, t)
         src_inst = self.instance(src, ev.core)
         partial = ev.kind == "reload"
@@ -342,6 +379,7 @@ class _Builder:
 
     def store(self, index: int, ev, members, final: bool) -> Move:
         t = self.w.tensor(ev.tensor)
+        ev = self.rows_rounded(ev, self.width(t, "store", final))
         dst = self.parent(ev.level, t)
         inst = self.instance(ev.level, ev.core)
         what = f"move {index} (store {t.name} {self.names[ev.level]}->{self.names[dst]})"

@@ -75,7 +75,8 @@ class _Machine(_Executor):
         outputs = {}
         for t in output_tensors(self.w):
             buf = self.program.buffers[f"{self.program.levels[0]}.{t.name}"]
-            outputs[t.name] = t.dtype.convert(self.memory[buf.name].reshape(array_shape(t)))
+            full = self.memory[buf.name].reshape(buf.shape)  # the host crops padded rows
+            outputs[t.name] = t.dtype.convert(full[tuple(slice(0, n) for n in array_shape(t))])
         return DmaRun(outputs, _plain(self.reads), _plain(self.writes))
 
     # ----- memory views
@@ -88,7 +89,7 @@ class _Machine(_Executor):
 
     def _bind(self, name: str, tile, box, sizes) -> None:
         """Make a core's buffer the executor's resident tile (compute reads it in place); a
-        window's rows rounded out past the tensor's last column are cut back to it."""
+        window's or a padded row rounded past the tensor's last column is cut back to it."""
         buf = self.program.buffers[name]
         if buf.level != self.n - 1 or name.endswith((".out", ".sum", ".acc")):
             return
@@ -134,7 +135,7 @@ class _Machine(_Executor):
                 total = part
             else:
                 total = total + part - (0 if b.start is None else b.start)
-        out = self._view(mv.source.access.buffer, mv.source.access.sizes)
+        out = self._view(mv.source.access.buffer, total.shape)  # a padded row's pad stays 0
         out[...] = t.dtype.convert(total) if mv.final else total.astype(out.dtype)
 
     def _gather(self, mv: Move, side) -> np.ndarray:
