@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..errors import ParseError
 
@@ -98,7 +99,7 @@ class Affine:
             raise ParseError("index expression", text, 0, "at least one dim")
         return cls(tuple(coeffs.items()), const)
 
-    @property
+    @cached_property
     def dims(self) -> tuple[str, ...]:
         return tuple(d for d, _ in self.terms)
 

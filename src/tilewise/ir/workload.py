@@ -28,6 +28,7 @@ from __future__ import annotations
 import numbers
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 from typing import Mapping
 
@@ -96,7 +97,7 @@ class Tensor:
         if any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in self.shape):
             raise WorkloadError(f"tensor {self.name}: shape {self.shape} must be positive integers")
 
-    @property
+    @cached_property   # the DMA check asks it per tile moved
     def dims(self) -> tuple[str, ...]:
         """Dims indexing this tensor, in order of first appearance."""
         return tuple(dict.fromkeys(d for a in self.axes for d in a.dims))
