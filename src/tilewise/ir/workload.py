@@ -307,7 +307,7 @@ class Chain:
         """``{dim: size}`` in declaration order."""
         return {d.name: d.size for d in self.dims}
 
-    @property
+    @cached_property   # asked per tile by the walker and the DMA check
     def tensors(self) -> tuple[Tensor, ...]:
         """Every tensor (inputs, intermediates, outputs; no state) in order of first appearance."""
         seen: dict[str, Tensor] = {}
@@ -316,7 +316,7 @@ class Chain:
                 seen.setdefault(t.name, t)
         return tuple(seen.values())
 
-    @property
+    @cached_property
     def state(self) -> tuple[Tensor, ...]:
         return tuple(t for op in self.ops for t in op.state)
 
@@ -337,10 +337,17 @@ class Chain:
     def readers(self, tensor: str) -> tuple[Op, ...]:
         return tuple(op for op in self.ops if any(t.name == tensor for t in op.inputs))
 
-    def tensor(self, name: str) -> Tensor:
+    @cached_property
+    def _by_name(self) -> dict[str, Tensor]:
+        out: dict[str, Tensor] = {}
         for t in self.tensors + self.state:
-            if t.name == name:
-                return t
+            out.setdefault(t.name, t)
+        return out
+
+    def tensor(self, name: str) -> Tensor:
+        t = self._by_name.get(name)
+        if t is not None:
+            return t
         raise WorkloadError(f"workload {self.name} has no tensor {name!r}; tensors: "
                             + ", ".join(t.name for t in self.tensors))
 
