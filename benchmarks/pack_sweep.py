@@ -60,6 +60,41 @@ def _layouts(nbytes: int, itemsize: int, tiles_list) -> list[Layout]:
     return out
 
 
+@dataclass(frozen=True)
+class Only:
+    """A sweep filter: the cells whose size, dtype, layout and op are each in the given set
+    (an empty set admits every value)."""
+
+    sizes: frozenset = frozenset()
+    dtypes: frozenset = frozenset()
+    layouts: frozenset = frozenset()
+    ops: frozenset = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.sizes or self.dtypes or self.layouts or self.ops)
+
+    def admits(self, key: str, value) -> bool:
+        allowed = getattr(self, key)
+        return not allowed or value in allowed
+
+
+_ONLY_KEYS = {"size": "sizes", "dtype": "dtypes", "layout": "layouts", "op": "ops"}
+
+
+def parse_only(text: str) -> Only:
+    """``--only 'size=64K,4M dtype=i8 layout=T(16,32),NCHW16c op=unpack'`` as an ``Only``;
+    sizes as the table prints them (64K, 4M)."""
+    fields = {}
+    for part in text.split():
+        key, _, values = part.partition("=")
+        if key not in _ONLY_KEYS or not values:
+            raise SystemExit(f"--only: bad filter {part!r}; use size=, dtype=, layout=, op= "
+                             f"with comma-separated values")
+        vals = values.replace("),", ");").split(";") if key == "layout" else values.split(",")
+        fields[_ONLY_KEYS[key]] = frozenset(vals)
+    return Only(**fields)
+
+
 def _rounds(nbytes: int, quick: bool, rounds: int | None) -> int:
     if rounds:
         return rounds
@@ -116,9 +151,11 @@ def _size(nbytes: int) -> str:
     return f"{nbytes >> 20}M" if nbytes >= 1 << 20 else f"{nbytes >> 10}K"
 
 
-def sweep(quick: bool, rounds: int | None, out: str | None) -> None:
-    """Run every cell, print the table, write the JSON."""
-    out = out or str(Path(__file__).parent / "results" / "pack_sweep.json")
+def sweep(quick: bool, rounds: int | None, out: str | None, only: Only = Only()) -> None:
+    """Run every cell (``only``'s with a filter), print the table, write the JSON (a filtered
+    run only to an explicit ``out``)."""
+    if not only:
+        out = out or str(Path(__file__).parent / "results" / "pack_sweep.json")
     load_before = os.getloadavg()
     stream = StreamingCopy()
     rows = []
@@ -126,14 +163,22 @@ def sweep(quick: bool, rounds: int | None, out: str | None) -> None:
           f"{'stream':>6} {'tilew':>6}  {'/copyto':>7} {'/fastest':>8}   (GB/s, medians)")
     try:
         for nbytes in QUICK_SIZES if quick else SIZES:
+            if not only.admits("sizes", _size(nbytes)):
+                continue
             stream.alloc(nbytes)
             for dt, dtype in DTYPES.items():
+                if not only.admits("dtypes", dt):
+                    continue
                 itemsize = np.dtype(dtype).itemsize
                 for lay in _layouts(nbytes, itemsize, QUICK_TILES if quick else TILES):
+                    if not only.admits("layouts", lay.label):
+                        continue
                     raw = np.random.default_rng(0).bytes(nbytes)
                     x = np.frombuffer(raw, np.uint8).view(dtype).reshape(lay.shape).copy()
                     packed = pack_reference(x, lay.pos, lay.tiles)
                     for op in ("pack", "unpack"):
+                        if not only.admits("ops", op):
+                            continue
                         res = _cell(op, x, packed, lay, stream, _rounds(nbytes, quick, rounds))
                         rows.append(dict(op=op, dtype=dt, bytes=nbytes, shape=list(lay.shape),
                                          layout=lay.label, inner_dims_pos=list(lay.pos),
@@ -146,6 +191,8 @@ def sweep(quick: bool, rounds: int | None, out: str | None) -> None:
                     del x, packed
     finally:
         stream.close()
+    if not rows:
+        raise SystemExit("--only matched no cell")
     worst = min(rows, key=lambda r: r["ratio_to_fastest"])
     below = [r for r in rows if r["ratio_to_fastest"] < 0.7]
     print(f"{len(rows)} cells; {len(below)} below 0.7 of the fastest copy; worst "
@@ -157,6 +204,7 @@ def sweep(quick: bool, rounds: int | None, out: str | None) -> None:
                 quick=quick, streaming_threshold_bytes=NT_THRESHOLD,
                 note="single thread everywhere; GB/s = unpacked bytes / time; 4 MiB evicted "
                      "before every timed call; ratios are per-round medians")
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
-    print(f"wrote {out}")
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
+        print(f"wrote {out}")

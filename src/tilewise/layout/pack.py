@@ -454,7 +454,7 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
     pattern = nest.pad_pattern(bytes(src.dtype.itemsize) if pad is None else pad.tobytes())
     table, mode, nt = nest.kernel_args(dst.nbytes >= kernels.STREAMING_BYTES)
     plan = Plan(dst.shape, dst.dtype, kernels.RUN[nest.unit], (pattern, table, nest.fill, nt, mode),
-                src.dtype in kernels.TYPED)
+                src.dtype in kernels.TYPED, nest.unit, src.shape)
     status = plan.move(src, dst)
     assert status == kernels.OK, status  # _check_out rejected overlaps; the unit fits
     if keys is not None and max_unit == 8:
@@ -475,8 +475,10 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
         last = LAST_PACK[0]  # the previous call's, if it had the same objects
         if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
                 and last[2] is outer_dims_perm and last[3] is padding_value
-                and last[4] is x.dtype and last[5] == x.shape):
-            if (done := last[6].run(x, out)) is not None:
+                and last[4] is x.dtype):
+            if (done := last[6].fast(x, out)) is not None:
+                return done
+            if last[5] == x.shape and (done := last[6].run(x, out)) is not None:
                 return done
         try:
             extra = padding_value if padding_value is None else pad_key(padding_value)
@@ -523,9 +525,10 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
     if type(p) is np.ndarray and (shape is None or exact_ints(shape)):
         last = LAST_UNPACK[0]  # the previous call's, if it had the same objects
         if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
-                and last[2] is outer_dims_perm and last[3] == shape
-                and last[4] is p.dtype and last[5] == p.shape):
-            if (done := last[6].run(p, out)) is not None:
+                and last[2] is outer_dims_perm and last[3] == shape and last[4] is p.dtype):
+            if (done := last[6].fast(p, out)) is not None:
+                return done
+            if last[5] == p.shape and (done := last[6].run(p, out)) is not None:
                 return done
         idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), p.shape,
                p.dtype, shape)
