@@ -119,7 +119,9 @@ def _timed(f) -> float:
 
 def _cell(op: str, x: np.ndarray, packed: np.ndarray, lay: Layout, stream: StreamingCopy,
           rounds: int) -> dict:
-    """Time one op on one layout interleaved with both copies; check the result."""
+    """Time one op on one layout interleaved with both copies; check the result. The order
+    rotates round by round: a call right after the streaming child's reply (a pipe read
+    that wakes this process) runs about 1 us slower at 64 KiB, for every candidate."""
     src, want = (x, packed) if op == "pack" else (packed, x)
     out = np.empty_like(want)
     if op == "pack":
@@ -133,11 +135,13 @@ def _cell(op: str, x: np.ndarray, packed: np.ndarray, lay: Layout, stream: Strea
         f()
     if not np.array_equal(out.view(np.uint8), want.view(np.uint8)):
         raise AssertionError(f"{op} {lay.label} {x.dtype} {x.shape}: wrong bytes")
-    times = {"copyto": [], "stream": [], "tilewise": []}
-    for _ in range(rounds):
-        times["copyto"].append(_timed(copy))
-        times["stream"].append(stream.time())
-        times["tilewise"].append(_timed(run))
+    timers = {"copyto": lambda: _timed(copy), "stream": stream.time,
+              "tilewise": lambda: _timed(run)}
+    order = list(timers)
+    times = {k: [] for k in order}
+    for r in range(rounds):  # each candidate first, second and third in turn (see _cell)
+        for k in order[r % 3:] + order[:r % 3]:
+            times[k].append(timers[k]())
     t = {k: np.array(v) for k, v in times.items()}
     return dict(seconds={k: float(np.median(v)) for k, v in t.items()},
                 gb_per_s={k: x.nbytes / float(np.median(v)) / 1e9 for k, v in t.items()},

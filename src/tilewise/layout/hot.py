@@ -26,9 +26,12 @@ import numpy as np
 BY_VALUE: dict = {}
 BY_ID: dict = {}
 SIZE = 512
-# The most recent ``BY_ID`` hit of each op, with the objects it was found by (kept alive):
-# ``(tiles, pos, perm, padding or unpacked shape, dtype, source shape, plan)``. A call with
-# the same objects (a loop) skips building and hashing the key: identity tests only.
+# The most recent ``BY_ID`` hit of each op whose plan has a lean entry, with the objects it
+# was found by (kept alive), as ``Plan.last`` builds it: ``(tiles, pos, perm, padding or
+# unpacked shape, dtype, source rank, destination rank, lean entry, its record, plan, shape
+# matched by value)``. A
+# call with the same objects (a loop) skips building and hashing the key: identity tests,
+# then the lean entry (a plain tuple: the fewest steps for ``pack``/``unpack`` to read it).
 LAST_PACK: list = [None]
 LAST_UNPACK: list = [None]
 
@@ -80,6 +83,18 @@ class Plan:
                                           self.shape)
         self.lean = _lean_entry(kernels.lean, self.dtype, self.src_ndim, self.ndim,
                                 (self.record,))
+
+    def last(self, tiles, pos, perm, extra) -> tuple | None:
+        """``LAST_PACK``/``LAST_UNPACK``'s entry for a call with these objects, or None when
+        the plan has no lean entry. Its last field says whether an unpack's ``shape``
+        (``extra``) may be matched by value: an equal tuple whose ``sum`` is an ``int`` has
+        no float, no numpy scalar, and -- no dim being 0 or 1 -- no bool, so it holds the
+        exact ints the checked path accepts (a cheaper test than the types, one by one)."""
+        if self.lean is None:
+            return None
+        by_value = type(extra) is tuple and 0 not in extra and 1 not in extra
+        return (tiles, pos, perm, extra, self.dtype, self.src_ndim, self.ndim, self.lean,
+                self.record, self, by_value)
 
     def fast(self, src: np.ndarray, out):
         """The result through the lean entry (one compiled call: the kernel checks shapes,
