@@ -787,6 +787,12 @@ def _gather_zip(src, dst, s, d, a0, a1, ds1, b0, b1, ss0, saddr, daddr):
         for a in range(as_, ak, ka):
             for b in range(bs, bk, kb):
                 _zip_in(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
+    elif ds1 * u >= _PAGE:  # destination rows a page or more apart (NCHW planes): a few
+        # rows at a time along the block, each getting consecutive lines (in source order,
+        # the k rows' lines, all in one L1 set, ran at 0.44-0.54 of memcpy, now 0.59-0.65)
+        for a in range(as_, ak, ka):
+            for b in range(bs, bk, kb):
+                _zip_out(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
     else:  # in source order: each source line is used up while it is in L1
         for b in range(bs, bk, kb):
             for a in range(as_, ak, ka):
