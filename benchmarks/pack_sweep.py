@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import platform
 import time
 from dataclasses import dataclass
@@ -90,7 +91,7 @@ def parse_only(text: str) -> Only:
         if key not in _ONLY_KEYS or not values:
             raise SystemExit(f"--only: bad filter {part!r}; use size=, dtype=, layout=, op= "
                              f"with comma-separated values")
-        vals = values.replace("),", ");").split(";") if key == "layout" else values.split(",")
+        vals = re.findall(r"[^,(]+(?:\([^)]*\))?", values)  # T(16,32) keeps its comma
         fields[_ONLY_KEYS[key]] = frozenset(vals)
     return Only(**fields)
 
