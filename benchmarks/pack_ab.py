@@ -28,7 +28,7 @@ import numpy as np
 
 import tilewise.layout.pack as current
 from copy_baseline import StreamingCopy
-from pack_sweep import DTYPES, SIZES, TILES, _evict, _layouts, _size, parse_only
+from pack_sweep import _evict, _size, cells, parse_only
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -95,28 +95,20 @@ def main() -> None:
         base = _base_module(args.base, Path(tmp))
         stream = StreamingCopy()
         try:
-            for nbytes in SIZES:
-                if not only.admits("sizes", _size(nbytes)):
-                    continue
-                stream.alloc(nbytes)
-                for dt, dtype in DTYPES.items():
-                    if not only.admits("dtypes", dt):
+            for cell in cells(only):
+                if stream.nbytes != cell.nbytes:
+                    stream.alloc(cell.nbytes)
+                x, packed = cell.tensors()
+                lay = cell.layout
+                for op in ("pack", "unpack"):
+                    if not only.admits("ops", op):
                         continue
-                    for lay in _layouts(nbytes, np.dtype(dtype).itemsize, TILES):
-                        if not only.admits("layouts", lay.label):
-                            continue
-                        raw = np.random.default_rng(0).bytes(nbytes)
-                        x = np.frombuffer(raw, np.uint8).view(dtype).reshape(lay.shape).copy()
-                        packed = current.pack_reference(x, lay.pos, lay.tiles)
-                        for op in ("pack", "unpack"):
-                            if not only.admits("ops", op):
-                                continue
-                            res = _cell(op, x, packed, lay, base, stream, args.rounds)
-                            rows.append(dict(op=op, dtype=dt, bytes=nbytes, layout=lay.label,
-                                             **res))
-                            print(f"{op:6} {dt:4} {_size(nbytes):>5} {lay.label:>8}  "
-                                  f"{res['base_to_fastest']:5.2f} {res['new_to_fastest']:5.2f}  "
-                                  f"{res['new_over_base']:8.2f}", flush=True)
+                    res = _cell(op, x, packed, lay, base, stream, args.rounds)
+                    rows.append(dict(op=op, dtype=cell.dt, bytes=cell.nbytes, layout=lay.label,
+                                     **res))
+                    print(f"{op:6} {cell.dt:4} {_size(cell.nbytes):>5} {lay.label:>8}  "
+                          f"{res['base_to_fastest']:5.2f} {res['new_to_fastest']:5.2f}  "
+                          f"{res['new_over_base']:8.2f}", flush=True)
         finally:
             stream.close()
     n = len(rows)

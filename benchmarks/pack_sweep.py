@@ -156,6 +156,36 @@ def _size(nbytes: int) -> str:
     return f"{nbytes >> 20}M" if nbytes >= 1 << 20 else f"{nbytes >> 10}K"
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One tensor of the sweep: ``nbytes`` of dtype ``dtype`` (labelled ``dt``) in ``layout``."""
+
+    nbytes: int
+    dt: str
+    dtype: type
+    layout: Layout
+
+    def tensors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The unpacked tensor (random bytes, the same every run) and its packed form."""
+        raw = np.random.default_rng(0).bytes(self.nbytes)
+        x = np.frombuffer(raw, np.uint8).view(self.dtype).reshape(self.layout.shape).copy()
+        return x, pack_reference(x, self.layout.pos, self.layout.tiles)
+
+
+def cells(only: Only, quick: bool = False):
+    """The sweep's cells in order (sizes, then dtypes, then layouts), as ``only`` admits them."""
+    for nbytes in QUICK_SIZES if quick else SIZES:
+        if not only.admits("sizes", _size(nbytes)):
+            continue
+        for dt, dtype in DTYPES.items():
+            if not only.admits("dtypes", dt):
+                continue
+            for lay in _layouts(nbytes, np.dtype(dtype).itemsize,
+                                QUICK_TILES if quick else TILES):
+                if only.admits("layouts", lay.label):
+                    yield Cell(nbytes, dt, dtype, lay)
+
+
 def sweep(quick: bool, rounds: int | None, out: str | None, only: Only = Only()) -> None:
     """Run every cell (``only``'s with a filter), print the table, write the JSON (a filtered
     run only to an explicit ``out``)."""
@@ -167,33 +197,24 @@ def sweep(quick: bool, rounds: int | None, out: str | None, only: Only = Only())
     print(f"{'op':6} {'dtype':4} {'size':>5} {'shape':>14} {'tile':>8} {'copyto':>6} "
           f"{'stream':>6} {'tilew':>6}  {'/copyto':>7} {'/fastest':>8}   (GB/s, medians)")
     try:
-        for nbytes in QUICK_SIZES if quick else SIZES:
-            if not only.admits("sizes", _size(nbytes)):
-                continue
-            stream.alloc(nbytes)
-            for dt, dtype in DTYPES.items():
-                if not only.admits("dtypes", dt):
+        for cell in cells(only, quick):
+            if stream.nbytes != cell.nbytes:
+                stream.alloc(cell.nbytes)
+            x, packed = cell.tensors()
+            lay, dt, nbytes = cell.layout, cell.dt, cell.nbytes
+            for op in ("pack", "unpack"):
+                if not only.admits("ops", op):
                     continue
-                itemsize = np.dtype(dtype).itemsize
-                for lay in _layouts(nbytes, itemsize, QUICK_TILES if quick else TILES):
-                    if not only.admits("layouts", lay.label):
-                        continue
-                    raw = np.random.default_rng(0).bytes(nbytes)
-                    x = np.frombuffer(raw, np.uint8).view(dtype).reshape(lay.shape).copy()
-                    packed = pack_reference(x, lay.pos, lay.tiles)
-                    for op in ("pack", "unpack"):
-                        if not only.admits("ops", op):
-                            continue
-                        res = _cell(op, x, packed, lay, stream, _rounds(nbytes, quick, rounds))
-                        rows.append(dict(op=op, dtype=dt, bytes=nbytes, shape=list(lay.shape),
-                                         layout=lay.label, inner_dims_pos=list(lay.pos),
-                                         inner_tiles=list(lay.tiles), **res))
-                        g = res["gb_per_s"]
-                        print(f"{op:6} {dt:4} {_size(nbytes):>5} {'x'.join(map(str, lay.shape)):>14}"
-                              f" {lay.label:>8} {g['copyto']:6.1f} {g['stream']:6.1f} "
-                              f"{g['tilewise']:6.1f}  {res['ratio_to_copyto']:7.2f} "
-                              f"{res['ratio_to_fastest']:8.2f}", flush=True)
-                    del x, packed
+                res = _cell(op, x, packed, lay, stream, _rounds(nbytes, quick, rounds))
+                rows.append(dict(op=op, dtype=dt, bytes=nbytes, shape=list(lay.shape),
+                                 layout=lay.label, inner_dims_pos=list(lay.pos),
+                                 inner_tiles=list(lay.tiles), **res))
+                g = res["gb_per_s"]
+                print(f"{op:6} {dt:4} {_size(nbytes):>5} {'x'.join(map(str, lay.shape)):>14}"
+                      f" {lay.label:>8} {g['copyto']:6.1f} {g['stream']:6.1f} "
+                      f"{g['tilewise']:6.1f}  {res['ratio_to_copyto']:7.2f} "
+                      f"{res['ratio_to_fastest']:8.2f}", flush=True)
+            del x, packed
     finally:
         stream.close()
     if not rows:

@@ -1328,26 +1328,29 @@ _MOVE_SIG = types.int64(*[types.intp] * 10)
 _TABLE_COLS = 5
 
 
+@njit(nogil=True, inline="always")
+def _moved(srcp, dstp, padp, unit, sa, da, sn, dn, period, ta, rows, flags, mode):
+    """``_MOVE_SIG``'s body once the addresses are pointers to ``unit``-byte units."""
+    return _move_all(srcp, dstp, sa, da, sn, dn, padp, period, unit,
+                     carray(_ati(ta), (rows, _TABLE_COLS)), flags & 1 != 0, flags & 2 != 0, mode)
+
+
 # Four functions, not one factory: numba's disk cache keys closures by name and signature,
 # which the four would share.
 def _moved8(sa, da, sn, dn, pa, period, ta, rows, flags, mode):
-    return _move_all(_at8(sa), _at8(da), sa, da, sn, dn, _at8(pa), period, 8,
-                     carray(_ati(ta), (rows, _TABLE_COLS)), flags & 1 != 0, flags & 2 != 0, mode)
+    return _moved(_at8(sa), _at8(da), _at8(pa), 8, sa, da, sn, dn, period, ta, rows, flags, mode)
 
 
 def _moved4(sa, da, sn, dn, pa, period, ta, rows, flags, mode):
-    return _move_all(_at4(sa), _at4(da), sa, da, sn, dn, _at4(pa), period, 4,
-                     carray(_ati(ta), (rows, _TABLE_COLS)), flags & 1 != 0, flags & 2 != 0, mode)
+    return _moved(_at4(sa), _at4(da), _at4(pa), 4, sa, da, sn, dn, period, ta, rows, flags, mode)
 
 
 def _moved2(sa, da, sn, dn, pa, period, ta, rows, flags, mode):
-    return _move_all(_at2(sa), _at2(da), sa, da, sn, dn, _at2(pa), period, 2,
-                     carray(_ati(ta), (rows, _TABLE_COLS)), flags & 1 != 0, flags & 2 != 0, mode)
+    return _moved(_at2(sa), _at2(da), _at2(pa), 2, sa, da, sn, dn, period, ta, rows, flags, mode)
 
 
 def _moved1(sa, da, sn, dn, pa, period, ta, rows, flags, mode):
-    return _move_all(_at1(sa), _at1(da), sa, da, sn, dn, _at1(pa), period, 1,
-                     carray(_ati(ta), (rows, _TABLE_COLS)), flags & 1 != 0, flags & 2 != 0, mode)
+    return _moved(_at1(sa), _at1(da), _at1(pa), 1, sa, da, sn, dn, period, ta, rows, flags, mode)
 
 
 @intrinsic
