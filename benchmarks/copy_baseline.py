@@ -49,6 +49,7 @@ class StreamingCopy:
     def __init__(self, threshold: int = NT_THRESHOLD):
         env = dict(os.environ, GLIBC_TUNABLES=f"glibc.cpu.x86_non_temporal_threshold={threshold:#x}",
                    OMP_NUM_THREADS="1")
+        self.nbytes = 0  # the size of the child's buffers
         self._proc = subprocess.Popen([sys.executable, "-c", _CHILD], env=env, text=True,
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE)
 
@@ -61,6 +62,7 @@ class StreamingCopy:
         """Give the child source and destination buffers of ``nbytes`` bytes."""
         if self._ask(f"alloc {nbytes}") != "ok":
             raise RuntimeError("streaming-copy child failed to allocate")
+        self.nbytes = nbytes
 
     def time(self) -> float:
         """Seconds of one copy of the allocated bytes."""

@@ -121,11 +121,15 @@ def main() -> None:
                     "results/pack_sweep.json with --sweep)")
     ap.add_argument("--sweep", action="store_true", help="sizes 64 KiB .. 256 MiB, f32/bf16/i8, "
                     "five tile shapes and NCHW->NCHWc, against np.copyto and a streaming memcpy")
+    ap.add_argument("--only", default="", help="sweep filter, e.g. 'size=64K,256K "
+                    "dtype=i8 layout=T(16,32),NCHW16c op=unpack' (cells matching every key)")
     args = ap.parse_args()
     if args.sweep:
-        from pack_sweep import sweep
+        from pack_sweep import parse_only, sweep
 
-        return sweep(args.quick, args.rounds, args.out)
+        return sweep(args.quick, args.rounds, args.out, parse_only(args.only))
+    if args.only:
+        ap.error("--only filters the sweep: pass --sweep too")
     args.out = args.out or str(Path(__file__).parent / "results" / "pack.json")
     results = []
     header = (f"{'op':7} {'dtype':5} {'shape':>10} {'tile':>9} {'memcpy':>7} {'numpy':>7} "

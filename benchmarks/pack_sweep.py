@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import platform
 import time
 from dataclasses import dataclass
@@ -60,6 +61,41 @@ def _layouts(nbytes: int, itemsize: int, tiles_list) -> list[Layout]:
     return out
 
 
+@dataclass(frozen=True)
+class Only:
+    """A sweep filter: the cells whose size, dtype, layout and op are each in the given set
+    (an empty set admits every value)."""
+
+    sizes: frozenset = frozenset()
+    dtypes: frozenset = frozenset()
+    layouts: frozenset = frozenset()
+    ops: frozenset = frozenset()
+
+    def __bool__(self) -> bool:
+        return bool(self.sizes or self.dtypes or self.layouts or self.ops)
+
+    def admits(self, key: str, value) -> bool:
+        allowed = getattr(self, key)
+        return not allowed or value in allowed
+
+
+_ONLY_KEYS = {"size": "sizes", "dtype": "dtypes", "layout": "layouts", "op": "ops"}
+
+
+def parse_only(text: str) -> Only:
+    """``--only 'size=64K,4M dtype=i8 layout=T(16,32),NCHW16c op=unpack'`` as an ``Only``;
+    sizes as the table prints them (64K, 4M)."""
+    fields = {}
+    for part in text.split():
+        key, _, values = part.partition("=")
+        if key not in _ONLY_KEYS or not values:
+            raise SystemExit(f"--only: bad filter {part!r}; use size=, dtype=, layout=, op= "
+                             f"with comma-separated values")
+        vals = re.findall(r"[^,(]+(?:\([^)]*\))?", values)  # T(16,32) keeps its comma
+        fields[_ONLY_KEYS[key]] = frozenset(vals)
+    return Only(**fields)
+
+
 def _rounds(nbytes: int, quick: bool, rounds: int | None) -> int:
     if rounds:
         return rounds
@@ -84,7 +120,9 @@ def _timed(f) -> float:
 
 def _cell(op: str, x: np.ndarray, packed: np.ndarray, lay: Layout, stream: StreamingCopy,
           rounds: int) -> dict:
-    """Time one op on one layout interleaved with both copies; check the result."""
+    """Time one op on one layout interleaved with both copies; check the result. The order
+    rotates round by round: a call right after the streaming child's reply (a pipe read
+    that wakes this process) runs about 1 us slower at 64 KiB, for every candidate."""
     src, want = (x, packed) if op == "pack" else (packed, x)
     out = np.empty_like(want)
     if op == "pack":
@@ -98,11 +136,13 @@ def _cell(op: str, x: np.ndarray, packed: np.ndarray, lay: Layout, stream: Strea
         f()
     if not np.array_equal(out.view(np.uint8), want.view(np.uint8)):
         raise AssertionError(f"{op} {lay.label} {x.dtype} {x.shape}: wrong bytes")
-    times = {"copyto": [], "stream": [], "tilewise": []}
-    for _ in range(rounds):
-        times["copyto"].append(_timed(copy))
-        times["stream"].append(stream.time())
-        times["tilewise"].append(_timed(run))
+    timers = {"copyto": lambda: _timed(copy), "stream": stream.time,
+              "tilewise": lambda: _timed(run)}
+    order = list(timers)
+    times = {k: [] for k in order}
+    for r in range(rounds):  # each candidate first, second and third in turn (see _cell)
+        for k in order[r % 3:] + order[:r % 3]:
+            times[k].append(timers[k]())
     t = {k: np.array(v) for k, v in times.items()}
     return dict(seconds={k: float(np.median(v)) for k, v in t.items()},
                 gb_per_s={k: x.nbytes / float(np.median(v)) / 1e9 for k, v in t.items()},
@@ -116,36 +156,69 @@ def _size(nbytes: int) -> str:
     return f"{nbytes >> 20}M" if nbytes >= 1 << 20 else f"{nbytes >> 10}K"
 
 
-def sweep(quick: bool, rounds: int | None, out: str | None) -> None:
-    """Run every cell, print the table, write the JSON."""
-    out = out or str(Path(__file__).parent / "results" / "pack_sweep.json")
+@dataclass(frozen=True)
+class Cell:
+    """One tensor of the sweep: ``nbytes`` of dtype ``dtype`` (labelled ``dt``) in ``layout``."""
+
+    nbytes: int
+    dt: str
+    dtype: type
+    layout: Layout
+
+    def tensors(self) -> tuple[np.ndarray, np.ndarray]:
+        """The unpacked tensor (random bytes, the same every run) and its packed form."""
+        raw = np.random.default_rng(0).bytes(self.nbytes)
+        x = np.frombuffer(raw, np.uint8).view(self.dtype).reshape(self.layout.shape).copy()
+        return x, pack_reference(x, self.layout.pos, self.layout.tiles)
+
+
+def cells(only: Only, quick: bool = False):
+    """The sweep's cells in order (sizes, then dtypes, then layouts), as ``only`` admits them."""
+    for nbytes in QUICK_SIZES if quick else SIZES:
+        if not only.admits("sizes", _size(nbytes)):
+            continue
+        for dt, dtype in DTYPES.items():
+            if not only.admits("dtypes", dt):
+                continue
+            for lay in _layouts(nbytes, np.dtype(dtype).itemsize,
+                                QUICK_TILES if quick else TILES):
+                if only.admits("layouts", lay.label):
+                    yield Cell(nbytes, dt, dtype, lay)
+
+
+def sweep(quick: bool, rounds: int | None, out: str | None, only: Only = Only()) -> None:
+    """Run every cell (``only``'s with a filter), print the table, write the JSON (a filtered
+    run only to an explicit ``out``)."""
+    if not only:
+        out = out or str(Path(__file__).parent / "results" / "pack_sweep.json")
     load_before = os.getloadavg()
     stream = StreamingCopy()
     rows = []
     print(f"{'op':6} {'dtype':4} {'size':>5} {'shape':>14} {'tile':>8} {'copyto':>6} "
           f"{'stream':>6} {'tilew':>6}  {'/copyto':>7} {'/fastest':>8}   (GB/s, medians)")
     try:
-        for nbytes in QUICK_SIZES if quick else SIZES:
-            stream.alloc(nbytes)
-            for dt, dtype in DTYPES.items():
-                itemsize = np.dtype(dtype).itemsize
-                for lay in _layouts(nbytes, itemsize, QUICK_TILES if quick else TILES):
-                    raw = np.random.default_rng(0).bytes(nbytes)
-                    x = np.frombuffer(raw, np.uint8).view(dtype).reshape(lay.shape).copy()
-                    packed = pack_reference(x, lay.pos, lay.tiles)
-                    for op in ("pack", "unpack"):
-                        res = _cell(op, x, packed, lay, stream, _rounds(nbytes, quick, rounds))
-                        rows.append(dict(op=op, dtype=dt, bytes=nbytes, shape=list(lay.shape),
-                                         layout=lay.label, inner_dims_pos=list(lay.pos),
-                                         inner_tiles=list(lay.tiles), **res))
-                        g = res["gb_per_s"]
-                        print(f"{op:6} {dt:4} {_size(nbytes):>5} {'x'.join(map(str, lay.shape)):>14}"
-                              f" {lay.label:>8} {g['copyto']:6.1f} {g['stream']:6.1f} "
-                              f"{g['tilewise']:6.1f}  {res['ratio_to_copyto']:7.2f} "
-                              f"{res['ratio_to_fastest']:8.2f}", flush=True)
-                    del x, packed
+        for cell in cells(only, quick):
+            if stream.nbytes != cell.nbytes:
+                stream.alloc(cell.nbytes)
+            x, packed = cell.tensors()
+            lay, dt, nbytes = cell.layout, cell.dt, cell.nbytes
+            for op in ("pack", "unpack"):
+                if not only.admits("ops", op):
+                    continue
+                res = _cell(op, x, packed, lay, stream, _rounds(nbytes, quick, rounds))
+                rows.append(dict(op=op, dtype=dt, bytes=nbytes, shape=list(lay.shape),
+                                 layout=lay.label, inner_dims_pos=list(lay.pos),
+                                 inner_tiles=list(lay.tiles), **res))
+                g = res["gb_per_s"]
+                print(f"{op:6} {dt:4} {_size(nbytes):>5} {'x'.join(map(str, lay.shape)):>14}"
+                      f" {lay.label:>8} {g['copyto']:6.1f} {g['stream']:6.1f} "
+                      f"{g['tilewise']:6.1f}  {res['ratio_to_copyto']:7.2f} "
+                      f"{res['ratio_to_fastest']:8.2f}", flush=True)
+            del x, packed
     finally:
         stream.close()
+    if not rows:
+        raise SystemExit("--only matched no cell")
     worst = min(rows, key=lambda r: r["ratio_to_fastest"])
     below = [r for r in rows if r["ratio_to_fastest"] < 0.7]
     print(f"{len(rows)} cells; {len(below)} below 0.7 of the fastest copy; worst "
@@ -157,6 +230,7 @@ def sweep(quick: bool, rounds: int | None, out: str | None) -> None:
                 quick=quick, streaming_threshold_bytes=NT_THRESHOLD,
                 note="single thread everywhere; GB/s = unpacked bytes / time; 4 MiB evicted "
                      "before every timed call; ratios are per-round medians")
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    Path(out).write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
-    print(f"wrote {out}")
+    if out:
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        Path(out).write_text(json.dumps(dict(meta=meta, rows=rows), indent=1) + "\n")
+        print(f"wrote {out}")

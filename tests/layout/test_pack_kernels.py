@@ -230,12 +230,14 @@ def test_runs_of_every_length(cols, dt):
 
 
 @pytest.mark.parametrize("dt", [np.int8, np.int16, np.float32, np.float64])
-@pytest.mark.parametrize("hw", [(4, 16), (8, 24), (5, 13), (16, 64)])
+@pytest.mark.parametrize("hw", [(4, 16), (8, 24), (5, 13), (16, 64), (33, 128), (31, 131)])
 def test_zip_transposes_of_channel_planes(dt, hw):
     # NCHW -> NCHW16c and back: transposes of single elements between 16 channel planes,
     # by lane-parallel zips (whole lines on the strided side, started on its lines when
     # the planes are a whole number of lines apart; the ragged edges unit by unit), from
-    # line-aligned and shifted buffers.
+    # line-aligned and shifted buffers. Unpacks into planes a page or more apart walk a few
+    # planes at a time along the block ((33, 128); (31, 131): int8 below a page, wider
+    # dtypes above it with planes not a whole number of lines).
     x = np.random.default_rng(hw[1]).integers(-99, 99, (2, 32) + hw).astype(dt)
     _check_both_ways(x, (1,), (16,), (), 0, offsets=(0, 8, 40))
     # and a transpose of 8-byte words with a ragged number of rows (f32 T(16, 2))

@@ -26,9 +26,12 @@ import numpy as np
 BY_VALUE: dict = {}
 BY_ID: dict = {}
 SIZE = 512
-# The most recent ``BY_ID`` hit of each op, with the objects it was found by (kept alive):
-# ``(tiles, pos, perm, padding or unpacked shape, dtype, source shape, plan)``. A call with
-# the same objects (a loop) skips building and hashing the key: identity tests only.
+# The most recent ``BY_ID`` hit of each op whose plan has a lean entry, with the objects it
+# was found by (kept alive), as ``Plan.last`` builds it: ``(tiles, pos, perm, padding or
+# unpacked shape, dtype, source rank, destination rank, lean entry, its record, plan, shape
+# matched by value)``. A
+# call with the same objects (a loop) skips building and hashing the key: identity tests,
+# then the lean entry (a plain tuple: the fewest steps for ``pack``/``unpack`` to read it).
 LAST_PACK: list = [None]
 LAST_UNPACK: list = [None]
 
@@ -36,17 +39,26 @@ LAST_UNPACK: list = [None]
 class Plan:
     """A verified pack or unpack: the result's ``shape`` and ``dtype``, the compiled
     ``kernel`` and its ``args`` after the source and destination; ``typed``: the arrays go
-    to the kernel raveled, not as byte views (``kernels.TYPED``)."""
+    to the kernel raveled, not as byte views (``kernels.TYPED``). With ``src_shape`` and the
+    kernel's ``unit``, ``kernels.lean`` is compiled when the plan is used again, for the
+    arrays as they come, and then runs repeated calls (``fast``)."""
 
-    __slots__ = ("shape", "dtype", "kernel", "args", "typed", "entry")
+    __slots__ = ("shape", "dtype", "kernel", "args", "typed", "entry", "lean", "unit",
+                 "record", "src_shape", "ndim", "src_ndim")
 
-    def __init__(self, shape, dtype, kernel, args, typed):
+    def __init__(self, shape, dtype, kernel, args, typed, unit=0, src_shape=None):
         self.shape = shape
         self.dtype = dtype
         self.kernel = kernel
         self.args = args
         self.typed = typed
         self.entry = None  # the compiled entry point, once the dispatcher has run it
+        self.lean = None  # ``kernels.lean``'s entry point, once compiled (``run``)
+        self.ndim = len(shape)
+        self.src_ndim = -1 if src_shape is None else len(src_shape)
+        self.unit = unit if src_shape is not None and FLAGS_AT is not None else 0
+        self.src_shape = src_shape
+        self.record = None  # ``kernels.lean``'s record of the call
 
     def move(self, src: np.ndarray, dst: np.ndarray) -> int:
         """Run the kernel on C-contiguous ``src`` and ``dst``; the kernel's status."""
@@ -60,6 +72,45 @@ class Plan:
         self.entry = _entry_point(self.kernel, (a, b) + self.args)
         return status
 
+    def _compile_lean(self) -> None:
+        """Compile ``kernels.lean`` for this plan's arrays (once; a plan used again)."""
+        unit, self.unit = self.unit, 0
+        if not unit or carrier(self.dtype) is None:
+            return
+        from . import kernels
+
+        self.record = kernels.lean_record(FLAGS_AT, unit, *self.args, self.src_shape,
+                                          self.shape)
+        self.lean = _lean_entry(kernels.lean, self.dtype, self.src_ndim, self.ndim,
+                                (self.record,))
+
+    def last(self, tiles, pos, perm, extra) -> tuple | None:
+        """``LAST_PACK``/``LAST_UNPACK``'s entry for a call with these objects, or None when
+        the plan has no lean entry. Its last field says whether an unpack's ``shape``
+        (``extra``) may be matched by value: an equal tuple whose ``sum`` is an ``int`` has
+        no float, no numpy scalar, and -- no dim being 0 or 1 -- no bool, so it holds the
+        exact ints the checked path accepts (a cheaper test than the types, one by one)."""
+        if self.lean is None:
+            return None
+        by_value = type(extra) is tuple and 0 not in extra and 1 not in extra
+        return (tiles, pos, perm, extra, self.dtype, self.src_ndim, self.ndim, self.lean,
+                self.record, self, by_value)
+
+    def fast(self, src: np.ndarray, out):
+        """The result through the lean entry (one compiled call: the kernel checks shapes,
+        contiguity and writeability itself), or None when there is none yet or the arrays
+        do not fit it (the caller then takes ``run``). ``src``: an ndarray of the plan's
+        source dtype."""
+        lean = self.lean
+        if lean is None or src.ndim != self.src_ndim:
+            return None
+        if out is None:
+            out = np.empty(self.shape, self.dtype)
+        elif not (out.__class__ is np.ndarray and out.dtype is self.dtype
+                  and out.ndim == self.ndim):
+            return None
+        return out if lean(src, out, self.record) == 0 else None
+
     def run(self, src: np.ndarray, out):
         """The result, or None when the slow path must decide (a bad ``out=``, an overlap,
         a base address not aligned to the kernel's unit). ``src`` is any ndarray of the
@@ -70,11 +121,63 @@ class Plan:
                   and out.dtype is self.dtype and (flags := out.flags).c_contiguous
                   and flags.writeable):
             return None
+        if self.unit:
+            self._compile_lean()
         if self.typed and self.entry is not None:  # the common case, inlined
             status = self.entry(src.ravel(), out.ravel(), *self.args)
         else:
             status = self.move(src, out)
         return out if status == 0 else None
+
+
+def _flags_offset() -> int | None:
+    """Where numpy keeps an array's ``flags`` in the ndarray object (bytes from its address:
+    64 in CPython's 64-bit builds, ``PyArrayObject_fields``), checked on arrays whose flags
+    differ; None when that layout is not found (the lean entry is then never used)."""
+    import ctypes
+
+    if ctypes.sizeof(ctypes.c_void_p) != 8:
+        return None
+    base = np.empty((4, 4))
+    frozen = np.empty(4)
+    frozen.flags.writeable = False
+    probes = ((base, 0x401), (frozen, 0x001), (base[:, ::2], 0x400), (base.T, 0x400))
+    at = 64
+    for arr, bits in probes:
+        flags = ctypes.c_int.from_address(id(arr) + at).value
+        if flags & 0x401 != bits:
+            return None
+    return at
+
+
+FLAGS_AT = _flags_offset()
+
+
+def carrier(dtype: np.dtype):
+    """The numba array dtype the lean entry is compiled for: ``dtype`` itself when numba
+    types it, else the unsigned integer of its size (the entry point never looks at the
+    dtype: bfloat16 runs as ``uint16``), or None (sizes other than 1, 2, 4, 8)."""
+    from .kernels import TYPED
+
+    if dtype in TYPED:
+        return dtype
+    return {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
+            8: np.dtype(np.uint64)}.get(dtype.itemsize) if not dtype.hasobject else None
+
+
+def _lean_entry(kernel, dtype, src_ndim: int, ndim: int, args):
+    """``kernel`` compiled for C-contiguous arrays of ``dtype``'s carrier and ranks
+    ``src_ndim`` / ``ndim``, as its entry point (called without type checks), or None."""
+    from numba import from_dtype, typeof, types
+
+    try:
+        elem = from_dtype(carrier(dtype))
+        sig = (types.Array(elem, src_ndim, "C"), types.Array(elem, ndim, "C"),
+               *(typeof(a) for a in args))
+        kernel.compile(sig)
+        return kernel.overloads[sig].entry_point
+    except Exception:  # noqa: BLE001 - no lean entry: repeated calls take ``run``
+        return None
 
 
 def _entry_point(dispatcher, args):

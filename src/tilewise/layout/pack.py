@@ -33,6 +33,7 @@ from math import gcd, prod
 
 import ml_dtypes
 import numpy as np
+from numpy import ndarray
 
 from ..dtypes import DType, from_mlir, from_numpy
 from ..errors import DTypeError, PackError, ParseError
@@ -454,7 +455,7 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
     pattern = nest.pad_pattern(bytes(src.dtype.itemsize) if pad is None else pad.tobytes())
     table, mode, nt = nest.kernel_args(dst.nbytes >= kernels.STREAMING_BYTES)
     plan = Plan(dst.shape, dst.dtype, kernels.RUN[nest.unit], (pattern, table, nest.fill, nt, mode),
-                src.dtype in kernels.TYPED)
+                src.dtype in kernels.TYPED, nest.unit, src.shape)
     status = plan.move(src, dst)
     assert status == kernels.OK, status  # _check_out rejected overlaps; the unit fits
     if keys is not None and max_unit == 8:
@@ -470,14 +471,15 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
     Compiled single-threaded kernels move the bytes at close to memcpy speed; a repeated call
     (same shape, dtype, attributes and padding) reuses the verified plan (``hot``).
     """
+    last = LAST_PACK[0]  # the previous call's objects and lean entry (``hot.Plan.last``)
+    if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
+            and last[2] is outer_dims_perm and last[3] is padding_value
+            and x.__class__ is ndarray and x.dtype is last[4] and x.ndim == last[5]
+            and out.__class__ is ndarray and out.dtype is last[4] and out.ndim == last[6]
+            and last[7](x, out, last[8]) == 0):
+        return out  # the lean entry checked the shapes, contiguity and writeability
     keys = None
     if type(x) is np.ndarray:
-        last = LAST_PACK[0]  # the previous call's, if it had the same objects
-        if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
-                and last[2] is outer_dims_perm and last[3] is padding_value
-                and last[4] is x.dtype and last[5] == x.shape):
-            if (done := last[6].run(x, out)) is not None:
-                return done
         try:
             extra = padding_value if padding_value is None else pad_key(padding_value)
             idk = ("pack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), x.shape,
@@ -487,8 +489,10 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
             hit = idk = None
         if hit is not None:
             plan = hit[0]
-            LAST_PACK[0] = (inner_tiles, inner_dims_pos, outer_dims_perm, padding_value,
-                            x.dtype, x.shape, plan)
+            if (done := plan.fast(x, out)) is not None:
+                LAST_PACK[0] = plan.last(inner_tiles, inner_dims_pos, outer_dims_perm,
+                                         padding_value)
+                return done
         else:
             vkey = value_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm, extra)
             plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
@@ -517,23 +521,27 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
     drops the padded tail, but each tiled dim must keep ``ceil(shape / tile)`` equal to its
     outer dim in ``p``.
     """
+    last = LAST_UNPACK[0]  # the previous call's objects and lean entry (``hot.Plan.last``)
+    if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
+            and last[2] is outer_dims_perm and p.__class__ is ndarray and p.dtype is last[4]
+            and p.ndim == last[5] and out.__class__ is ndarray and out.dtype is last[4]
+            and out.ndim == last[6]
+            and (last[3] is shape or last[10] and last[3] == shape and sum(shape).__class__ is int)
+            and last[7](p, out, last[8]) == 0):
+        return out  # the lean entry checked the shapes, contiguity and writeability
+    given = shape  # as passed: what ``LAST_UNPACK`` compares
     if shape is None and out is not None and isinstance(out, np.ndarray):
         shape = out.shape
     keys = None
     if type(p) is np.ndarray and (shape is None or exact_ints(shape)):
-        last = LAST_UNPACK[0]  # the previous call's, if it had the same objects
-        if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
-                and last[2] is outer_dims_perm and last[3] == shape
-                and last[4] is p.dtype and last[5] == p.shape):
-            if (done := last[6].run(p, out)) is not None:
-                return done
         idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), p.shape,
                p.dtype, shape)
         hit = BY_ID.get(idk)
         if hit is not None:
             plan = hit[0]
-            LAST_UNPACK[0] = (inner_tiles, inner_dims_pos, outer_dims_perm, shape, p.dtype,
-                              p.shape, plan)
+            if (done := plan.fast(p, out)) is not None:
+                LAST_UNPACK[0] = plan.last(inner_tiles, inner_dims_pos, outer_dims_perm, given)
+                return done
         else:
             vkey = value_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
             plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
