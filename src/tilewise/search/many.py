@@ -135,7 +135,8 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
         # the store key's "objective" also carries top and the constraints: a different
         # question never returns a stored answer to another one
         rank = "" if then is None and not tolerance else f"then={then} tolerance={tolerance!r} "
-        cons = {"dma_limits": True, **cons}  # the default, named: older stores ranked without it
+        if cons.get("dma_limits") is False:   # the default: keys as before the option existed
+            cons = {k: v for k, v in cons.items() if k != "dma_limits"}
         return f"{objective} top={top} {rank}" + json.dumps(cons, sort_keys=True, default=str)
 
     def result(i, data, cached):

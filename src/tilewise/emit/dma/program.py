@@ -306,8 +306,8 @@ class _Builder:
         if word is None:
             return ev
         lo, hi = ev.box[-1]
-        hi = lo + padded_row(hi - lo, int(granule_points(word, width)))
-        return replace(ev, box=ev.box[:-1] + ((lo, hi),))
+        up = lo + padded_row(hi - lo, int(granule_points(word, width)))
+        return ev if up == hi else replace(ev, box=ev.box[:-1] + ((lo, up),))
 
     def width(self, t, kind: str, final: bool = False) -> int:
         """Bytes per element a move of ``t`` of ``kind`` carries: partial sums (reloads, stores
