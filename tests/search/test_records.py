@@ -37,7 +37,9 @@ def test_stats_report_keys_are_the_results():
     r = search(tw.gemm(32, 16, 48), small_aie(), top=2)
     assert list(r.stats) == ["tile_combos", "examined_combos", "evaluated", "candidates", "valid",
                              "ranked", "rejected", "pruned_candidates", "leaves", "nodes", "passes",
-                             "seconds", "candidates_per_s", "smallest_rejected", "proven_optimal"]
+                             "timed_out", "interrupted", "lower_bound", "seconds",
+                             "candidates_per_s", "smallest_rejected", "proven_optimal", "time_limit"]
+    assert r.stats["lower_bound"] is None and r.stats["time_limit"] is None   # exact: no gap
     s = SearchStats(tile_combos=3)
     s.reject("capacity at core", np.array([True, False, True]), per=2)
     assert s.report(1.0)["rejected"] == {"capacity at core": 4}
