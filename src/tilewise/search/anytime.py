@@ -23,6 +23,8 @@ levels), a time-limited search
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from dataclasses import dataclass
 
@@ -127,8 +129,7 @@ class Dive:
         with np.errstate(divide="ignore"):
             band = np.floor(np.log(np.maximum(lb[idx, 0], 1e-300)) / np.log1p(_FLAT))
         keep = np.zeros(len(lb), bool)
-        b = np.sort(band)
-        first = idx[band == b[0]]              # the least band, in row (tile) order
+        first = idx[band == band.min()]        # the least band, in row (tile) order
         if len(first) >= self.width:           # spread over it: small to large tiles
             pick = first[np.linspace(0, len(first) - 1, self.width).round().astype(int)]
         else:
@@ -190,16 +191,11 @@ class Interrupt:
             raise KeyboardInterrupt
 
     def __enter__(self) -> "Interrupt":
-        import signal
-        import threading
-
         if threading.current_thread() is threading.main_thread():
             self._old = signal.signal(signal.SIGINT, self._on_sigint)
         return self
 
     def __exit__(self, *exc) -> None:
-        import signal
-
         if self._old is not None:
             signal.signal(signal.SIGINT, self._old)
 
@@ -218,8 +214,9 @@ def least_unexplored(topk) -> float:
 def polish(eng, topk, stats, deadline: Deadline | None) -> None:
     """Local search from the best mapping in ``topk``'s pool (module doc): each round costs,
     as leaves of ``topk`` (:meth:`.walk.TopK.leaf`, so the model and ranking are the search's
-    own), every mapping that differs from it in one dim's tile ladder (the loop orders kept,
-    made canonical for the new real loops) or in one level's loop order; it stops when the
+    own), every mapping one change away (:func:`_neighbours`: one dim's tiles at two levels,
+    two dims' tiles at one level, the loop orders kept and made canonical for the new real
+    loops; or one level's loop order); it stops when the
     best is unchanged or :data:`POLISH_SHARE` of the time ``deadline`` had left when it
     started has passed (the rest is the exact walk's)."""
     seen = set()
@@ -310,9 +307,8 @@ def _with(gid: np.ndarray, j: int, values: np.ndarray) -> np.ndarray:
 def _ladder_index(eng, s: int, j: int, ladder: np.ndarray) -> int:
     """The deepest group of split ``s``, dim ``j`` whose tiles per level are ``ladder`` (-1:
     none)."""
-    lo, hi = _ladder_range(eng, s, j)
-    hit = np.nonzero((eng.groups[j][eng.L - 1].whole[lo:hi] == ladder).all(1))[0]
-    return lo + int(hit[0]) if len(hit) else -1
+    hit = _level_variants(eng, s, j, ladder)   # equal at every level
+    return int(hit[0]) if len(hit) else -1
 
 
 def _canonical(eng, s: int, gids: np.ndarray, orders: np.ndarray) -> np.ndarray:
