@@ -643,7 +643,9 @@ class Engine:
                         if run.floor_levels[into]:
                             self._slice_floors(s, whole, dep, k, into, rfl, wfl)
                 continue
-            idx = np.arange(n) if a is not None and k + 1 > a else np.nonzero(unsplit)[0]
+            # above or below the array a split changes no visit of the level (at the array
+            # level, without the cores' sum, a broadcast or merge may move fewer bytes)
+            idx = np.nonzero(unsplit)[0] if a is not None and k + 1 == a else np.arange(n)
             if not len(idx):
                 continue
             memo = self._visit_memo.setdefault(k, VisitMemo())
