@@ -26,6 +26,7 @@ from ...simulation.walker import Transfer, walk
 from .check import side_violation
 from .pattern import Access, descriptors
 from .program import _Builder, Side
+from .shapes import FALLBACK, shapes_violation
 
 
 class _Checker(_Builder):
@@ -87,6 +88,25 @@ class _Checker(_Builder):
 
 MAX_EVENTS = 8192  # walk events (tiles moved or computed) a checked program may have
 UNCHECKED = "unchecked"  # dma_violation's answer for a program over ``max_events``
+
+
+def dma_verdict(workload, arch, mapping, memo: dict | None = None,
+                max_events: int | None = MAX_EVENTS) -> str | None:
+    """:func:`dma_violation`'s verdict (None, a violation, or ``UNCHECKED`` where the emitter
+    has no program) from the access shapes alone (:func:`.shapes.shapes_violation`, no walk,
+    no event limit); the walk where the shapes are not exact for ``mapping`` (``FALLBACK``).
+    ``mapping`` must be valid (the search's are)."""
+    if mapping.levels and mapping.levels[0].pack:
+        return UNCHECKED
+    checker = _Checker(workload, arch, mapping, {} if memo is None else memo)
+    try:
+        checker.refuse_merges()
+    except DmaError:
+        return UNCHECKED
+    found = shapes_violation(checker)
+    if found != FALLBACK:
+        return found
+    return dma_violation(workload, arch, mapping, memo, max_events)
 
 
 def dma_violation(workload, arch, mapping, memo: dict | None = None,
