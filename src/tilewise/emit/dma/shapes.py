@@ -103,10 +103,11 @@ class AxisClass(NamedTuple):
     child: Range
 
 
-def axis_classes(axis, extent: int, pairs: list, p: int, q: int) -> list[AxisClass]:
+@lru_cache(maxsize=16384)
+def axis_classes(axis, extent: int, pairs: tuple, p: int, q: int) -> tuple[AxisClass, ...]:
     """One representative per class (module doc) of ``axis``'s (parent, child) boxes, over the
     products of its dims' ``pairs`` (dim name, pair set); ``extent``: the axis's length;
-    ``p == 0``: the parent is the whole axis."""
+    ``p == 0``: the parent is the whole axis. Memoised: the mappings of a search share most."""
     seen: dict = {}
     names = [d for d, _ in pairs]
     for combo in product(*(s for _, s in pairs)):
@@ -117,7 +118,7 @@ def axis_classes(axis, extent: int, pairs: list, p: int, q: int) -> list[AxisCla
         key = (child[1] - child[0], child[0] % q, parent[0] % q)
         if key not in seen:
             seen[key] = AxisClass(parent, child)
-    return list(seen.values())
+    return tuple(seen.values())
 
 
 def _clip(bounds: tuple[int, int], extent: int) -> Range:
@@ -163,13 +164,14 @@ def shapes_violation(checker) -> str | None:
         for l in range(1, checker.n):
             if t.name in checker.kept[l]:
                 p = checker.parent(l, t)
-                moves.append((t, p, l, _classes(checker, t, p, l, q)))
-    for t, p, l, classes in moves:
+                again = t.name in checker.st.outputs and revisited(checker, t, l)
+                moves.append((t, p, l, again, _classes(checker, t, p, l, q)))
+    for t, p, l, _, classes in moves:
         _record_extent(checker, t, l, classes)
     try:
-        for t, p, l, classes in moves:
+        for t, p, l, again, classes in moves:
             for combo in product(*classes):
-                _check_move(checker, t, p, l, combo)
+                _check_move(checker, t, p, l, combo, again)
     except DmaError as e:
         return str(e)
     return None
@@ -186,11 +188,11 @@ def _exact(checker) -> bool:
     return all(len(t.dims) == sum(len(ax.dims) for ax in t.axes) for t in checker.st.moved)
 
 
-def _classes(checker, t, p: int, l: int, q: int) -> list[list[AxisClass]]:
+def _classes(checker, t, p: int, l: int, q: int) -> list[tuple[AxisClass, ...]]:
     """Per axis of ``t``, its classes between parent level ``p`` and level ``l``."""
     out = []
     for ax, extent in zip(t.axes, t.shape):
-        pairs = [(d, dim_pairs(checker.walks[d], p, l)) for d in ax.dims]
+        pairs = tuple((d, dim_pairs(checker.walks[d], p, l)) for d in ax.dims)
         out.append(axis_classes(ax, extent, pairs, p, q))
     return out
 
@@ -211,10 +213,10 @@ def _record_extent(checker, t, l: int, classes: list) -> None:
     checker.extent[(l, t.name)] = tuple(ext) + (last,)
 
 
-def _check_move(checker, t, p: int, l: int, combo: tuple[AxisClass, ...]) -> None:
+def _check_move(checker, t, p: int, l: int, combo: tuple[AxisClass, ...], again: bool) -> None:
     """Build (and so check, :meth:`.legal._Checker.side`) the moves of one combination of
-    axis classes: a load, or an output's final store and, where revisited, its partial-sum
-    store and reload."""
+    axis classes: a load, or an output's final store and, where it is revisited (``again``),
+    its partial-sum store and reload."""
     core = (0, 0) if l >= checker.a else None
     child = tuple(c.child for c in combo)
     if p:
@@ -227,7 +229,7 @@ def _check_move(checker, t, p: int, l: int, combo: tuple[AxisClass, ...]) -> Non
     checker.origin[(l, checker.instance(l, core), t.name)] = tuple(lo for lo, _ in child)
     ev = _event("store", l, t, child, core)
     checker.store(0, ev, [ev], True)
-    if revisited(checker, t, l):
+    if again:
         checker.store(0, ev, [ev], False)
         reload = _event("reload", l, t, child, core)
         checker.load(0, reload, [reload])
