@@ -130,7 +130,7 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
         raise TilewiseError(f"top={top} is above the limit of {MAX_TOP} mappings: the exact "
                             "top-k keeps every candidate that may still enter it; ask for fewer")
     then, tolerance = parse_then(then), parse_tolerance(tolerance)
-    dma_limits = constraints.pop("dma_limits", False)
+    dma_limits = constraints.pop("dma_limits", True)
     if not isinstance(dma_limits, bool):
         raise TilewiseError(f"dma_limits={dma_limits!r} must be True or False")
     t0 = time.perf_counter()

@@ -1,24 +1,29 @@
 """The top-k whose data movement can be programmed: DMA limits as a legality rule of the search.
 
-On by default (the search constraint ``dma_limits``, CLI ``--dma-limits/--no-dma-limits``;
-off: the search ranks by the model alone). Rows the DMA cannot address to the byte are padded
-to whole 32-bit words and counted so by the model (:mod:`tilewise.model.contiguity`: a
-convolution input's windows rounded out, a plain tensor's rows, outputs included, rounded up
-into rows padded host-side); what the check drops is a tile the DMA cannot address as the model
-counts it (a row that starts inside a word, a pattern that needs more buffer descriptors than
-its tile has or breaks a stride or wrap limit no split fixes).
+On by default (the search constraint ``dma_limits``, default True; CLI
+``--dma-limits/--no-dma-limits``, default on; off: the search ranks by the model alone), on an
+arch whose levels declare ``dma:`` limits (the AIE presets; no other arch is checked). Rows
+the DMA cannot address to the byte are padded to whole 32-bit words and counted so by the
+model (:mod:`tilewise.model.contiguity`: a convolution input's windows rounded out, a plain
+tensor's rows, outputs included, rounded up into rows padded host-side); what the check drops
+is a tile the DMA cannot address as the model counts it (a row that starts inside a word, a
+pattern that needs more buffer descriptors than its tile has or breaks a stride or wrap limit
+no split fixes).
 
-With the check, on an arch whose levels declare ``dma:`` limits (the AIE presets), a mapping is only valid if
-every buffer descriptor of its program fits them (:func:`tilewise.emit.dma.legal.dma_violation`,
-the exact verdict of ``check_program``). The limits are not part of the bound, so the check runs
-after the top-k walk: the ranked candidates are checked in rank order, failures dropped
-(counted in ``stats.rejected["dma limits"]``, absent when none), and when fewer than k remain
-the walk is run again for more (twice as many each time, ``RETRY_TOP`` at least) until k
-programmable ones are found,
-the space is exhausted, or ``CHECK_LIMIT`` candidates were checked (then the programmable ones
-found so far are returned and ``Result.stats["dma_check_capped"]`` is True). With none
-programmable the search raises DmaError naming the first violation. A mapping whose program is
-too long to check (``legal.MAX_EVENTS``) is kept and counted in ``Result.stats["dma_unchecked"]``.
+A mapping is valid only if every buffer descriptor of its program fits the limits: the verdict
+of ``check_program`` on the whole program, derived from the program's distinct access shapes
+without walking it (:func:`tilewise.emit.dma.legal.dma_verdict`, about 1 ms a mapping; the
+walk only where the shapes are not exact, levels below the array). The limits are not part of
+the bound, so the check runs after the top-k walk: the ranked candidates are checked in rank
+order, failures dropped (counted in ``stats.rejected["dma limits"]``, absent when none), and
+when fewer than k remain the walk is run again for more (twice as many each time,
+``RETRY_TOP`` at least) until k programmable ones are found, the space is exhausted, or
+``CHECK_LIMIT`` candidates were checked (then the programmable ones found so far are returned
+and ``Result.stats["dma_check_capped"]`` is True). With none programmable the search raises
+DmaError naming the first violation. A mapping the emitter has no program for (a reduction
+merged across cores other than by a column's sum, a tensor packed at the outermost level), or
+one that falls back to a walk longer than ``legal.MAX_EVENTS`` events, is kept and counted in
+``Result.stats["dma_unchecked"]``.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..emit.dma.legal import UNCHECKED, dma_violation, has_dma_limits
+from ..emit.dma.legal import UNCHECKED, dma_verdict, has_dma_limits
 from ..errors import DmaError
 from ..model.batch import MappingBatch
 
@@ -70,7 +75,7 @@ def programmable_top(engine, top: int, search_top, max_top: int, check: bool = T
         for i, m in enumerate(pool_mappings(engine, pool)):
             key = str(m)
             if key not in verdicts:
-                verdicts[key] = dma_violation(engine.workload, engine.arch, m, memo)
+                verdicts[key] = dma_verdict(engine.workload, engine.arch, m, memo)
             if verdicts[key] in (None, UNCHECKED):
                 keep.append(i)
                 unchecked += verdicts[key] == UNCHECKED

@@ -6,7 +6,9 @@ each access *shape* once: whether an access fits its DMA's limits, and how many 
 depend on its sizes, strides, element size, padding and its offset only modulo the DMA's word
 (the offset shifts every BD by the same number of words). All tiles of a transfer share one
 shape but for the borders, so a mapping with thousands of moves derives a handful of patterns.
-The search (:func:`tilewise.search`) drops the candidates for which it returns a reason.
+The search (:func:`tilewise.search`) asks :func:`dma_verdict` instead: the same verdict from
+the program's access shapes without the walk (:mod:`.shapes`, about 1 ms a mapping), this
+walking check only where the shapes are not exact; it drops the candidates given a reason.
 
 The walk is read lazily: a load's read side in the outermost level (DDR: the whole tensor, a
 buffer no later tile widens) is checked as it comes, so most rejected mappings stop at their
