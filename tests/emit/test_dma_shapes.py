@@ -68,6 +68,34 @@ def test_the_shapes_verdict_equals_the_walking_check(case):
     assert (fast == UNCHECKED) == (walked == UNCHECKED)
 
 
+@st.composite
+def _long_dims(draw):
+    """GEMMs with dims of up to 40 tiles (walked in part: ``dim_walk``'s ``period``), tight
+    limits on one level."""
+    arch = load_arch(draw(st.sampled_from(AIE)))
+    dt = draw(st.sampled_from(["i8", "i16"]))
+    w = gemm(draw(st.integers(60, 160)), draw(st.integers(60, 160)), draw(st.integers(60, 160)),
+             dtype=dt, out_dtype=draw(st.sampled_from([None, dt])))
+    m = draw(mappings(w, arch))
+    level = draw(st.integers(0, len(arch.levels) - 1))
+    return w, _tight(arch, level, max_stride_words=draw(st.integers(8, 64))), m
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_long_dims())
+def test_the_shapes_of_long_dims_are_the_walks(case):
+    w, arch, m = case
+    walked = dma_violation(w, arch, m, max_events=None)
+    assert (dma_verdict(w, arch, m) is None) == (walked is None), (str(m), walked)
+
+
+def test_a_long_dim_walks_a_period_of_full_steps_and_its_border():
+    full, part = dim_walk(1000, (1000, 64, 8), 1, False, 2), dim_walk(1000, (1000, 64, 8), 1, False, 2, 4)
+    assert len(part.chains) < len(full.chains) // 4 and part.iterates == full.iterates
+    assert {(c[1][1] - c[1][0], c[1][0] % 4, c[2][1] - c[2][0], c[2][0] % 4) for c in part.chains} == \
+        {(c[1][1] - c[1][0], c[1][0] % 4, c[2][1] - c[2][0], c[2][0] % 4) for c in full.chains}
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_cases())
 def test_revisited_outputs_are_the_walks_reloads(case):

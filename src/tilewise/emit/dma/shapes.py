@@ -57,10 +57,14 @@ class DimWalk(NamedTuple):
 
 
 @lru_cache(maxsize=4096)
-def dim_walk(size: int, tiles: tuple[int, ...], ways: int, split: bool, a: int) -> DimWalk:
+def dim_walk(size: int, tiles: tuple[int, ...], ways: int, split: bool, a: int,
+             period: int = 0) -> DimWalk:
     """The walk of one dim of ``size`` elements tiled ``tiles`` (per level, elements), cut
     ``ways`` ways across the array (``split``) at array level ``a``: the walker's ``nest`` and
-    ``core_ranges`` for this dim alone."""
+    ``core_ranges`` for this dim alone. ``period`` > 0 (a dim every tensor indexes by a plain
+    axis, where only extents and starts modulo ``period`` tell shapes apart): of a loop's full
+    steps only the first ``period`` are walked (the others repeat them shifted by whole
+    periods), and its border step; 0: every step."""
     n = len(tiles)
     chains: set = set()
     iterates = [False] * n
@@ -73,7 +77,7 @@ def dim_walk(size: int, tiles: tuple[int, ...], ways: int, split: bool, a: int) 
         lo, hi = frame[k]
         step = tiles[k + 1] * (ways if k + 1 == a else 1)
         iterates[k] = iterates[k] or hi - lo > step
-        for s in range(lo, hi, step):
+        for s in _steps(lo, hi, step, period):
             r = (s, min(s + step, hi))
             if k + 1 == a and split:
                 arr, r = r, (s, min(s + tiles[a], hi))
@@ -81,6 +85,15 @@ def dim_walk(size: int, tiles: tuple[int, ...], ways: int, split: bool, a: int) 
 
     rec(0, ((0, size),), None)
     return DimWalk(frozenset(chains), tuple(iterates))
+
+
+def _steps(lo: int, hi: int, step: int, period: int):
+    """The starts of a loop's steps over ``[lo, hi)``; with ``period``, the first ``period``
+    full ones and the border one (:func:`dim_walk`)."""
+    full = (hi - lo) // step
+    if not period or full <= period + 1:
+        return range(lo, hi, step)
+    return list(range(lo, lo + period * step, step)) + ([lo + full * step] if lo + full * step < hi else [])
 
 
 def _core_view(frame: tuple, arr: Range, i: int, t: int, a: int) -> tuple:
@@ -156,9 +169,11 @@ def shapes_violation(checker) -> str | None:
     m = checker.m
     ways = ways_of(m)
     split = {sp.dim for sp in (m.rows, m.cols) if sp}
-    checker.walks = {d: dim_walk(s, tuple(lv.sizes[d] for lv in m.levels), ways.get(d, 1),
-                                 d in split, checker.a) for d, s in checker.w.sizes.items()}
     q = math.lcm(*(lv.dma.word_bytes for lv in checker.arch.levels if lv.dma is not None))
+    windowed = {d for t in checker.st.moved for ax in t.axes if not ax.is_plain for d in ax.dims}
+    checker.walks = {d: dim_walk(s, tuple(lv.sizes[d] for lv in m.levels), ways.get(d, 1),
+                                 d in split, checker.a, 0 if d in windowed else q)
+                     for d, s in checker.w.sizes.items()}
     moves = []
     for t in checker.st.moved:
         for l in range(1, checker.n):
