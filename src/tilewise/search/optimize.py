@@ -141,9 +141,9 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     walk_objective = objective if proven else objective.closest
     k = top if proven else max(top, objective.pool)
     pool, stats, run, capped, unchecked = programmable_top(
-        engine, k, lambda n: search_top(engine, walk_objective, n, progress, then, tolerance,
-                                        deadline=deadline),
-        MAX_TOP, dma_limits)
+        engine, k, lambda n, admit: search_top(engine, walk_objective, n, progress, then,
+                                               tolerance, deadline=deadline, admit=admit),
+        dma_limits)
     if not proven:  # no bound: the closest built-in objective's exact top, ranked by the function
         pool = pool.take(np.argsort(pool.metric(objective), kind="stable")[:top])
     if not len(pool) and stats.timed_out:
