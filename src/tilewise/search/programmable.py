@@ -101,7 +101,8 @@ class Admission:
     def none_fits(self) -> DmaError:
         return DmaError(f"no mapping's data movement fits the DMA limits of "
                         f"{self.engine.arch.name} ({self.refused} best candidates checked); "
-                        f"the first: {self.first}")
+                        f"the first: {self.first} (dma_limits=False, --no-dma-limits: rank by "
+                        "the model alone)")
 
 
 def programmable_top(engine, top: int, search_top, check: bool = True):
