@@ -39,6 +39,7 @@ class _Checker(_Builder):
         self.memo = memo
         self.pitch: dict = {}   # buffer name -> row-major strides (elements)
         self.splits: dict = {}  # tensor name -> Builder.split
+        self.walks: dict = {}   # dim -> shapes.DimWalk (set by shapes_violation)
 
     def split(self, t) -> bool:
         if t.name not in self.splits:

@@ -213,6 +213,7 @@ def _classes(checker, t, p: int, l: int, q: int) -> list[tuple[AxisClass, ...]]:
 
 
 def _event(kind: str, l: int, t, box: tuple, core) -> Transfer:
+    """A walk event of ``t``'s tile ``box`` at level ``l`` (its identity: the box itself)."""
     return Transfer(kind, l, t.name, core, box, 0, 0, box)
 
 
