@@ -147,3 +147,14 @@ def test_a_ddr_read_over_a_limit_is_rejected_before_the_walk_ends(monkeypatch):
     assert fast is not None and full is not None
     assert fast.split(": ", 1)[1] == full.split(": ", 1)[1]  # ddr.B: needs 256 BDs, ...
     assert len(used) < sum(1 for _ in walk(w, arch, m)) // 4
+
+
+def test_an_infeasible_search_is_a_capacity_error_with_the_check_on():
+    from tilewise.errors import CapacityError
+
+    arch = load_arch("aie-4x2")
+    levels = list(arch.levels)
+    levels[-1] = dataclasses.replace(levels[-1], capacity_bytes=16)
+    tiny = dataclasses.replace(arch, levels=tuple(levels))
+    with pytest.raises(CapacityError):
+        tilewise.search(gemm(64, 64, 64, dtype="i8"), tiny, top=1)

@@ -116,5 +116,5 @@ def programmable_top(engine, top: int, search_top, check: bool = True):
         stats.rejected["dma limits"] = admit.refused
     if not len(pool) and admit.first is not None:
         raise admit.none_fits()
-    unchecked = sum(admit.verdict(m) == UNCHECKED for m in pool_mappings(engine, pool))
+    unchecked = sum(admit.verdict(m) == UNCHECKED for m in pool_mappings(engine, pool)) if len(pool) else 0
     return ProgrammableTop(pool, stats, run, admit.capped and len(pool) < top, unchecked)
