@@ -9,7 +9,7 @@ from tilewise.errors import TilewiseError
 import tilewise
 from tilewise.arch.loader import load_arch
 from tilewise.emit.dma.check import check_program
-from tilewise.emit.dma.legal import UNCHECKED, dma_violation
+from tilewise.emit.dma.legal import UNCHECKED, dma_verdict, dma_violation
 from tilewise.emit.dma.program import build_program
 from tilewise.errors import DmaError
 from tilewise.ir.library import gemm
@@ -58,7 +58,7 @@ def test_fast_verdict_equals_the_full_check():
     for m in picks:
         for a in (arch, _with_dma(arch, 0, max_stride_words=64)):
             fast, full = dma_violation(w, a, m), _full_check(w, a, m)
-            assert (fast is None) == (full is None)
+            assert (fast is None) == (full is None) == (dma_verdict(w, a, m) is None)
             if fast is not None:  # the same move, buffer, descriptor and field
                 assert fast.split(" ", 2)[:2] == full.split(" ", 2)[:2]
                 assert fast.split("): ", 1)[1] == full.split("): ", 1)[1]
@@ -88,6 +88,7 @@ def test_long_programs_are_reported_unchecked():
     m = tilewise.search(w, arch, top=1).best.mapping
     assert dma_violation(w, arch, m, max_events=1) == UNCHECKED
     assert dma_violation(w, arch, m, max_events=None) is None
+    assert dma_verdict(w, arch, m, max_events=1) is None  # the shapes need no walk
 
 
 def test_archs_without_dma_limits_are_not_checked():
@@ -95,19 +96,20 @@ def test_archs_without_dma_limits_are_not_checked():
     assert "dma limits" not in r.stats["rejected"] and "dma_unchecked" not in r.stats
 
 
-def test_the_check_is_off_by_default_and_dma_limits_must_be_a_bool():
-    """The default equals ``dma_limits=False`` (the same top, no rejection: the check costs
-    0.1-0.2 s per listed mapping, docs/usage/dma.md); a non-bool value is one clear error."""
+def test_the_check_is_on_by_default_and_dma_limits_must_be_a_bool():
+    """The default equals ``dma_limits=True`` (the same top, the same rejections: the check
+    costs about 1 ms per listed mapping, docs/usage/dma.md); a non-bool value is one clear
+    error."""
     w = gemm(256, 256, 256, dtype="i8")
     tight = _with_dma(load_arch("aie-4x2"), 0, max_stride_words=64)
-    default, off = tilewise.search(w, tight, top=3), tilewise.search(w, tight, top=3, dma_limits=False)
-    assert [str(s.mapping) for s in default.top] == [str(s.mapping) for s in off.top]
-    assert "dma limits" not in default.stats["rejected"]
+    default, on = tilewise.search(w, tight, top=3), tilewise.search(w, tight, top=3, dma_limits=True)
+    assert [str(s.mapping) for s in default.top] == [str(s.mapping) for s in on.top]
+    assert default.stats["rejected"]["dma limits"] == on.stats["rejected"]["dma limits"] > 0
     with pytest.raises(TilewiseError, match="dma_limits='yes' must be True or False"):
         tilewise.search(w, tight, top=1, dma_limits="yes")
 
 
-def test_cli_dma_limits_turns_the_check_on(tmp_path, capsys):
+def test_cli_dma_limits_is_on_unless_no_dma_limits(tmp_path, capsys):
     from tilewise.arch.loader import arch_to_yaml
     from tilewise.cli import main
 
@@ -115,11 +117,11 @@ def test_cli_dma_limits_turns_the_check_on(tmp_path, capsys):
     spec.write_text(arch_to_yaml(_with_dma(load_arch("aie-4x2"), 0, max_stride_words=64)))
     args = ["search", "gemm", "--m", "256", "--n", "256", "--k", "256", "--dtype", "i8",
             "--arch", str(spec), "--top", "3"]
-    assert main(args + ["--dma-limits"]) in (0, None)
-    assert "dma limits" in capsys.readouterr().out
-    for off in ([], ["--no-dma-limits"]):
-        assert main(args + off) in (0, None)
-        assert "dma limits" not in capsys.readouterr().out
+    for on in ([], ["--dma-limits"]):
+        assert main(args + on) in (0, None)
+        assert "dma limits" in capsys.readouterr().out
+    assert main(args + ["--no-dma-limits"]) in (0, None)
+    assert "dma limits" not in capsys.readouterr().out
 
 
 def test_a_ddr_read_over_a_limit_is_rejected_before_the_walk_ends(monkeypatch):
@@ -145,3 +147,14 @@ def test_a_ddr_read_over_a_limit_is_rejected_before_the_walk_ends(monkeypatch):
     assert fast is not None and full is not None
     assert fast.split(": ", 1)[1] == full.split(": ", 1)[1]  # ddr.B: needs 256 BDs, ...
     assert len(used) < sum(1 for _ in walk(w, arch, m)) // 4
+
+
+def test_an_infeasible_search_is_a_capacity_error_with_the_check_on():
+    from tilewise.errors import CapacityError
+
+    arch = load_arch("aie-4x2")
+    levels = list(arch.levels)
+    levels[-1] = dataclasses.replace(levels[-1], capacity_bytes=16)
+    tiny = dataclasses.replace(arch, levels=tuple(levels))
+    with pytest.raises(CapacityError):
+        tilewise.search(gemm(64, 64, 64, dtype="i8"), tiny, top=1)

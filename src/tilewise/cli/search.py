@@ -52,10 +52,10 @@ _OPTIONS = [
                  help="outermost-level layouts to try: none (row-major), any (every subset of "
                       "the packable tensors; one model call per choice and leaf), or the "
                       "tensors to pack, e.g. A,B"),
-    click.option("--dma-limits/--no-dma-limits", "dma_limits", default=False, show_default=True,
+    click.option("--dma-limits/--no-dma-limits", "dma_limits", default=True, show_default=True,
                  help="only mappings whose DMA program (tilewise emit dma) fits the arch's dma: "
-                      "limits (archs that declare them; about 0.1-0.2 s per listed mapping); off: rank by "
-                      "the model alone"),
+                      "limits (archs that declare them; about 1 ms per listed mapping); off: rank "
+                      "by the model alone"),
     click.option("--time-limit", "time_limit", type=float, default=None, metavar="SECONDS",
                  help="stop the search then and list the best found, with the proven gap to the "
                       "optimum (a dive and a local search find mappings first); default: exact"),

@@ -135,7 +135,7 @@ def search_many(problems, arch, objective: str = "latency", top: int = 1,
         # the store key's "objective" also carries top and the constraints: a different
         # question never returns a stored answer to another one
         rank = "" if then is None and not tolerance else f"then={then} tolerance={tolerance!r} "
-        if cons.get("dma_limits") is False:   # the default: keys as before the option existed
+        if cons.get("dma_limits") is True:   # the default: keys leave it out
             cons = {k: v for k, v in cons.items() if k != "dma_limits"}
         return f"{objective} top={top} {rank}" + json.dumps(cons, sort_keys=True, default=str)
 

@@ -130,7 +130,7 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
         raise TilewiseError(f"top={top} is above the limit of {MAX_TOP} mappings: the exact "
                             "top-k keeps every candidate that may still enter it; ask for fewer")
     then, tolerance = parse_then(then), parse_tolerance(tolerance)
-    dma_limits = constraints.pop("dma_limits", False)
+    dma_limits = constraints.pop("dma_limits", True)
     if not isinstance(dma_limits, bool):
         raise TilewiseError(f"dma_limits={dma_limits!r} must be True or False")
     t0 = time.perf_counter()
@@ -141,9 +141,9 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     walk_objective = objective if proven else objective.closest
     k = top if proven else max(top, objective.pool)
     pool, stats, run, capped, unchecked = programmable_top(
-        engine, k, lambda n: search_top(engine, walk_objective, n, progress, then, tolerance,
-                                        deadline=deadline),
-        MAX_TOP, dma_limits)
+        engine, k, lambda n, admit: search_top(engine, walk_objective, n, progress, then,
+                                               tolerance, deadline=deadline, admit=admit),
+        dma_limits)
     if not proven:  # no bound: the closest built-in objective's exact top, ranked by the function
         pool = pool.take(np.argsort(pool.metric(objective), kind="stable")[:top])
     if not len(pool) and stats.timed_out:

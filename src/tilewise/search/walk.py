@@ -207,9 +207,10 @@ class TopK:
     threshold ``theta`` and defer those over it (module doc)."""
 
     def __init__(self, eng: Engine, run: RunConfig, top: int, stats: SearchStats, lb0: float,
-                 below: "Below | None" = None):
+                 below: "Below | None" = None, admit=None):
         self.eng, self.run, self.top, self.stats = eng, run, top, stats
         self.below = below       # a constraint: only mappings with a metric under a limit
+        self.admit = admit       # admit(pool) -> bool per candidate: may it enter the top-k
         self.ranking = run.ranking
         self.lb0 = lb0
         self.theta = lb0 * (1 + _THETA0)
@@ -251,8 +252,19 @@ class TopK:
             return
         if len(new) and len(self.pool) >= self.top:
             new = new.take(~self.ranking.beaten(self.ranking.values(new), self.pool, self.top))
-        merged = Pool.concat([self.pool, new])
-        self.pool = merged.take(self.ranking.survivors(merged, self.top))
+        while True:
+            merged = Pool.concat([self.pool, new])
+            keep = self.ranking.survivors(merged, self.top)
+            if self.admit is None:
+                break
+            entering = keep[keep >= len(self.pool)] - len(self.pool)  # indices into new
+            ok = self.admit(new.take(entering)) if len(entering) else np.ones(0, np.bool_)
+            if ok.all():
+                break
+            refused = np.ones(len(new), np.bool_)
+            refused[entering[~ok]] = False
+            new = new.take(refused)  # and rank again without them
+        self.pool = merged.take(keep) if len(merged) else merged
 
     def best(self) -> Pool:
         """The top-k found, in rank order."""
@@ -281,12 +293,14 @@ class TopK:
 
 def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
                tolerance: float = 0.0, below: "Below | None" = None,
-               deadline: Deadline | None = None) -> tuple[Pool, SearchStats, RunConfig]:
+               deadline: Deadline | None = None, admit=None) -> tuple[Pool, SearchStats, RunConfig]:
     """The ``top`` best mappings (a :class:`.Pool` in rank order) for ``objective``, then the
     secondary keys ``then`` (None: :meth:`.Engine.ranking`'s default), objectives within
     ``tolerance`` of the optimum tied (:class:`.Ranking`), the statistics and the run
     configuration, by threshold passes (module doc); only mappings that hold the constraint
-    ``below`` (None: all). With a ``deadline`` (:mod:`.anytime`): a dive first, and the walk
+    ``below`` (None: all) and that ``admit`` (a legality rule outside the bound,
+    ``admit(pool) -> bool per candidate``, asked only of the candidates about to enter the
+    top-k: :mod:`.programmable`) admits. With a ``deadline`` (:mod:`.anytime`): a dive first, and the walk
     stopped when it passes; ``stats.lower_bound`` then holds the proven lower bound on the
     objective (None when the walk finished: the answer is exact)."""
     ranking = eng.ranking(objective, then, tolerance)
@@ -295,7 +309,7 @@ def search_top(eng: Engine, objective: str, top: int, progress=None, then=None,
     root = eng.root(run, stats)
     lb0 = float(root.bound[:, 0].min()) if len(root) else np.inf
     run = replace(run, floor_levels=eng.floor_levels(run, root))
-    topk = TopK(eng, run, top, stats, lb0, below)
+    topk = TopK(eng, run, top, stats, lb0, below, admit)
     entries, done = [(0, root)], 0.0
     if deadline is not None and deadline.finite and len(root):
         deadline.rebase()   # the tables are built: shares of the time left

@@ -138,7 +138,7 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
             split[sp.dim] = 2 if sp.dim in split else axis
     cores = [(r, c) for r in range(n_rows) for c in range(n_cols)]
     loops = [(k, d) for k in range(n - 1) for d in mapping.levels[k].order]
-    shared = _shared_loops(st, loops, tiles, ways, a)
+    shared = shared_loops(st, loops, tiles, ways, a)
     kept = kept_tensors(st, mapping)
     ranges = [dict() for _ in range(n)]
     ranges[0] = {d: (0, s) for d, s in workload.sizes.items()}
@@ -260,7 +260,7 @@ def walk(workload, arch, mapping) -> Iterator[Transfer | Compute]:
 
 
 
-def _shared_loops(st: Structure, loops: list, tiles: list, ways: dict, a: int) -> int:
+def shared_loops(st: Structure, loops: list, tiles: list, ways: dict, a: int) -> int:
     """How many loops of the flattened nest ``loops`` ((level, dim) pairs, outermost first)
     every op shares: those above the first loop over a private dim that iterates (its step,
     the next level's tile x the ways into the array, below its tile); all for a single op."""

@@ -6,7 +6,9 @@ each access *shape* once: whether an access fits its DMA's limits, and how many 
 depend on its sizes, strides, element size, padding and its offset only modulo the DMA's word
 (the offset shifts every BD by the same number of words). All tiles of a transfer share one
 shape but for the borders, so a mapping with thousands of moves derives a handful of patterns.
-The search (:func:`tilewise.search`) drops the candidates for which it returns a reason.
+The search (:func:`tilewise.search`) asks :func:`dma_verdict` instead: the same verdict from
+the program's access shapes without the walk (:mod:`.shapes`, about 1 ms a mapping), this
+walking check only where the shapes are not exact; it drops the candidates given a reason.
 
 The walk is read lazily: a load's read side in the outermost level (DDR: the whole tensor, a
 buffer no later tile widens) is checked as it comes, so most rejected mappings stop at their
@@ -26,6 +28,7 @@ from ...simulation.walker import Transfer, walk
 from .check import side_violation
 from .pattern import Access, descriptors
 from .program import _Builder, Side
+from .shapes import FALLBACK, shapes_violation
 
 
 class _Checker(_Builder):
@@ -36,6 +39,7 @@ class _Checker(_Builder):
         self.memo = memo
         self.pitch: dict = {}   # buffer name -> row-major strides (elements)
         self.splits: dict = {}  # tensor name -> Builder.split
+        self.walks: dict = {}   # dim -> shapes.DimWalk (set by shapes_violation)
 
     def split(self, t) -> bool:
         if t.name not in self.splits:
@@ -87,6 +91,25 @@ class _Checker(_Builder):
 
 MAX_EVENTS = 8192  # walk events (tiles moved or computed) a checked program may have
 UNCHECKED = "unchecked"  # dma_violation's answer for a program over ``max_events``
+
+
+def dma_verdict(workload, arch, mapping, memo: dict | None = None,
+                max_events: int | None = MAX_EVENTS) -> str | None:
+    """:func:`dma_violation`'s verdict (None, a violation, or ``UNCHECKED`` where the emitter
+    has no program) from the access shapes alone (:func:`.shapes.shapes_violation`, no walk,
+    no event limit); the walk where the shapes are not exact for ``mapping`` (``FALLBACK``).
+    ``mapping`` must be valid (the search's are)."""
+    if mapping.levels and mapping.levels[0].pack:
+        return UNCHECKED
+    checker = _Checker(workload, arch, mapping, {} if memo is None else memo)
+    try:
+        checker.refuse_merges()
+    except DmaError:
+        return UNCHECKED
+    found = shapes_violation(checker)
+    if found != FALLBACK:
+        return found
+    return dma_violation(workload, arch, mapping, memo, max_events)
 
 
 def dma_violation(workload, arch, mapping, memo: dict | None = None,
