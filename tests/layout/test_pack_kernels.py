@@ -274,3 +274,13 @@ def test_large_element_unpacks_go_through_the_cache():
     p = pack(x, (1,), (16,))
     assert np.array_equal(p, pack_reference(x, (1,), (16,)))
     assert np.array_equal(unpack(p, (1,), (16,), shape=x.shape), x)
+
+
+@pytest.mark.parametrize("run", [kernels._STREAM_RUN - 8, kernels._STREAM_RUN,
+                                 kernels._STREAM_RUN + 8, 3 * 64 + 24])
+def test_streamed_runs_either_side_of_the_line_threshold(run):
+    # Streamed unpacks of tile rows: runs of _STREAM_RUN bytes or more go out as aligned
+    # lines with scalar heads and tails (destinations 16 bytes past a line, as numpy puts
+    # large arrays, and 40), shorter ones unit by unit.
+    x = np.random.default_rng(run).integers(-99, 99, (32, 8 * run // 8)).astype(np.int64)
+    _check_both_ways(x, (0, 1), (16, run // 8), (), 0, offsets=(0, 16, 40))
