@@ -284,3 +284,17 @@ def test_streamed_runs_either_side_of_the_line_threshold(run):
     # large arrays, and 40), shorter ones unit by unit.
     x = np.random.default_rng(run).integers(-99, 99, (32, 8 * run // 8)).astype(np.int64)
     _check_both_ways(x, (0, 1), (16, run // 8), (), 0, offsets=(0, 16, 40))
+
+
+@pytest.mark.parametrize("packed_is_src", [False, True])
+def test_split_streams_only_for_streamed_destinations(packed_is_src):
+    # f32 T(16,32) of a [32, 4096] tensor: 128-byte runs 2 KiB (unpack) or 16 KiB (pack)
+    # apart are read 8 at a time when streamed; written through the cache, the nest is
+    # walked unsplit (``Nest.in_cache``). Both forms bit-exact, at both store kinds.
+    x = np.random.default_rng(3).standard_normal((32, 4096)).astype(np.float32)
+    packing = verify(x.shape, (0, 1), (16, 32))
+    nest = _nest(packing, 4, 8, packed_is_src)
+    assert nest.in_cache is not None and len(nest.table) == len(nest.in_cache) + 1
+    assert nest.kernel_args(False)[0] is nest.in_cache
+    assert nest.kernel_args(True)[0] is nest.table
+    _check_both_ways(x, (0, 1), (16, 32), (), 0, offsets=(0, 16))
