@@ -298,3 +298,20 @@ def test_split_streams_only_for_streamed_destinations(packed_is_src):
     assert nest.kernel_args(False)[0] is nest.in_cache
     assert nest.kernel_args(True)[0] is nest.table
     _check_both_ways(x, (0, 1), (16, 32), (), 0, offsets=(0, 16))
+
+
+def test_word_gathers_stream_from_a_smaller_size():
+    # Unpacks gathering 8-byte words (f32 T(16,2)) stream from _WORDS_STREAM_BYTES on;
+    # packs of the same tiles and unpacks of runs from STREAMING_BYTES on.
+    limit = kernels._WORDS_STREAM_BYTES
+    x = np.random.default_rng(5).standard_normal((512, limit // 2048)).astype(np.float32)
+    assert x.nbytes == limit < kernels.STREAMING_BYTES
+    packing = verify(x.shape, (0, 1), (16, 2))
+    gather = _nest(packing, 4, 8, True)
+    assert gather.streams(limit) and not gather.streams(limit - 64)
+    assert not _nest(packing, 4, 8, False).streams(limit)
+    assert not _nest(verify(x.shape, (0, 1), (16, 32)), 4, 8, True).streams(limit)
+    ref = pack_reference(x, (0, 1), (16, 2))
+    assert pack(x, (0, 1), (16, 2)).tobytes() == ref.tobytes()
+    out = np.full_like(x, 5)
+    assert unpack(ref, (0, 1), (16, 2), out=out) is out and out.tobytes() == x.tobytes()

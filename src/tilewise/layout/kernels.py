@@ -79,6 +79,8 @@ from numba.extending import intrinsic, overload
 # ahead up to 4 MiB (14.0 vs 12.6 GB/s), even at 6 MiB, streaming ahead from 8 MiB (12.8
 # vs 10.0 GB/s) and far ahead at 64 MiB (6.2 vs 3.5 GB/s, pack f32 T(32,32)).
 STREAMING_BYTES = 6 << 20
+# Unpacks gathering single 8-byte words stream from this size on (``_gathers_words``).
+_WORDS_STREAM_BYTES = 2 << 20
 # Source runs at least ``_SPLIT_BYTES`` apart are read this many bytes of destination at a time (at
 # least 8 and at most 32 runs). Fewer concurrent source streams are better on AMD Zen 4
 # (EPYC, 1 MiB L2): with 4096 bytes (32 streams of 128 B runs) pack/unpack f32 4096^2
@@ -1450,6 +1452,11 @@ class Nest:
     outer: int = 0  # loops of ``staged`` outside its chunks
     cached: bool = False  # never streamed (``_streams_badly``)
     in_cache: np.ndarray | None = None  # the table for smaller destinations, if not ``table``
+    stream_from: int = STREAMING_BYTES  # destinations of this many bytes or more stream
+
+    def streams(self, nbytes: int) -> bool:
+        """Whether a destination of ``nbytes`` is written with non-temporal stores."""
+        return nbytes >= min(self.stream_from, STREAMING_BYTES)
 
     def kernel_args(self, streaming: bool) -> tuple[np.ndarray, int, bool]:
         """The table, mode and store kind the kernel runs for a destination of
@@ -1610,9 +1617,19 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
     staged = _stage(udims, unit) if fill and _stages_well(udims, unit, itemsize) else None
     split = _split_streams(udims, unit)
     staged_table, outer = staged if staged is not None else (None, 0)
-    return Nest(unit, _table(split), fill, _is_panel(split, unit), staged_table, outer,
-                _streams_badly(split, unit, fill),
-                None if split is udims else _table(udims))
+    badly = _streams_badly(split, unit, fill)
+    return Nest(unit, _table(split), fill, _is_panel(split, unit), staged_table, outer, badly,
+                None if split is udims else _table(udims),
+                _WORDS_STREAM_BYTES if _gathers_words(split, unit, fill) else STREAMING_BYTES)
+
+
+def _gathers_words(dims: list[_Dim], unit: int, fill: bool) -> bool:
+    """Whether an unpack gathers single 8-byte words (f32 T(16,2), i8 T(8,8)): streamed, its
+    transposed rows go out as whole lines (``_gather_stream8``), which measured faster than
+    plain stores from ``_WORDS_STREAM_BYTES`` on (4 MiB, of the fastest copy, medians of 25
+    rounds in one process: f32 T(16,2) 0.43 -> 0.74, i8 T(8,8) 0.58 -> 0.87; packs of the
+    same tiles were slower streamed at 4 MiB: f32 T(16,2) 0.66 -> 0.61)."""
+    return not fill and unit == 8 and bool(dims) and dims[-1][1] != 1
 
 
 def _table(dims: list[_Dim]) -> np.ndarray:
