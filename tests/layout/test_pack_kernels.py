@@ -108,10 +108,11 @@ def test_panel_plans():
     assert nest.panel and nest.table[:, :3].tolist() == [[256, 8192, 8192], [16, 4, 512],
                                                          [128, 64, 4], [4, 1, 1]]
     assert _nest(verify((4096, 4096), (0, 1), (8, 16)), 1, 8, True).panel
-    # Not panels: packs (the destination is already read in order), runs of a line or more,
-    # clipped nests, single-row tiles.
+    # Runs of exactly one line (bf16 T(16,32)) are panels of two tiles, unsplit.
+    assert _nest(verify((4096, 4096), (0, 1), (16, 32)), 2, 8, True).panel
+    # Not panels: packs (the destination is already read in order), runs of more than a
+    # line, clipped nests, single-row tiles.
     assert not _nest(verify((4096, 4096), (0, 1), (16, 32)), 1, 8, False).panel
-    assert not _nest(verify((4096, 4096), (0, 1), (16, 32)), 2, 8, True).panel
     assert not _nest(verify((4096, 4096), (0, 1), (32, 32)), 4, 8, True).panel
     assert not _nest(verify((500, 1000), (0, 1), (16, 32)), 1, 8, True).panel
     assert not _nest(verify((64, 64), (1,), (32,)), 1, 8, True).panel
@@ -315,3 +316,17 @@ def test_word_gathers_stream_from_a_smaller_size():
     assert pack(x, (0, 1), (16, 2)).tobytes() == ref.tobytes()
     out = np.full_like(x, 5)
     assert unpack(ref, (0, 1), (16, 2), out=out) is out and out.tobytes() == x.tobytes()
+
+
+@pytest.mark.parametrize("shape, tiles, dt", [
+    ((64, 512), (16, 32), ml_dtypes.bfloat16),  # 64-byte runs of 1 KiB tiles
+    ((128, 256), (64, 64), np.int8),
+    ((32, 96), (4, 32), np.int16),  # three tiles a row: the last line of a row is split
+])
+def test_line_panels(shape, tiles, dt):
+    # Streamed unpacks of runs of one line are panels of two tiles, walked unsplit: every
+    # destination line joined from two runs when the destination starts inside a line.
+    x = np.random.default_rng(7).integers(-99, 99, shape).astype(dt)
+    nest = _nest(verify(shape, (0, 1), tiles), x.dtype.itemsize, 8, True)
+    assert nest.panel and nest.table[-1, 0] == 8 and nest.in_cache is None
+    _check_both_ways(x, (0, 1), tiles, (), 0, offsets=(0, 8, 16, 56))

@@ -332,7 +332,7 @@ def _make_line(pieces: int):
     return intrinsic(_line)
 
 
-_line2, _line4 = _make_line(2), _make_line(4)
+_line1, _line2, _line4 = _make_line(1), _make_line(2), _make_line(4)
 
 
 def _mask(values):
@@ -1006,7 +1006,10 @@ def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     for k in range(max(lines, 0)):
         sk = s + k * step
         dk = d + h + 8 * k
-        if g == 2:
+        if g == 1:
+            for t in range(m):
+                _line1(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
+        elif g == 2:
             for t in range(m):
                 _line2(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
         else:
@@ -1516,19 +1519,22 @@ def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
 
 def _is_panel(dims: list[_Dim], unit: int) -> bool:
     """Whether the three innermost loops ``(m, ss2, ds2), (n1, ss1, r), (r, 1, 1)`` write
-    runs of ``r`` = 2 or 4 words (a line holds ``g = 8 / r`` of them) contiguously along
+    runs of ``r`` = 2, 4 or 8 words (a line holds ``g = 8 / r`` of them) contiguously along
     the middle loop, while the outer one steps inside a source tile
     (``m * ss2 <= ss1``): the destination rows of a tile. Walked row after row, the source
     is read a run every ``ss1`` and each line of it is visited again by the next rows; as a
     panel (``_panel``), a group of ``g`` tiles is read in order and each destination row
     gets one whole line. Unclipped nests of 8-byte units whose destination strides keep
-    lines aligned."""
+    lines aligned. Runs of a whole line (bf16 T(16,32), i8 T(64,64)) are panels of two
+    tiles (``g = 1``: each line joined from two runs when the destination starts inside a
+    line, as numpy's large arrays do), walked unsplit: streamed row by row, each run's two
+    halves went to two lines by scalar stores."""
     if unit != 8 or len(dims) < 3 or any(d[4] is not None for d in dims):
         return False
     (m, ss2, ds2, *_), (n1, ss1, ds1, *_), (r, ss0, ds0, *_) = dims[-3:]
     lineu = _LINE // unit
-    return (ss0 == ds0 == 1 and ds1 == r and r in (2, 4)
-            and n1 >= lineu // r and 1 < m < n1 and m * ss2 <= ss1
+    return (ss0 == ds0 == 1 and ds1 == r and r in (2, 4, 8)
+            and n1 >= lineu // r and 1 < m and (m < n1 or r == 8) and m * ss2 <= ss1
             and all(d[2] % lineu == 0 for d in dims[:-2]))
 
 
@@ -1616,6 +1622,8 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
     udims = _coalesce(udims)
     staged = _stage(udims, unit) if fill and _stages_well(udims, unit, itemsize) else None
     split = _split_streams(udims, unit)
+    if _is_panel(udims, unit) and udims[-1][0] == _LINE // unit:
+        split = udims  # line panels read two tiles at a time: no split
     staged_table, outer = staged if staged is not None else (None, 0)
     badly = _streams_badly(split, unit, fill)
     return Nest(unit, _table(split), fill, _is_panel(split, unit), staged_table, outer, badly,
