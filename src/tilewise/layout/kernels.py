@@ -14,9 +14,10 @@ into a kernel nest:
    becomes one run of ``tile * itemsize`` bytes;
 3. picks the widest unsigned unit (8, 4, 2 or 1 bytes) that divides every stride, run,
    clipped run and the base addresses, so dtypes never matter;
-4. caps the concurrent source streams of unclipped copies: runs 1 KiB or more apart (4 KiB
-   for runs shorter than a line) are read ``SEGMENT // run`` (8 to 32) at a time (1 KiB of
-   destination per pass).
+4. for streamed destinations, caps the concurrent source streams of unclipped copies: runs
+   1 KiB or more apart (4 KiB for runs shorter than a line) are read ``SEGMENT // run`` (8
+   to 32) at a time (1 KiB of destination per pass); destinations written through the cache
+   walk the nest unsplit (``Nest.in_cache``).
 
 Example: packing f32[4096, 4096] with tiles (16, 2) is the nest ``(256, 2048, 16)`` of
 ``uint64`` with source strides ``(32768, 1, 2048)`` and destination strides
@@ -33,15 +34,16 @@ In-cache destinations (below ``STREAMING_BYTES``), plain stores:
   lines on the strided side, started on its lines), or by square register transposes
   (``_gather_sq``) when the block is smaller than one zip.
 
-Destinations of ``STREAMING_BYTES`` or more are written with non-temporal stores, as memcpy
-does for large copies. Packs of tile rows shorter than a line and of single elements
+Destinations of ``STREAMING_BYTES`` or more (unpacks gathering 8-byte words: 2 MiB,
+``Nest.streams``) are written with non-temporal stores, as memcpy does for large copies. Packs of tile rows shorter than a line and of single elements
 (NCHW -> NCHWc) are *staged* (``_stage``, ``_walk_staged``): each chunk of up to
 ``CHUNK_BYTES`` of the packed tensor is built in a stack scratch by the in-cache kernels and
 streamed out as whole lines. Unpacks of units narrower than 8 bytes (NCHW16c -> NCHW) are
 written through the cache at every size (``_streams_badly``). The rest stream from the
 block walker:
 
-* contiguous runs: scalar ``movnti``;
+* contiguous runs: whole aligned lines from 128 bytes on (``_STREAM_RUN``), else scalar
+  ``movnti``;
 * 8x8 transposes of 8-byte words (f32 T(16,2), f64 T(8,1), ...): each transposed row of
   8 words is one destination line, stored straight from the registers
   (``_gather_stream8``, the shorter side of the block innermost), when the lines start at
@@ -49,11 +51,11 @@ block walker:
   scalar stores); rows of 8 or 16 words filling a contiguous destination (packing f32
   T(8,2) or T(16,2)) go 512 bytes at a time, shifted in registers to the destination's
   lines (``_gather_rows8``);
-* *panels*: runs of 16 or 32 bytes that fill a destination row a run per source tile
-  (unpacking i8 T(16,32), ...): the loop over the rows of a tile moves inside the loop
-  over tiles, so ``64 / run`` tiles are read in order and every destination row gets one
-  whole line, joined (and shifted to the destination's lines) in registers (``_panel``,
-  planned by ``_is_panel``); runs of a whole line gain nothing from it;
+* *panels*: runs of 16, 32 or 64 bytes that fill a destination row a run per source tile
+  (unpacking i8 T(16,32), bf16 T(16,32), ...): the loop over the rows of a tile moves
+  inside the loop over tiles, so ``64 / run`` tiles (two for 64-byte runs) are read in
+  order and every destination row gets one whole line, joined (and shifted to the
+  destination's lines) in registers (``_panel``, planned by ``_is_panel``);
 * other gathers: staged in a line-aligned L1 scratch and streamed out as aligned 64-byte
   vector stores (never a partial line in the middle of a chunk).
 
