@@ -1,6 +1,7 @@
 """pack / unpack of this tree against another revision's, side by side in one process.
 
     .venv/bin/python benchmarks/pack_ab.py --base main [--only 'size=64K,256K op=unpack']
+        [--base-dir DIR]
 
 The base revision's ``src/tilewise`` is exported with ``git archive`` into a temporary
 directory as the package ``tilewise_base`` (its numba cache stays there), and every sweep cell
@@ -17,6 +18,7 @@ import argparse
 import importlib
 import io
 import json
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -35,11 +37,17 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _base_module(rev: str, where: Path):
     """``tilewise_base.layout.pack`` from revision ``rev``, exported under ``where``."""
-    raw = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "src/tilewise"],
-                         check=True, capture_output=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
-        tar.extractall(where, filter="data")
-    (where / "src" / "tilewise").rename(where / "tilewise_base")
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", rev], check=True,
+                            capture_output=True, text=True).stdout.strip()
+    stamp = where / "tilewise_base" / "COMMIT"
+    if not (stamp.exists() and stamp.read_text() == commit):  # else reuse it and its cache
+        raw = subprocess.run(["git", "-C", str(ROOT), "archive", commit, "src/tilewise"],
+                             check=True, capture_output=True).stdout
+        shutil.rmtree(where / "tilewise_base", ignore_errors=True)
+        with tarfile.open(fileobj=io.BytesIO(raw)) as tar:
+            tar.extractall(where, filter="data")
+        (where / "src" / "tilewise").rename(where / "tilewise_base")
+        stamp.write_text(commit)
     sys.path.insert(0, str(where))
     return importlib.import_module("tilewise_base.layout.pack")
 
@@ -86,13 +94,18 @@ def main() -> None:
     ap.add_argument("--only", default="", help="sweep filter (see pack.py --only)")
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pack_ab.json"))
+    ap.add_argument("--base-dir", default=None,
+                    help="keep the exported base revision (and its numba cache) here between "
+                         "runs (default: a temporary directory)")
     args = ap.parse_args()
     only = parse_only(args.only)
     rows = []
     print(f"{'op':6} {'dtype':4} {'size':>5} {'tile':>8}  {'base':>5} {'new':>5}  new/base"
           f"   (ratios to the fastest copy, per-round medians)")
     with tempfile.TemporaryDirectory() as tmp:
-        base = _base_module(args.base, Path(tmp))
+        where = Path(args.base_dir or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        base = _base_module(args.base, where)
         stream = StreamingCopy()
         try:
             for cell in cells(only):

@@ -108,10 +108,11 @@ def test_panel_plans():
     assert nest.panel and nest.table[:, :3].tolist() == [[256, 8192, 8192], [16, 4, 512],
                                                          [128, 64, 4], [4, 1, 1]]
     assert _nest(verify((4096, 4096), (0, 1), (8, 16)), 1, 8, True).panel
-    # Not panels: packs (the destination is already read in order), runs of a line or more,
-    # clipped nests, single-row tiles.
+    # Runs of exactly one line (bf16 T(16,32)) are panels of two tiles, unsplit.
+    assert _nest(verify((4096, 4096), (0, 1), (16, 32)), 2, 8, True).panel
+    # Not panels: packs (the destination is already read in order), runs of more than a
+    # line, clipped nests, single-row tiles.
     assert not _nest(verify((4096, 4096), (0, 1), (16, 32)), 1, 8, False).panel
-    assert not _nest(verify((4096, 4096), (0, 1), (16, 32)), 2, 8, True).panel
     assert not _nest(verify((4096, 4096), (0, 1), (32, 32)), 4, 8, True).panel
     assert not _nest(verify((500, 1000), (0, 1), (16, 32)), 1, 8, True).panel
     assert not _nest(verify((64, 64), (1,), (32,)), 1, 8, True).panel
@@ -274,3 +275,58 @@ def test_large_element_unpacks_go_through_the_cache():
     p = pack(x, (1,), (16,))
     assert np.array_equal(p, pack_reference(x, (1,), (16,)))
     assert np.array_equal(unpack(p, (1,), (16,), shape=x.shape), x)
+
+
+@pytest.mark.parametrize("run", [kernels._STREAM_RUN - 8, kernels._STREAM_RUN,
+                                 kernels._STREAM_RUN + 8, 3 * 64 + 24])
+def test_streamed_runs_either_side_of_the_line_threshold(run):
+    # Streamed unpacks of tile rows: runs of _STREAM_RUN bytes or more go out as aligned
+    # lines with scalar heads and tails (destinations 16 bytes past a line, as numpy puts
+    # large arrays, and 40), shorter ones unit by unit.
+    x = np.random.default_rng(run).integers(-99, 99, (32, 8 * run // 8)).astype(np.int64)
+    _check_both_ways(x, (0, 1), (16, run // 8), (), 0, offsets=(0, 16, 40))
+
+
+@pytest.mark.parametrize("packed_is_src", [False, True])
+def test_split_streams_only_for_streamed_destinations(packed_is_src):
+    # f32 T(16,32) of a [32, 4096] tensor: 128-byte runs 2 KiB (unpack) or 16 KiB (pack)
+    # apart are read 8 at a time when streamed; written through the cache, the nest is
+    # walked unsplit (``Nest.in_cache``). Both forms bit-exact, at both store kinds.
+    x = np.random.default_rng(3).standard_normal((32, 4096)).astype(np.float32)
+    packing = verify(x.shape, (0, 1), (16, 32))
+    nest = _nest(packing, 4, 8, packed_is_src)
+    assert nest.in_cache is not None and len(nest.table) == len(nest.in_cache) + 1
+    assert nest.kernel_args(False)[0] is nest.in_cache
+    assert nest.kernel_args(True)[0] is nest.table
+    _check_both_ways(x, (0, 1), (16, 32), (), 0, offsets=(0, 16))
+
+
+def test_word_gathers_stream_from_a_smaller_size():
+    # Unpacks gathering 8-byte words (f32 T(16,2)) stream from _WORDS_STREAM_BYTES on;
+    # packs of the same tiles and unpacks of runs from STREAMING_BYTES on.
+    limit = kernels._WORDS_STREAM_BYTES
+    x = np.random.default_rng(5).standard_normal((512, limit // 2048)).astype(np.float32)
+    assert x.nbytes == limit < kernels.STREAMING_BYTES
+    packing = verify(x.shape, (0, 1), (16, 2))
+    gather = _nest(packing, 4, 8, True)
+    assert gather.streams(limit) and not gather.streams(limit - 64)
+    assert not _nest(packing, 4, 8, False).streams(limit)
+    assert not _nest(verify(x.shape, (0, 1), (16, 32)), 4, 8, True).streams(limit)
+    ref = pack_reference(x, (0, 1), (16, 2))
+    assert pack(x, (0, 1), (16, 2)).tobytes() == ref.tobytes()
+    out = np.full_like(x, 5)
+    assert unpack(ref, (0, 1), (16, 2), out=out) is out and out.tobytes() == x.tobytes()
+
+
+@pytest.mark.parametrize("shape, tiles, dt", [
+    ((64, 512), (16, 32), ml_dtypes.bfloat16),  # 64-byte runs of 1 KiB tiles
+    ((128, 256), (64, 64), np.int8),
+    ((32, 96), (4, 32), np.int16),  # three tiles a row: the last line of a row is split
+])
+def test_line_panels(shape, tiles, dt):
+    # Streamed unpacks of runs of one line are panels of two tiles, walked unsplit: every
+    # destination line joined from two runs when the destination starts inside a line.
+    x = np.random.default_rng(7).integers(-99, 99, shape).astype(dt)
+    nest = _nest(verify(shape, (0, 1), tiles), x.dtype.itemsize, 8, True)
+    assert nest.panel and nest.table[-1, 0] == 8 and nest.in_cache is None
+    _check_both_ways(x, (0, 1), tiles, (), 0, offsets=(0, 8, 16, 56))

@@ -14,9 +14,10 @@ into a kernel nest:
    becomes one run of ``tile * itemsize`` bytes;
 3. picks the widest unsigned unit (8, 4, 2 or 1 bytes) that divides every stride, run,
    clipped run and the base addresses, so dtypes never matter;
-4. caps the concurrent source streams of unclipped copies: runs 1 KiB or more apart (4 KiB
-   for runs shorter than a line) are read ``SEGMENT // run`` (8 to 32) at a time (1 KiB of
-   destination per pass).
+4. for streamed destinations, caps the concurrent source streams of unclipped copies: runs
+   1 KiB or more apart (4 KiB for runs shorter than a line) are read ``SEGMENT // run`` (8
+   to 32) at a time (1 KiB of destination per pass); destinations written through the cache
+   walk the nest unsplit (``Nest.in_cache``).
 
 Example: packing f32[4096, 4096] with tiles (16, 2) is the nest ``(256, 2048, 16)`` of
 ``uint64`` with source strides ``(32768, 1, 2048)`` and destination strides
@@ -33,15 +34,16 @@ In-cache destinations (below ``STREAMING_BYTES``), plain stores:
   lines on the strided side, started on its lines), or by square register transposes
   (``_gather_sq``) when the block is smaller than one zip.
 
-Destinations of ``STREAMING_BYTES`` or more are written with non-temporal stores, as memcpy
-does for large copies. Packs of tile rows shorter than a line and of single elements
+Destinations of ``STREAMING_BYTES`` or more (unpacks gathering 8-byte words: 2 MiB,
+``Nest.streams``) are written with non-temporal stores, as memcpy does for large copies. Packs of tile rows shorter than a line and of single elements
 (NCHW -> NCHWc) are *staged* (``_stage``, ``_walk_staged``): each chunk of up to
 ``CHUNK_BYTES`` of the packed tensor is built in a stack scratch by the in-cache kernels and
 streamed out as whole lines. Unpacks of units narrower than 8 bytes (NCHW16c -> NCHW) are
 written through the cache at every size (``_streams_badly``). The rest stream from the
 block walker:
 
-* contiguous runs: scalar ``movnti``;
+* contiguous runs: whole aligned lines from 128 bytes on (``_STREAM_RUN``), else scalar
+  ``movnti``;
 * 8x8 transposes of 8-byte words (f32 T(16,2), f64 T(8,1), ...): each transposed row of
   8 words is one destination line, stored straight from the registers
   (``_gather_stream8``, the shorter side of the block innermost), when the lines start at
@@ -49,11 +51,11 @@ block walker:
   scalar stores); rows of 8 or 16 words filling a contiguous destination (packing f32
   T(8,2) or T(16,2)) go 512 bytes at a time, shifted in registers to the destination's
   lines (``_gather_rows8``);
-* *panels*: runs of 16 or 32 bytes that fill a destination row a run per source tile
-  (unpacking i8 T(16,32), ...): the loop over the rows of a tile moves inside the loop
-  over tiles, so ``64 / run`` tiles are read in order and every destination row gets one
-  whole line, joined (and shifted to the destination's lines) in registers (``_panel``,
-  planned by ``_is_panel``); runs of a whole line gain nothing from it;
+* *panels*: runs of 16, 32 or 64 bytes that fill a destination row a run per source tile
+  (unpacking i8 T(16,32), bf16 T(16,32), ...): the loop over the rows of a tile moves
+  inside the loop over tiles, so ``64 / run`` tiles (two for 64-byte runs) are read in
+  order and every destination row gets one whole line, joined (and shifted to the
+  destination's lines) in registers (``_panel``, planned by ``_is_panel``);
 * other gathers: staged in a line-aligned L1 scratch and streamed out as aligned 64-byte
   vector stores (never a partial line in the middle of a chunk).
 
@@ -79,6 +81,8 @@ from numba.extending import intrinsic, overload
 # ahead up to 4 MiB (14.0 vs 12.6 GB/s), even at 6 MiB, streaming ahead from 8 MiB (12.8
 # vs 10.0 GB/s) and far ahead at 64 MiB (6.2 vs 3.5 GB/s, pack f32 T(32,32)).
 STREAMING_BYTES = 6 << 20
+# Unpacks gathering single 8-byte words stream from this size on (``_gathers_words``).
+_WORDS_STREAM_BYTES = 2 << 20
 # Source runs at least ``_SPLIT_BYTES`` apart are read this many bytes of destination at a time (at
 # least 8 and at most 32 runs). Fewer concurrent source streams are better on AMD Zen 4
 # (EPYC, 1 MiB L2): with 4096 bytes (32 streams of 128 B runs) pack/unpack f32 4096^2
@@ -101,6 +105,12 @@ _STAGE_BYTES = 8192  # scratch for streamed gathers
 # (1 KiB of each channel plane), 0.53-0.65 with 64 KiB (128 KiB: about the same, and a
 # deeper stack than a small thread stack may give).
 CHUNK_BYTES = 65536
+
+# Streamed runs of at least this many bytes go out as whole aligned lines (``_stream_out``: a
+# misaligned run's first and last lines as scalar stores); shorter ones unit by unit. Unpack
+# f32 T(16,32) (128-byte runs) at 16 MiB: 1.3x faster as lines (pack_ab.py, three runs);
+# bf16 T(16,32) and T(32,32) (64-byte runs) 0.8-0.9x, so they keep the scalar stores.
+_STREAM_RUN = 128
 
 # Transposed 8-byte rows of at least this many units go straight to whole lines even when
 # their first and last lines are split (written with scalar streaming stores).
@@ -324,7 +334,7 @@ def _make_line(pieces: int):
     return intrinsic(_line)
 
 
-_line2, _line4 = _make_line(2), _make_line(4)
+_line1, _line2, _line4 = _make_line(1), _make_line(2), _make_line(4)
 
 
 def _mask(values):
@@ -921,6 +931,9 @@ def _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, a0, a1, ss1, ds
             for a in range(a0, a1):
                 _stream_rows(src, dst, s + a * ss1, d + a * ds1, zero, one, ss1, ds1, e0)
                 _fill_stream(dst, d + a * ds1 + e0, zero, one, ds1, n0 - e0, pad, period)
+        elif e0 * unit >= _STREAM_RUN:
+            for a in range(a0, a1):
+                _stream_out(src, s + a * ss1, dst, d + a * ds1, e0, daddr, unit)
         else:
             _stream_rows(src, dst, s, d, a0, a1, ss1, ds1, e0)
         return
@@ -995,7 +1008,10 @@ def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     for k in range(max(lines, 0)):
         sk = s + k * step
         dk = d + h + 8 * k
-        if g == 2:
+        if g == 1:
+            for t in range(m):
+                _line1(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
+        elif g == 2:
             for t in range(m):
                 _line2(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
         else:
@@ -1440,12 +1456,20 @@ class Nest:
     staged: np.ndarray | None = None  # the streamed form (``_stage``), if any
     outer: int = 0  # loops of ``staged`` outside its chunks
     cached: bool = False  # never streamed (``_streams_badly``)
+    in_cache: np.ndarray | None = None  # the table for smaller destinations, if not ``table``
+    stream_from: int = STREAMING_BYTES  # destinations of this many bytes or more stream
+
+    def streams(self, nbytes: int) -> bool:
+        """Whether a destination of ``nbytes`` is written with non-temporal stores."""
+        return nbytes >= min(self.stream_from, STREAMING_BYTES)
 
     def kernel_args(self, streaming: bool) -> tuple[np.ndarray, int, bool]:
         """The table, mode and store kind the kernel runs for a destination of
         ``STREAMING_BYTES`` or more (``streaming``) or a smaller one."""
         if streaming and self.staged is not None:
             return self.staged, STAGED + self.outer, True
+        if not streaming and self.in_cache is not None:
+            return self.in_cache, BLOCKS, False
         return self.table, PANEL if self.panel else BLOCKS, streaming and not self.cached
 
     def pad_pattern(self, pad: bytes) -> np.ndarray:
@@ -1477,7 +1501,13 @@ def _coalesce(dims: list[_Dim]) -> list[_Dim]:
 
 def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
     """Read runs that are ``_SPLIT_BYTES`` or more apart ``SEGMENT // run`` (8 to 32) at a time: the
-    outer part of the run loop is hoisted above the next outer loop (unclipped nests only)."""
+    outer part of the run loop is hoisted above the next outer loop (unclipped nests only);
+    ``dims`` itself when nothing is split. For streamed destinations only: written through
+    the cache, the nest unsplit measured as fast or faster at every cell tried (``plans``
+    A/B in one process, 256 KiB to 4 MiB, medians of 21 rounds, of the fastest copy:
+    pack i8 4 MiB T(64,64) 0.46 -> 0.84, unpack bf16 4 MiB T(16,32) 0.49 -> 0.78 and
+    T(32,32) 0.74 -> 1.36, unpack f32 4 MiB T(32,32) 0.72 -> 0.86, pack f32 1 MiB
+    T(64,64) 0.77 -> 0.92; i8 T(32,32) 0.64 both)."""
     if len(dims) < 3 or any(d[4] is not None for d in dims):
         return dims
     (n2, s2, d2, k2, _, _), (n1, s1, d1, k1, _, _), (n0, s0, d0, k0, _, _) = dims[-3:]
@@ -1491,19 +1521,22 @@ def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
 
 def _is_panel(dims: list[_Dim], unit: int) -> bool:
     """Whether the three innermost loops ``(m, ss2, ds2), (n1, ss1, r), (r, 1, 1)`` write
-    runs of ``r`` = 2 or 4 words (a line holds ``g = 8 / r`` of them) contiguously along
+    runs of ``r`` = 2, 4 or 8 words (a line holds ``g = 8 / r`` of them) contiguously along
     the middle loop, while the outer one steps inside a source tile
     (``m * ss2 <= ss1``): the destination rows of a tile. Walked row after row, the source
     is read a run every ``ss1`` and each line of it is visited again by the next rows; as a
     panel (``_panel``), a group of ``g`` tiles is read in order and each destination row
     gets one whole line. Unclipped nests of 8-byte units whose destination strides keep
-    lines aligned."""
+    lines aligned. Runs of a whole line (bf16 T(16,32), i8 T(64,64)) are panels of two
+    tiles (``g = 1``: each line joined from two runs when the destination starts inside a
+    line, as numpy's large arrays do), walked unsplit: streamed row by row, each run's two
+    halves went to two lines by scalar stores."""
     if unit != 8 or len(dims) < 3 or any(d[4] is not None for d in dims):
         return False
     (m, ss2, ds2, *_), (n1, ss1, ds1, *_), (r, ss0, ds0, *_) = dims[-3:]
     lineu = _LINE // unit
-    return (ss0 == ds0 == 1 and ds1 == r and r in (2, 4)
-            and n1 >= lineu // r and 1 < m < n1 and m * ss2 <= ss1
+    return (ss0 == ds0 == 1 and ds1 == r and r in (2, 4, 8)
+            and n1 >= lineu // r and 1 < m and (m < n1 or r == 8) and m * ss2 <= ss1
             and all(d[2] % lineu == 0 for d in dims[:-2]))
 
 
@@ -1590,15 +1623,33 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
             udims.append((n, s // unit, d // unit, key, partner, rem))
     udims = _coalesce(udims)
     staged = _stage(udims, unit) if fill and _stages_well(udims, unit, itemsize) else None
-    udims = _split_streams(udims, unit)
-    while len(udims) < 2:
-        udims.insert(0, (1, 0, 0, -2, None, 0))
-    where = {dim[3]: i for i, dim in enumerate(udims)}
-    table = np.array([(n, s, d, -1 if p is None else where[p], rem)
-                      for n, s, d, _, p, rem in udims], dtype=np.int64)
+    split = _split_streams(udims, unit)
+    if _is_panel(udims, unit) and udims[-1][0] == _LINE // unit:
+        split = udims  # line panels read two tiles at a time: no split
     staged_table, outer = staged if staged is not None else (None, 0)
-    return Nest(unit, table, fill, _is_panel(udims, unit), staged_table, outer,
-                _streams_badly(udims, unit, fill))
+    badly = _streams_badly(split, unit, fill)
+    return Nest(unit, _table(split), fill, _is_panel(split, unit), staged_table, outer, badly,
+                None if split is udims else _table(udims),
+                _WORDS_STREAM_BYTES if _gathers_words(split, unit, fill) else STREAMING_BYTES)
+
+
+def _gathers_words(dims: list[_Dim], unit: int, fill: bool) -> bool:
+    """Whether an unpack gathers single 8-byte words (f32 T(16,2), i8 T(8,8)): streamed, its
+    transposed rows go out as whole lines (``_gather_stream8``), which measured faster than
+    plain stores from ``_WORDS_STREAM_BYTES`` on (4 MiB, of the fastest copy, medians of 25
+    rounds in one process: f32 T(16,2) 0.43 -> 0.74, i8 T(8,8) 0.58 -> 0.87; packs of the
+    same tiles were slower streamed at 4 MiB: f32 T(16,2) 0.66 -> 0.61)."""
+    return not fill and unit == 8 and bool(dims) and dims[-1][1] != 1
+
+
+def _table(dims: list[_Dim]) -> np.ndarray:
+    """The kernel's int64 table of ``dims`` (at least two loops; partners as loop indices)."""
+    dims = list(dims)
+    while len(dims) < 2:
+        dims.insert(0, (1, 0, 0, -2, None, 0))
+    where = {dim[3]: i for i, dim in enumerate(dims)}
+    return np.array([(n, s, d, -1 if p is None else where[p], rem)
+                     for n, s, d, _, p, rem in dims], dtype=np.int64)
 
 
 def byte_view(a: np.ndarray) -> np.ndarray:

@@ -453,7 +453,7 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
     max_unit = gcd(src.__array_interface__["data"][0], dst.__array_interface__["data"][0], 8)
     nest = _nest(packing, src.dtype.itemsize, max_unit, packed_is_src)
     pattern = nest.pad_pattern(bytes(src.dtype.itemsize) if pad is None else pad.tobytes())
-    table, mode, nt = nest.kernel_args(dst.nbytes >= kernels.STREAMING_BYTES)
+    table, mode, nt = nest.kernel_args(nest.streams(dst.nbytes))
     plan = Plan(dst.shape, dst.dtype, kernels.RUN[nest.unit], (pattern, table, nest.fill, nt, mode),
                 src.dtype in kernels.TYPED, nest.unit, src.shape)
     status = plan.move(src, dst)
