@@ -148,3 +148,10 @@ def bd_count(sizes, strides, element_bytes: int, lim) -> int:
         return 0
     _, dims = byte_dims(0, sizes, strides, element_bytes)
     return len(split(0, word_dims(dims, lim.word_bytes), lim))
+
+
+def transfer_bds(side_counts) -> int:
+    """BDs one transfer costs: the most of its sides' (:func:`bd_count` of the read and of each
+    write side): the sides run at once on their DMAs' channels, so the longest chain of BDs
+    sets the transfer's fixed time. 0 for a transfer that moves nothing."""
+    return max(side_counts, default=0)
