@@ -42,6 +42,8 @@ class BdCounter:
         self.words = {t.name: [int(granule_points(int(g), t.element_bytes)) for g in window_granules(arch)]
                       for t in st.moved if rounded_window(t, st.outputs)}
         self.extent: dict = {}  # (level, tensor) -> largest box extents
+        self.memo: dict = {}    # (tensor, level, moved extents, width) -> BDs (after the walk)
+        self.active = any(lv.dma is not None for lv in arch.levels)  # else: nothing to count
 
     def source(self, tensor: str, level: int) -> int:
         return max(l for l in range(level) if tensor in self.kept[l])
@@ -58,12 +60,16 @@ class BdCounter:
 
     def see(self, ev: Transfer) -> None:
         """Widen the buffer of ``ev``'s level to hold its box."""
-        if not ev.level:
+        if not ev.level or not self.active:
             return
-        t = self.w.tensor(ev.tensor)
-        ext = tuple(hi - lo for lo, hi in self.box(t, ev.level, ev.box, t.element_bytes))
-        old = self.extent.get((ev.level, t.name), ext)
-        self.extent[(ev.level, t.name)] = tuple(max(x, y) for x, y in zip(old, ext))
+        box = ev.box
+        if ev.tensor in self.words or ev.tensor in self.rows:
+            t = self.w.tensor(ev.tensor)
+            box = self.box(t, ev.level, box, t.element_bytes)
+        key = (ev.level, ev.tensor)
+        old = self.extent.get(key)
+        ext = tuple(hi - lo for lo, hi in box)
+        self.extent[key] = ext if old is None else tuple(max(x, y) for x, y in zip(old, ext))
 
     def shape(self, tensor, level: int) -> tuple[int, ...]:
         """The buffer of ``tensor`` at ``level`` (elements per axis, row-major)."""
@@ -80,15 +86,23 @@ class BdCounter:
     def bds(self, tensor, level: int, box: Box, width: int) -> int | None:
         """BDs of the transfer of ``box`` of ``tensor`` (a Tensor) between ``level`` and its
         source at ``width`` bytes per element; None where a side's level has no DMA limits."""
+        if not self.active:
+            return None
         src = self.source(tensor.name, level)
         lims = [self.arch.levels[l].dma for l in (src, level)]
         if any(lim is None for lim in lims):
             return None
-        moved = self.box(tensor, level, box, width)
-        sizes = tuple(hi - lo for lo, hi in moved)
+        sizes = tuple(hi - lo for lo, hi in self.box(tensor, level, box, width))
+        key = (tensor.name, level, sizes, width)
+        if key not in self.memo:  # the count depends on the extents, not the offset
+            self.memo[key] = self._count(tensor, (src, level), lims, sizes, width)
+        return self.memo[key]
+
+    def _count(self, tensor, levels, lims, sizes, width: int) -> int:
+        """BDs of a transfer of ``sizes`` between ``levels`` (source, destination)."""
         lanes = (tensor.lanes,) if tensor.lanes > 1 else ()
         counts = []
-        for l, lim in zip((src, level), lims):
+        for l, lim in zip(levels, lims):
             shape = self.shape(tensor, l) + lanes
             pitch = [1] * len(shape)
             for i in range(len(shape) - 2, -1, -1):

@@ -140,12 +140,12 @@ def simulate(workload, arch, mapping) -> Trace:
                 reads[nm][ev.tensor] += partial_b
                 reloads[nm][ev.tensor] += partial_b
                 fills[nm][ev.tensor] += moves
-                if moves:
+                if moves and bdc.active:
                     fill_boxes.append((ev.level, t, ev.box, pb))
             else:
                 reads[nm][ev.tensor] += final_b
                 fills[nm][ev.tensor] += moves
-                if moves:
+                if moves and bdc.active:
                     fill_boxes.append((ev.level, t, ev.box, eb))
         elif isinstance(ev, Compute):
             op = ops[ev.op]
@@ -170,7 +170,7 @@ def simulate(workload, arch, mapping) -> Trace:
             reads[names[level]][tensor] += partial_b
             reloads[names[level]][tensor] += partial_b
             fills[names[level]][tensor] += moves
-            if moves:
+            if moves and bdc.active:
                 fill_boxes.append((level, workload.tensor(tensor), box, partial[tensor]))
     for (level, tensor, *_), moved in stores.items():
         writes[names[level]][tensor] += moved[-1][0] + sum(p for _, p, *_ in moved[:-1])
