@@ -19,6 +19,7 @@ from tilewise.executor.interpreter import compare, magnitude
 from tilewise.executor.reference import random_inputs, reference
 from tilewise.mapping import Mapping
 from tilewise.model.cost import evaluate
+from tilewise.simulation.trace import simulate
 
 from ..model.strategies import mappings
 
@@ -46,7 +47,30 @@ def _program_matches(workload, arch, mapping, seed=1):
         inner = max(link)
         table = cost.drains if link[0] == inner else cost.fills
         assert table[program.levels[inner]][tensor] == n, (link, tensor)
+    _bds_match(program, workload, arch, mapping)
     return program
+
+
+def _program_bds(program) -> tuple[dict, dict]:
+    """BDs per level and tensor of the moves into (fills) and out of (drains) each level."""
+    fills: dict = {}
+    drains: dict = {}
+    for mv in program.moves:
+        inner = max(mv.link)
+        table = drains if mv.link[0] == inner else fills
+        row = table.setdefault(program.levels[inner], {})
+        row[mv.tensor] = row.get(mv.tensor, 0) + mv.bds
+    clean = lambda t: {lv: {k: v for k, v in row.items() if v} for lv, row in t.items()
+                       if any(row.values())}
+    return clean(fills), clean(drains)
+
+
+def _bds_match(program, workload, arch, mapping) -> None:
+    """The emitter's BDs per transfer, summed per level and tensor, equal the simulation's
+    own count from the walk."""
+    trace = simulate(workload, arch, mapping)
+    rows = tuple({lv: row for lv, row in t.items() if row} for t in (trace.fill_bds, trace.drain_bds))
+    assert _program_bds(program) == rows, str(mapping)
 
 
 # ----- limits in the arch spec
@@ -108,6 +132,23 @@ def test_check_program_names_the_descriptor_and_field_over_a_tighter_limit():
     # built for the tighter DMA, the same moves take more descriptors, all within it
     again = build_program(w, small, Mapping.parse(m))
     assert check_program(again, small).descriptors >= check_program(program).descriptors
+
+
+def test_a_border_tile_of_a_4d_window_takes_two_bds_on_the_cores_3d_dma():
+    # I's core buffer is 2 x 8 x 6 x 8 (the largest window tile, rows rounded out to words);
+    # the border tile c 8..12, h 4..8, w 4..8 of it is 4-D (no dims merge), and the core's
+    # DMA has 3 dims and no repeat: one BD per image, 2 BDs for the transfer
+    w = conv2d(2, 12, 8, 8, 8, 3, 3, dtype="i8")
+    arch = load_arch("aie-4x2")
+    m = Mapping.parse("ddr[n2 k8 c12 p6 q6 r3 s3] nkcpqrs | memtile[n2 k8 c12 p6 q6 r3 s3] nkcpqrs"
+                      " | core[n2 k8 c8 p4 q4 r3 s3]")
+    program = build_program(w, arch, m)
+    two = [mv for mv in program.moves if mv.bds > 1]
+    assert {(mv.tensor, mv.link, mv.bds) for mv in two} == {("I", (1, 2), 2)}
+    assert [len(s.descriptors) for s in (two[0].source,) + two[0].destinations] == [1, 2]
+    trace = simulate(w, arch, m)
+    assert trace.fill_bds["core"]["I"] == trace.fills["core"]["I"] + len(two) == 9
+    _bds_match(program, w, arch, m)
 
 
 # ----- the simulator

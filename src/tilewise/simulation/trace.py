@@ -12,6 +12,9 @@ Counting rules:
 - ``fills`` / ``drains``: the number of those transfers (one per tile moved in / stored out;
   a tile whose dim ranges are empty, on an idle core, moves nothing and is no transfer; a
   window tile that lies wholly in the padding is one: the DMA fills it with zeros).
+- ``fill_bds`` / ``drain_bds``: the buffer descriptors of those transfers, where both levels
+  of the link declare DMA limits (:mod:`.bds`: each transfer's two sides built from its box,
+  its longest side's BDs); a window tile wholly in the padding needs none.
 - Broadcast: at the array level, transfers of one step that carry the same tile of the same
   tensor share one transfer along a broadcast axis: ``broadcast_rows`` reaches every core of a
   row (cores with the same row index), ``broadcast_cols`` every core of a column. Partial sums of
@@ -42,6 +45,7 @@ from dataclasses import dataclass
 from ..model.footprint import in_place, partial_sum_bytes
 from ..model.problem import Problem
 from ..model.legality import merged_ways
+from .bds import BdCounter
 from .runs import RunCounter
 from .share import share_group, store_key
 from .walker import Compute, Transfer, walk
@@ -56,6 +60,8 @@ class Trace:
     writes: dict
     fills: dict
     drains: dict
+    fill_bds: dict
+    drain_bds: dict
     peak: dict
     steps: dict
     padded_points: dict
@@ -101,11 +107,14 @@ def simulate(workload, arch, mapping) -> Trace:
     # reload) move partial sums, at the accumulator type
     partial = {t.name: partial_sum_bytes(t, workload) for t in st.moved}
     runs = RunCounter(workload, arch, mapping)
+    bdc = BdCounter(workload, arch, mapping)
+    fill_boxes: list = []  # (level, tensor, box, width) of every transfer in: BDs at the end
     stores: dict = {}  # (level, tensor, tile, core or its share group) -> (final, partial) bytes
     for ev in walk(workload, arch, mapping):
         if isinstance(ev, Transfer):
             t = workload.tensor(ev.tensor)
             allocate(ev.level, ev.core, t)
+            bdc.see(ev)
             if ev.kind == "zero":
                 continue
             group = share_group(ev, st.outputs, arr, st.array_level)
@@ -121,19 +130,23 @@ def simulate(workload, arch, mapping) -> Trace:
             tp = through.get(ev.tensor, (False, False)) if group is not None else (False, False)
             if ev.kind == "store":  # which store of a tile is its last is known at the end
                 ident = store_key(ev, group, tp)
-                stores.setdefault(ident, []).append((final_b, partial_b))
+                stores.setdefault(ident, []).append((final_b, partial_b, ev.box, moves))
                 drains[nm][ev.tensor] += moves
                 if any(tp):  # partials through the parent: every one but the first read back
-                    merges[(ev.step,) + ident].append((partial_b, moves))
+                    merges[(ev.step,) + ident].append((partial_b, moves, ev.box))
             elif ev.kind == "reload" and any(tp) and any(x and g for x, g in zip(tp, ev.core)):
                 continue  # only the merging cores (index 0 on those axes) bring the sum back
             elif ev.kind == "reload":  # a reload brings back partial sums
                 reads[nm][ev.tensor] += partial_b
                 reloads[nm][ev.tensor] += partial_b
                 fills[nm][ev.tensor] += moves
+                if moves and bdc.active:
+                    fill_boxes.append((ev.level, t, ev.box, pb))
             else:
                 reads[nm][ev.tensor] += final_b
                 fills[nm][ev.tensor] += moves
+                if moves and bdc.active:
+                    fill_boxes.append((ev.level, t, ev.box, eb))
         elif isinstance(ev, Compute):
             op = ops[ev.op]
             live = all(hi > lo for lo, hi in ev.ranges.values())
@@ -153,12 +166,15 @@ def simulate(workload, arch, mapping) -> Trace:
                 useful[ev.op] += real
                 per_core_steps[(ev.op, ev.core)] += 1
     for (_, level, tensor, *_), parts in merges.items():  # the merges' read-backs
-        for partial_b, moves in parts[1:]:
+        for partial_b, moves, box in parts[1:]:
             reads[names[level]][tensor] += partial_b
             reloads[names[level]][tensor] += partial_b
             fills[names[level]][tensor] += moves
+            if moves and bdc.active:
+                fill_boxes.append((level, workload.tensor(tensor), box, partial[tensor]))
     for (level, tensor, *_), moved in stores.items():
-        writes[names[level]][tensor] += moved[-1][0] + sum(p for _, p in moved[:-1])
+        writes[names[level]][tensor] += moved[-1][0] + sum(p for _, p, *_ in moved[:-1])
+    fill_bds, drain_bds = _bds(bdc, names, fill_boxes, stores, partial, workload)
     for (op_name, _core), k in per_core_steps.items():
         steps[op_name] = max(steps[op_name], k)
     _panels(problem, tiles, merged, starts, allocated)
@@ -168,8 +184,29 @@ def simulate(workload, arch, mapping) -> Trace:
     return Trace(
         reads=_nonzero(reads), reloads=_nonzero(reloads), writes=_nonzero(writes),
         fills=_nonzero(fills), drains=_nonzero(drains),
-        peak=peak, steps=dict(steps), padded_points=dict(padded), useful_points=dict(useful),
+        fill_bds=fill_bds, drain_bds=drain_bds, peak=peak, steps=dict(steps),
+        padded_points=dict(padded), useful_points=dict(useful),
     )
+
+
+def _bds(bdc, names, fill_boxes, stores, partial, workload) -> tuple[dict, dict]:
+    """BDs of the transfers into and out of each level (:mod:`.bds`), per level and tensor:
+    loads and reloads from ``fill_boxes``, stores from ``stores`` (a tile's last store moves
+    the finished tile at the tensor's type, the others partial sums); levels without DMA
+    limits are left out."""
+    fill_bds = {nm: defaultdict(int) for nm in names[1:]}
+    drain_bds = {nm: defaultdict(int) for nm in names[1:]}
+    for level, t, box, width in fill_boxes:
+        n = bdc.bds(t, level, box, width)
+        if n is not None:
+            fill_bds[names[level]][t.name] += n
+    for (level, tensor, *_), moved in stores.items():
+        t = workload.tensor(tensor)
+        for i, (_, _, box, moves) in enumerate(moved):
+            n = bdc.bds(t, level, box, t.element_bytes if i == len(moved) - 1 else partial[tensor])
+            if moves and n is not None:
+                drain_bds[names[level]][tensor] += n
+    return _nonzero(fill_bds), _nonzero(drain_bds)
 
 
 def _panels(problem, tiles: list, merged: dict, starts: dict, allocated: dict) -> None:

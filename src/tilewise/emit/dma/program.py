@@ -49,6 +49,7 @@ import numpy as np
 from ...errors import DmaError
 from ...model.contiguity import (aligned_range, granule_points, padded_row, rounded_window,
                                  row_word, rows_padded, window_granules)
+from ...model.descriptors import transfer_bds
 from ...model.footprint import partial_sum_bytes
 from ...model.structure import Structure
 from ...simulation.share import share_group, store_key
@@ -107,6 +108,12 @@ class Move:
     final: bool = False
     combine: tuple[tuple[int, int], ...] = ()
     convert: str | None = None
+
+    @property
+    def bds(self) -> int:
+        """The BDs this transfer costs (:func:`~tilewise.model.descriptors.transfer_bds`: its
+        longest side's)."""
+        return transfer_bds(len(s.descriptors) for s in (self.source,) + self.destinations)
 
     @property
     def nbytes(self) -> int:
