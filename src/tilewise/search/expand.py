@@ -78,25 +78,49 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
         lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si, visits=False)
         m = prune.keep_partial(lb)   # beaten already: no visit floors needed
         done += float(ch.weight[~m].sum())
+        # over the threshold already: deferred as they are, floored only if resumed
+        over = m & (lb[:, 0] > prune.theta * (1 + SLACK))
+        if over.any():   # not done: a later pass visits them (their weight stays out)
+            prune.defer(stage + 1, ch.take(over).with_bound(
+                lb[over], unfloored=np.ones(int(over.sum()), bool)))
+        m &= ~over
         ch, si, parent = ch.take(m), si.take(m), parent[m]
         if not len(ch):
             continue
         si = eng.with_visits(si, ch.split, stage + 1, run)
-        lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
-        m, later = prune.split(lb)
-        if later.any():
-            done -= prune.defer(stage + 1, ch.take(later).with_bound(lb[later]))
-        done += float(ch.weight[~m].sum())
-        ch = ch.take(m)
-        if not len(ch):
-            continue
-        ch = ch.with_bound(eng.bound(ch, stage + 1, run, stats, si=si.take(m), refine=prune.keep))
+        if si.visits is not None:   # no visit floors: this bound would be the first one
+            lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
+            m, later = prune.split(lb)
+            if later.any():
+                done -= prune.defer(stage + 1, ch.take(later).with_bound(lb[later]))
+            done += float(ch.weight[~m].sum())
+            ch, si = ch.take(m), si.take(m)
+            if not len(ch):
+                continue
+        ch = ch.with_bound(eng.bound(ch, stage + 1, run, stats, si=si, refine=prune.keep))
         m, later = prune.split(ch.bound)
         if later.any():
             done -= prune.defer(stage + 1, ch.take(later))
         done += float(ch.weight[~m].sum())
         kids.append(ch.take(m))
     return kids, done
+
+
+def bound_unfloored(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
+                    stats: SearchStats) -> Nodes:
+    """``nd`` (nodes at tile-stage children's ``stage``, resumed by a later pass) with the
+    nodes deferred by :func:`bounded_tile_children`'s first filter (``nd.unfloored``) bounded
+    as it bounds those it keeps: their own traffic, kernel-call and visit floors, and the
+    refined floors of the nodes ``prune`` keeps."""
+    if nd.unfloored is None or not nd.unfloored.any():
+        return nd
+    idx = np.nonzero(nd.unfloored)[0]
+    sub = nd.take(idx)
+    si = eng.with_calls(eng.stand_ins(sub, stage), sub.split, stage, run)
+    si = eng.with_visits(si, sub.split, stage, run)
+    bound = nd.bound.copy()
+    bound[idx] = eng.bound(sub, stage, run, stats, si=si, refine=prune.keep)
+    return nd.with_bound(bound)
 
 
 # ----- order stages -----
