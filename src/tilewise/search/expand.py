@@ -21,6 +21,7 @@ from typing import Iterator, Protocol
 
 import numpy as np
 
+from .bound import Traffic
 from .engine import ROWS, SLACK, Engine, RunConfig
 from .nodes import Nodes, StandIns, expand_ranges
 from .order_trie import arrange
@@ -71,7 +72,8 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     ``done`` plus the weight of the others (those deferred excepted); :class:`.OutOfTime`
     once ``deadline`` has passed."""
     kids = []
-    rw = eng.node_traffic(nd, stage)[0]  # the parent's traffic bounds hold
+    # the parent's traffic bounds (kept from its own bound, else worked out) hold
+    rw = nd.traffic if nd.traffic is not None else eng.node_traffic(nd, stage)[0]
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
         on_time(deadline)
         si = eng.with_calls(eng.stand_ins(ch, stage + 1), ch.split, stage + 1, run)
@@ -97,7 +99,7 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
             ch, si = ch.take(m), si.take(m)
             if not len(ch):
                 continue
-        ch = ch.with_bound(eng.bound(ch, stage + 1, run, stats, si=si, refine=prune.keep))
+        ch = ch.with_bound(*_own_bound(eng, ch, stage + 1, run, stats, si, prune))
         m, later = prune.split(ch.bound)
         if later.any():
             done -= prune.defer(stage + 1, ch.take(later))
@@ -118,9 +120,22 @@ def bound_unfloored(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: P
     sub = nd.take(idx)
     si = eng.with_calls(eng.stand_ins(sub, stage), sub.split, stage, run)
     si = eng.with_visits(si, sub.split, stage, run)
+    lb, _, traffic = _own_bound(eng, sub, stage, run, stats, si, prune)
+    if len(idx) == len(nd):
+        return nd.with_bound(lb, traffic=traffic)
     bound = nd.bound.copy()
-    bound[idx] = eng.bound(sub, stage, run, stats, si=si, refine=prune.keep)
+    bound[idx] = lb
     return nd.with_bound(bound)
+
+
+def _own_bound(eng: Engine, nd: Nodes, stage: int, run: RunConfig, stats: SearchStats,
+               si: StandIns, prune: Pruning) -> tuple[np.ndarray, None, Traffic | None]:
+    """Bounds of ``nd`` at ``stage`` from their own traffic, refined where ``prune`` keeps
+    them (:meth:`.Engine.bound_traffic`), and that traffic where their children will need it
+    (a tile stage) else None: the arguments of :meth:`.Nodes.with_bound`."""
+    lb, traffic = eng.bound_traffic(nd, stage, run, stats, si=si, refine=prune.keep)
+    keep = stage < len(eng.stages) and eng.stages[stage].kind == "tile"
+    return lb, None, traffic if keep else None
 
 
 # ----- order stages -----
@@ -223,8 +238,8 @@ def _emit_complete(eng: Engine, ex: _OrderExpansion, po: PartialOrders, done: np
     step = ROWS // len(eng.fav)
     for a in range(0, len(ch), step):
         part = ch.take(slice(a, a + step))
-        part = part.with_bound(eng.bound(part, stage + 1, run, stats, si=ex.si.take(p[a:a + step]),
-                                         refine=prune.keep))
+        part = part.with_bound(*_own_bound(eng, part, stage + 1, run, stats,
+                                           ex.si.take(p[a:a + step]), prune))
         ok, later = prune.split(part.bound)
         if later.any():
             pruned -= prune.defer(stage + 1, part.take(later))

@@ -37,7 +37,9 @@ class Nodes:
     None: never deferred so); ``unfloored [n]`` marks a node deferred with its first filter's
     bound (its parent's traffic, no visit floors): over the threshold already, it gets its
     own bound only if a later pass resumes it (:func:`.expand.bound_unfloored`; None: no
-    node so marked)."""
+    node so marked); ``traffic`` the traffic bounds (:class:`.bound.Traffic`, bytes and
+    transfers ``[n, L, T]``) its own bound was computed with, kept for the bound of its
+    children (:func:`.expand.bounded_tile_children`; None: not kept, worked out again)."""
 
     split: np.ndarray
     group: np.ndarray
@@ -46,6 +48,7 @@ class Nodes:
     bound: np.ndarray | None = None
     threshold: np.ndarray | None = None
     unfloored: np.ndarray | None = None
+    traffic: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.split)
@@ -54,12 +57,15 @@ class Nodes:
         """The nodes ``idx`` (indices, a mask or a slice)."""
         opt = lambda a: None if a is None else a[idx]
         return Nodes(self.split[idx], self.group[idx], self.orders[idx], self.weight[idx],
-                     opt(self.bound), opt(self.threshold), opt(self.unfloored))
+                     opt(self.bound), opt(self.threshold), opt(self.unfloored),
+                     None if self.traffic is None else self.traffic.take(idx))
 
-    def with_bound(self, bound: np.ndarray, unfloored: np.ndarray | None = None) -> "Nodes":
-        """These nodes with bounds ``bound``, marked ``unfloored`` (see the class doc)."""
+    def with_bound(self, bound: np.ndarray, unfloored: np.ndarray | None = None,
+                   traffic: tuple | None = None) -> "Nodes":
+        """These nodes with bounds ``bound``, marked ``unfloored``, their ``traffic`` bounds
+        (see the class doc)."""
         return Nodes(self.split, self.group, self.orders, self.weight, bound, self.threshold,
-                     unfloored)
+                     unfloored, traffic)
 
     @staticmethod
     def concat(parts: list["Nodes"]) -> "Nodes":
@@ -68,6 +74,10 @@ class Nodes:
             got = [getattr(p, name) for p in parts]
             if all(g is None for g in got):
                 return None
+            if name == "traffic":   # kept only where every part kept it
+                if any(g is None for g in got):
+                    return None
+                return type(got[0])(*(np.concatenate(a) for a in zip(*got)))
             if name == "threshold":  # never deferred while fixing an order: no threshold
                 got = [np.full(len(p), -np.inf) if g is None else g for p, g in zip(parts, got)]
             if name == "unfloored":  # bounded with their own traffic and floors
