@@ -640,13 +640,10 @@ class Engine:
         parent level ``k`` has every tile fixed and its order open, visit by visit
         (:mod:`.visits`); None where they do not apply (:class:`.visits.VisitTable`) or cannot
         raise ``run``'s bounds (:attr:`RunConfig.floor_levels`)."""
-        if self.visit_table is None or not run.floor_levels:
-            return None
-        dep, nfix = self.depth[stage], int(self.n_fixed[stage])
-        ks = [k for k in range(nfix, min(int(dep.min()), self.L - 2) + 1)
-              if run.floor_levels[k + 1]]
+        ks = self.visit_levels(run, stage)
         if not ks:
             return None
+        dep = self.depth[stage]
         n = len(s)
         unsplit = (self.ways[s] == 1).all(1)
         a = self.st.array_level
@@ -672,6 +669,15 @@ class Engine:
             r, w = node_floors(self.visit_table, sizes, whole[idx], dep >= k + 1, k, self.cap, memo)
             rfl[idx, k + 1], wfl[idx, k + 1] = r, w
         return rfl, wfl
+
+    def visit_levels(self, run: RunConfig, stage: int) -> list[int]:
+        """The levels ``k`` whose visits floor the bytes into level ``k+1`` for nodes at
+        ``stage`` (:meth:`visit_floors`; empty: none applies)."""
+        if self.visit_table is None or not run.floor_levels:
+            return []
+        dep, nfix = self.depth[stage], int(self.n_fixed[stage])
+        return [k for k in range(nfix, min(int(dep.min()), self.L - 2) + 1)
+                if run.floor_levels[k + 1]]
 
     def _cores_sum_at_array(self) -> bool:
         """Whether the bytes moved into the array level are the cores' sum: no broadcast and

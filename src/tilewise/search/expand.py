@@ -49,6 +49,9 @@ class Pruning(Protocol):
 
 # ----- tile stages -----
 
+LAZY_ROWS = 256   # children over the threshold, per batch, whose visit floors wait (below: now)
+
+
 def tile_children(eng: Engine, nd: Nodes, stage: int) -> Iterator[tuple[Nodes, np.ndarray]]:
     """The children of ``nd`` (nodes at a tile stage), in slices of at most ``ROWS``, each
     with its share of the parent's weight (the fraction of the space below it), and the index
@@ -72,6 +75,7 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     ``done`` plus the weight of the others (those deferred excepted); :class:`.OutOfTime`
     once ``deadline`` has passed."""
     kids = []
+    floored = bool(eng.visit_levels(run, stage + 1))
     # the parent's traffic bounds (kept from its own bound, else worked out) hold
     rw = nd.traffic if nd.traffic is not None else eng.node_traffic(nd, stage)[0]
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
@@ -80,11 +84,15 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
         lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si, visits=False)
         m = prune.keep_partial(lb)   # beaten already: no visit floors needed
         done += float(ch.weight[~m].sum())
-        # over the threshold already: deferred as they are, floored only if resumed
+        # over the threshold already: deferred as they are, floored (where visit floors
+        # apply, and they are many) only if a later pass resumes them
         over = m & (lb[:, 0] > prune.theta * (1 + SLACK))
+        if floored and over.sum() < LAZY_ROWS:
+            over[:] = False
         if over.any():   # not done: a later pass visits them (their weight stays out)
+            flag = np.ones(int(over.sum()), bool) if floored else None
             prune.defer(stage + 1, ch.take(over).with_bound(
-                lb[over], unfloored=np.ones(int(over.sum()), bool)))
+                lb[over], unfloored=flag, traffic=rw.take(parent[over]) if floored else None))
         m &= ~over
         ch, si, parent = ch.take(m), si.take(m), parent[m]
         if not len(ch):
@@ -112,20 +120,27 @@ def bound_unfloored(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: P
                     stats: SearchStats) -> Nodes:
     """``nd`` (nodes at tile-stage children's ``stage``, resumed by a later pass) with the
     nodes deferred by :func:`bounded_tile_children`'s first filter (``nd.unfloored``) bounded
-    as it bounds those it keeps: their own traffic, kernel-call and visit floors, and the
-    refined floors of the nodes ``prune`` keeps."""
+    as it bounds the nodes it keeps: their parent's traffic (``nd.traffic``, where every
+    part kept it) with their kernel-call and visit floors, then, for those ``prune`` keeps,
+    their own traffic and refined floors."""
     if nd.unfloored is None or not nd.unfloored.any():
         return nd
     idx = np.nonzero(nd.unfloored)[0]
     sub = nd.take(idx)
     si = eng.with_calls(eng.stand_ins(sub, stage), sub.split, stage, run)
     si = eng.with_visits(si, sub.split, stage, run)
-    lb, _, traffic = _own_bound(eng, sub, stage, run, stats, si, prune)
-    if len(idx) == len(nd):
-        return nd.with_bound(lb, traffic=traffic)
+    lb, own = sub.bound.copy(), np.ones(len(sub), bool)
+    if sub.traffic is not None:
+        lb = eng.bound(sub, stage, run, stats, sub.traffic, si)
+        own = prune.keep(lb)
+    traffic = None
+    if own.any():
+        lb[own], _, traffic = _own_bound(eng, sub.take(own), stage, run, stats, si.take(own),
+                                         prune)
     bound = nd.bound.copy()
     bound[idx] = lb
-    return nd.with_bound(bound)
+    whole = len(idx) == len(nd) and own.all()   # every node's own traffic: kept
+    return nd.with_bound(bound, traffic=traffic if whole else None)
 
 
 def _own_bound(eng: Engine, nd: Nodes, stage: int, run: RunConfig, stats: SearchStats,

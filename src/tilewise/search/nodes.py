@@ -39,7 +39,8 @@ class Nodes:
     own bound only if a later pass resumes it (:func:`.expand.bound_unfloored`; None: no
     node so marked); ``traffic`` the traffic bounds (:class:`.bound.Traffic`, bytes and
     transfers ``[n, L, T]``) its own bound was computed with, kept for the bound of its
-    children (:func:`.expand.bounded_tile_children`; None: not kept, worked out again)."""
+    children (:func:`.expand.bounded_tile_children`), or for an ``unfloored`` node its
+    parent's (None: not kept, worked out again)."""
 
     split: np.ndarray
     group: np.ndarray
