@@ -11,6 +11,7 @@ import tilewise as tw
 from tilewise.arch.loader import load_arch
 from tilewise.search.engine import Engine
 from tilewise.search.groups import prefix_groups
+from tilewise.search.space import TileLadders
 
 _FIELDS = ("lo", "hi", "n_ladders", "child_lo", "child_hi", "whole", "small", "max_counts",
            "min_padded", "min_padded_all")
@@ -67,12 +68,16 @@ def test_prefix_groups_equal_the_grouping_of_the_concatenation(workload, arch):
     S = len(eng.space.splits)
     for j in range(eng.D):
         ladders = [eng.ladders[s][j] for s in range(S)]
-        for got, want in zip(prefix_groups(ladders, eng.L), reference_groups(ladders, eng.L)):
-            for f in _FIELDS:
-                g, w = getattr(got, f), want[f]
-                assert (g is None) == (w is None), f
-                if g is not None:
-                    assert g.dtype == w.dtype and np.array_equal(g, w), f
+        t = ladders[0]   # a split with no ladder of this dim, between shared sets
+        empty = TileLadders(t.tiles[:0], t.counts[:0], t.padded[:0], t.padded_all[:0])
+        for lad in (ladders, [ladders[0], empty] + ladders):
+            got_all, want_all = prefix_groups(lad, eng.L), reference_groups(lad, eng.L)
+            for got, want in zip(got_all, want_all):
+                for f in _FIELDS:
+                    g, w = getattr(got, f), want[f]
+                    assert (g is None) == (w is None), f
+                    if g is not None:
+                        assert g.dtype == w.dtype and np.array_equal(g, w), f
 
 
 def test_call_floors_equal_the_least_over_every_combo():

@@ -62,7 +62,7 @@ def _split_groups(ch, L: int) -> _SplitGroups:
         new[1:] = (tiles[1:, 1:d + 1] != tiles[:-1, 1:d + 1]).any(1)
         lo = np.nonzero(new)[0]
         los.append(lo)
-        his.append(np.append(lo[1:], n))
+        his.append(np.append(lo[1:], n) if n else lo)
         stats.append(tuple(f.reduceat(a, lo) if n else a[:0] for f, a in arrays))
     top = tuple(f.reduce(a, axis=0) if n else np.ones(a.shape[1:], np.int64) for f, a in arrays)
     return _SplitGroups(n, los, his, stats, top)
