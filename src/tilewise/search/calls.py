@@ -277,6 +277,9 @@ class CallFloors:
         """``combos [M, D]`` as indices into each dim's distinct values (few: a node's calls
         per value are then worked out once per dim, not once per combo and set)."""
         self.combos = combos
+        # each combo's volume (elements): a node's calls there are at least its padded
+        # points over it, and the lists run largest first (:meth:`_own`, :meth:`_union`)
+        self.volume = np.prod(combos.astype(float), axis=1)
         D = combos.shape[1]
         uv = [np.unique(combos[:, d]) for d in range(D)]
         self.value_lo = np.concatenate([[0], np.cumsum([len(v) for v in uv])]).astype(np.int64)
@@ -301,20 +304,26 @@ class CallFloors:
         out = np.empty((len(first), U, op_mask.shape[0]))
         _steps(uk[:, 0].copy(), uk[:, 1:1 + D].copy(), uk[:, 1 + D:1 + 2 * D].copy(),
                uk[:, 1 + 2 * D:].copy(), op_mask, self.combo_idx, self.values, self.value_lo,
-               self.lo, self.hi, self.u_order, self.sub_of, out)
+               self.lo, self.hi, self.u_order, self.sub_of, self.volume, out)
         out = out[inv]
         out[~self.floored[np.asarray(s)]] = 0.0   # over MAX_PREFIXES: no floor (0 raises nothing)
         return out
 
 
 @njit(cache=True, inline="always")
-def _least_calls(calls, cidx, lo, hi, mask, least):
+def _least_calls(calls, cidx, lo, hi, mask, least, volume, points):
     """One op's fewest calls over the combos ``lo .. hi``: the product of each combo's calls
     per dim of the op (``inf`` where a dim's value is under the node's smallest), each
-    product cut short once it reaches the best so far, the scan once that is ``least``."""
+    product cut short once it reaches the best so far, the scan once that is ``least`` or,
+    where the op has every dim (``points`` its padded points, else 0), once ``points`` over
+    the combo's ``volume`` is above it: the combos come largest first, and a combo's calls
+    are at least that quotient, so none after it makes fewer (a margin of 1e-9 covers the
+    rounding of the float products)."""
     best = np.inf
     D = cidx.shape[1]
     for i in range(lo, hi):
+        if points > best * (1.0 + 1e-9) * volume[i]:
+            break
         v = 1.0
         for d in range(D):
             x = calls[cidx[i, d]]
@@ -333,7 +342,7 @@ def _least_calls(calls, cidx, lo, hi, mask, least):
 
 @njit(cache=True)
 def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_order, sub_of,
-           out):
+           volume, out):
     """Fill ``out [n, U, O]`` (:meth:`CallFloors.steps`). Per node, first the calls per dim
     of each distinct combo value ``calls[v] = ceil(P_d / min(value, w_d))`` (``inf`` where
     the value is under the node's smallest tile ``s_d``: such a combo holds no mapping
@@ -345,7 +354,15 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_o
     D = padded.shape[1]
     calls = np.empty(values.shape[0])
     least = np.empty(O)
+    every = O == 1   # one op over every dim: a node's calls are at least points / volume
+    for d in range(D):
+        every &= op_mask[0, d]
     for b in range(n):
+        points = 0.0
+        if every:
+            points = 1.0
+            for d in range(D):
+                points *= padded[b, d]
         for d in range(D):
             for v in range(value_lo[d], value_lo[d + 1]):
                 c = values[v]
@@ -368,7 +385,7 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_o
                     if sub_of[u, u2]:
                         floor = max(floor, out[b, u2, 0])
                 out[b, u, 0] = _least_calls(calls, cidx, lo[s[b], u], hi[s[b], u], op_mask[0],
-                                            floor)
+                                            floor, volume, points)
                 continue
             for i in range(lo[s[b], u], hi[s[b], u]):
                 ok = True

@@ -437,13 +437,22 @@ class Engine:
         worth the cost of the floors of their first open level (:meth:`floors`: those the walk
         would keep), bounded again with them; ``visits=False``: without the visit floors
         (:meth:`visit_floors`) unless ``si`` holds them (a cheaper, looser first filter)."""
+        return self.bound_traffic(nd, stage, run, stats, rw, si, refine, visits)[0]
+
+    def bound_traffic(self, nd: Nodes, stage: int, run: RunConfig, stats: SearchStats,
+                      rw=None, si: StandIns | None = None, refine=None, visits: bool = True
+                      ) -> tuple[np.ndarray, Traffic | None]:
+        """:meth:`bound` and the nodes' own traffic bounds it used (:class:`.bound.Traffic`,
+        zero for nodes that cannot fit), what :meth:`node_traffic` would work out again for
+        their children; None where it used ``rw`` or costed full mappings."""
         n = len(nd)
         leaf = rw is None and self.n_fixed[stage] == self.L - 1  # full mappings: exact
         si = self.stand_ins(nd, stage) if si is None else si
         out = np.full((n, len(run.objectives)), np.inf)
         idx = np.nonzero(self._alive(nd, si, stage, stats, leaf))[0]
         if not len(idx):
-            return out
+            return out, None
+        own = rw is None and not leaf
         s, ords = nd.split, nd.orders
         ttc = self.capped(si, nd.split, stage)  # innermost tiles no larger than can fit
         sr = si
@@ -487,7 +496,18 @@ class Engine:
         else:
             stats.reject("capacity with the declared double buffering", nfit == 0)
         out[idx] = sub
-        return out
+        return out, self._rows(tr, idx, n) if own else None
+
+    def _rows(self, tr: Traffic, idx: np.ndarray, n: int) -> Traffic:
+        """``tr`` (rows ``idx`` of ``n`` nodes) as ``n`` rows, zero elsewhere."""
+        if len(idx) == n:
+            return tr
+        full = []
+        for a in tr:
+            x = np.zeros((n,) + a.shape[1:], a.dtype)
+            x[idx] = a
+            full.append(x)
+        return Traffic(*full)
 
     def _alive(self, nd: Nodes, si: StandIns, stage: int, stats: SearchStats, leaf) -> np.ndarray:
         """``[n]``: the nodes whose smallest buffers fit every level and, in a chain, whose
@@ -620,13 +640,10 @@ class Engine:
         parent level ``k`` has every tile fixed and its order open, visit by visit
         (:mod:`.visits`); None where they do not apply (:class:`.visits.VisitTable`) or cannot
         raise ``run``'s bounds (:attr:`RunConfig.floor_levels`)."""
-        if self.visit_table is None or not run.floor_levels:
-            return None
-        dep, nfix = self.depth[stage], int(self.n_fixed[stage])
-        ks = [k for k in range(nfix, min(int(dep.min()), self.L - 2) + 1)
-              if run.floor_levels[k + 1]]
+        ks = self.visit_levels(run, stage)
         if not ks:
             return None
+        dep = self.depth[stage]
         n = len(s)
         unsplit = (self.ways[s] == 1).all(1)
         a = self.st.array_level
@@ -652,6 +669,15 @@ class Engine:
             r, w = node_floors(self.visit_table, sizes, whole[idx], dep >= k + 1, k, self.cap, memo)
             rfl[idx, k + 1], wfl[idx, k + 1] = r, w
         return rfl, wfl
+
+    def visit_levels(self, run: RunConfig, stage: int) -> list[int]:
+        """The levels ``k`` whose visits floor the bytes into level ``k+1`` for nodes at
+        ``stage`` (:meth:`visit_floors`; empty: none applies)."""
+        if self.visit_table is None or not run.floor_levels:
+            return []
+        dep, nfix = self.depth[stage], int(self.n_fixed[stage])
+        return [k for k in range(nfix, min(int(dep.min()), self.L - 2) + 1)
+                if run.floor_levels[k + 1]]
 
     def _cores_sum_at_array(self) -> bool:
         """Whether the bytes moved into the array level are the cores' sum: no broadcast and

@@ -21,6 +21,7 @@ from typing import Iterator, Protocol
 
 import numpy as np
 
+from .bound import Traffic
 from .engine import ROWS, SLACK, Engine, RunConfig
 from .nodes import Nodes, StandIns, expand_ranges
 from .order_trie import arrange
@@ -48,6 +49,9 @@ class Pruning(Protocol):
 
 # ----- tile stages -----
 
+LAZY_ROWS = 256   # children over the threshold, per batch, whose visit floors wait (below: now)
+
+
 def tile_children(eng: Engine, nd: Nodes, stage: int) -> Iterator[tuple[Nodes, np.ndarray]]:
     """The children of ``nd`` (nodes at a tile stage), in slices of at most ``ROWS``, each
     with its share of the parent's weight (the fraction of the space below it), and the index
@@ -71,32 +75,82 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     ``done`` plus the weight of the others (those deferred excepted); :class:`.OutOfTime`
     once ``deadline`` has passed."""
     kids = []
-    rw = eng.node_traffic(nd, stage)[0]  # the parent's traffic bounds hold
+    floored = bool(eng.visit_levels(run, stage + 1))
+    # the parent's traffic bounds (kept from its own bound, else worked out) hold
+    rw = nd.traffic if nd.traffic is not None else eng.node_traffic(nd, stage)[0]
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
         on_time(deadline)
         si = eng.with_calls(eng.stand_ins(ch, stage + 1), ch.split, stage + 1, run)
         lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si, visits=False)
         m = prune.keep_partial(lb)   # beaten already: no visit floors needed
         done += float(ch.weight[~m].sum())
+        # over the threshold already: deferred as they are, floored (where visit floors
+        # apply, and they are many) only if a later pass resumes them
+        over = m & (lb[:, 0] > prune.theta * (1 + SLACK))
+        if floored and over.sum() < LAZY_ROWS:
+            over[:] = False
+        if over.any():   # not done: a later pass visits them (their weight stays out)
+            flag = np.ones(int(over.sum()), bool) if floored else None
+            prune.defer(stage + 1, ch.take(over).with_bound(
+                lb[over], unfloored=flag, traffic=rw.take(parent[over]) if floored else None))
+        m &= ~over
         ch, si, parent = ch.take(m), si.take(m), parent[m]
         if not len(ch):
             continue
         si = eng.with_visits(si, ch.split, stage + 1, run)
-        lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
-        m, later = prune.split(lb)
-        if later.any():
-            done -= prune.defer(stage + 1, ch.take(later).with_bound(lb[later]))
-        done += float(ch.weight[~m].sum())
-        ch = ch.take(m)
-        if not len(ch):
-            continue
-        ch = ch.with_bound(eng.bound(ch, stage + 1, run, stats, si=si.take(m), refine=prune.keep))
+        if si.visits is not None:   # no visit floors: this bound would be the first one
+            lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
+            m, later = prune.split(lb)
+            if later.any():
+                done -= prune.defer(stage + 1, ch.take(later).with_bound(lb[later]))
+            done += float(ch.weight[~m].sum())
+            ch, si = ch.take(m), si.take(m)
+            if not len(ch):
+                continue
+        ch = ch.with_bound(*_own_bound(eng, ch, stage + 1, run, stats, si, prune))
         m, later = prune.split(ch.bound)
         if later.any():
             done -= prune.defer(stage + 1, ch.take(later))
         done += float(ch.weight[~m].sum())
         kids.append(ch.take(m))
     return kids, done
+
+
+def bound_unfloored(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
+                    stats: SearchStats) -> Nodes:
+    """``nd`` (nodes at tile-stage children's ``stage``, resumed by a later pass) with the
+    nodes deferred by :func:`bounded_tile_children`'s first filter (``nd.unfloored``) bounded
+    as it bounds the nodes it keeps: their parent's traffic (``nd.traffic``, where every
+    part kept it) with their kernel-call and visit floors, then, for those ``prune`` keeps,
+    their own traffic and refined floors."""
+    if nd.unfloored is None or not nd.unfloored.any():
+        return nd
+    idx = np.nonzero(nd.unfloored)[0]
+    sub = nd.take(idx)
+    si = eng.with_calls(eng.stand_ins(sub, stage), sub.split, stage, run)
+    si = eng.with_visits(si, sub.split, stage, run)
+    lb, own = sub.bound.copy(), np.ones(len(sub), bool)
+    if sub.traffic is not None:
+        lb = eng.bound(sub, stage, run, stats, sub.traffic, si)
+        own = prune.keep(lb)
+    traffic = None
+    if own.any():
+        lb[own], _, traffic = _own_bound(eng, sub.take(own), stage, run, stats, si.take(own),
+                                         prune)
+    bound = nd.bound.copy()
+    bound[idx] = lb
+    whole = len(idx) == len(nd) and own.all()   # every node's own traffic: kept
+    return nd.with_bound(bound, traffic=traffic if whole else None)
+
+
+def _own_bound(eng: Engine, nd: Nodes, stage: int, run: RunConfig, stats: SearchStats,
+               si: StandIns, prune: Pruning) -> tuple[np.ndarray, None, Traffic | None]:
+    """Bounds of ``nd`` at ``stage`` from their own traffic, refined where ``prune`` keeps
+    them (:meth:`.Engine.bound_traffic`), and that traffic where their children will need it
+    (a tile stage) else None: the arguments of :meth:`.Nodes.with_bound`."""
+    lb, traffic = eng.bound_traffic(nd, stage, run, stats, si=si, refine=prune.keep)
+    keep = stage < len(eng.stages) and eng.stages[stage].kind == "tile"
+    return lb, None, traffic if keep else None
 
 
 # ----- order stages -----
@@ -199,8 +253,8 @@ def _emit_complete(eng: Engine, ex: _OrderExpansion, po: PartialOrders, done: np
     step = ROWS // len(eng.fav)
     for a in range(0, len(ch), step):
         part = ch.take(slice(a, a + step))
-        part = part.with_bound(eng.bound(part, stage + 1, run, stats, si=ex.si.take(p[a:a + step]),
-                                         refine=prune.keep))
+        part = part.with_bound(*_own_bound(eng, part, stage + 1, run, stats,
+                                           ex.si.take(p[a:a + step]), prune))
         ok, later = prune.split(part.bound)
         if later.any():
             pruned -= prune.defer(stage + 1, part.take(later))

@@ -35,56 +35,71 @@ class TileGroups:
     min_padded_all: np.ndarray
 
 
-def _sorted_ladders(ladders: list, L: int):
-    """Tiles, counts, padded extents and group keys (split, tiles of levels 1 ..) of the
-    ladders of every split, each split's sorted by tiles level 1 first."""
-    tiles, counts, padded, padded_all, split = [], [], [], [], []
-    for s, ch in enumerate(ladders):
-        order = np.lexsort(tuple(ch.tiles[:, k] for k in range(L - 1, 0, -1)))
-        tiles.append(ch.tiles[order])
-        counts.append(ch.counts[order])
-        padded.append(ch.padded[order])
-        padded_all.append(ch.padded_all[order])
-        split.append(np.full(len(ch.padded), s, np.int64))
-    tiles, counts, padded = np.concatenate(tiles), np.concatenate(counts), np.concatenate(padded)
-    key = np.concatenate([np.concatenate(split)[:, None], tiles[:, 1:]], 1)
-    return tiles, counts, padded, np.concatenate(padded_all), key
+@dataclass(frozen=True)
+class _SplitGroups:
+    """The groups of one split's ladders (:class:`.space.TileLadders`) at depths 1 .. L-1,
+    in local indices (ladders sorted by tiles, level 1 first): per depth ``lo``, ``hi`` and
+    the stand-ins of :class:`TileGroups` (``stats``: whole, small, max_counts, min_padded,
+    min_padded_all); ``top`` those stand-ins over every ladder (depth 0; 1 where none)."""
+
+    n: int
+    lo: list
+    hi: list
+    stats: list
+    top: tuple
 
 
-def _ranges(key: np.ndarray, d: int, n_splits: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(lo, hi)`` of the groups of depth ``d`` over the sorted ``key``s (depth 0: one group
-    per split, empty ones included)."""
-    n = len(key)
-    if n:
+def _split_groups(ch, L: int) -> _SplitGroups:
+    """:class:`_SplitGroups` of the ladders ``ch`` of one split."""
+    order = np.lexsort(tuple(ch.tiles[:, k] for k in range(L - 1, 0, -1)))
+    tiles, counts = ch.tiles[order], ch.counts[order]
+    n = len(order)
+    arrays = ((np.maximum, tiles), (np.minimum, tiles), (np.maximum, counts),
+              (np.minimum, ch.padded[order]), (np.minimum, ch.padded_all[order]))
+    los, his, stats = [None], [None], [None]
+    for d in range(1, L):
         new = np.ones(n, bool)
-        new[1:] = (key[1:, :d + 1] != key[:-1, :d + 1]).any(1)
+        new[1:] = (tiles[1:, 1:d + 1] != tiles[:-1, 1:d + 1]).any(1)
         lo = np.nonzero(new)[0]
-    else:
-        lo = np.zeros(0, np.int64)
-    if d == 0:
-        lo = np.searchsorted(key[:, 0], np.arange(n_splits))
-    hi = np.append(lo[1:], n) if d else np.searchsorted(key[:, 0], np.arange(n_splits), "right")
-    return lo, hi
+        los.append(lo)
+        his.append(np.append(lo[1:], n) if n else lo)
+        stats.append(tuple(f.reduceat(a, lo) if n else a[:0] for f, a in arrays))
+    top = tuple(f.reduce(a, axis=0) if n else np.ones(a.shape[1:], np.int64) for f, a in arrays)
+    return _SplitGroups(n, los, his, stats, top)
 
 
 def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
     """Groups of every depth 0 .. L-1 (depth 0: one group per split) over the ladders of every
     split ``ladders [S]`` (:class:`.space.TileLadders`), sorted by tiles so that every group is
-    a contiguous range."""
-    tiles, counts, padded, padded_all, key = _sorted_ladders(ladders, L)
-    n = len(key)
-    ranges = [_ranges(key, d, len(ladders)) for d in range(L)]
+    a contiguous range (each split's ladders sorted, the splits one after the other). Splits
+    that share one ladder set (the space caches them) are grouped once."""
+    once: dict[int, _SplitGroups] = {}
+    for ch in ladders:
+        if id(ch) not in once:
+            once[id(ch)] = _split_groups(ch, L)
+    parts = [once[id(ch)] for ch in ladders]
+    n = np.array([p.n for p in parts], np.int64)
+    start = np.cumsum(n) - n
+    # per split and depth: its groups, and the index of its first one
+    n_groups = np.array([[1] + [len(p.lo[d]) for d in range(1, L)] for p in parts],
+                        np.int64).reshape(len(parts), L)
+    g_start = np.cumsum(n_groups, 0) - n_groups
     out = []
-    for d, (lo, hi) in enumerate(ranges):
-        ne = hi > lo
-        red = lambda f, a: np.where(ne[:, None] if a.ndim > 1 else ne,
-                                    f.reduceat(a, np.minimum(lo, max(n - 1, 0)))
-                                    if n else np.ones((len(lo),) + a.shape[1:], np.int64), 1)
-        deeper = ranges[d + 1][0] if d + 1 < L else None
-        out.append(TileGroups(lo, hi, (hi - lo).astype(float),
-                              None if deeper is None else np.searchsorted(deeper, lo),
-                              None if deeper is None else np.searchsorted(deeper, hi),
-                              red(np.maximum, tiles), red(np.minimum, tiles),
-                              red(np.maximum, counts), red(np.minimum, padded),
-                              red(np.minimum, padded_all)))
+    for d in range(L):
+        if d == 0:
+            lo, hi = start, start + n
+            stats = [np.stack([p.top[i] for p in parts]) for i in range(5)]
+        else:
+            lo = np.concatenate([p.lo[d] + start[s] for s, p in enumerate(parts)])
+            hi = np.concatenate([p.hi[d] + start[s] for s, p in enumerate(parts)])
+            stats = [np.concatenate([p.stats[d][i] for p in parts]) for i in range(5)]
+        c_lo = c_hi = None
+        if d == 0 and L > 1:
+            c_lo, c_hi = g_start[:, 1], g_start[:, 1] + n_groups[:, 1]
+        elif d + 1 < L:
+            c_lo = np.concatenate([np.searchsorted(p.lo[d + 1], p.lo[d]) + g_start[s, d + 1]
+                                   for s, p in enumerate(parts)])
+            c_hi = np.concatenate([np.searchsorted(p.lo[d + 1], p.hi[d]) + g_start[s, d + 1]
+                                   for s, p in enumerate(parts)])
+        out.append(TileGroups(lo, hi, (hi - lo).astype(float), c_lo, c_hi, *stats))
     return out

@@ -34,7 +34,13 @@ class Nodes:
     tile space below each node (for progress); ``bound [n, objectives]`` the lower bounds once
     computed; ``threshold [n]`` for a node deferred while its loop order was being fixed, the
     threshold it was deferred at (re-expanded, it emits only the orders it did not emit before;
-    None: never deferred so)."""
+    None: never deferred so); ``unfloored [n]`` marks a node deferred with its first filter's
+    bound (its parent's traffic, no visit floors): over the threshold already, it gets its
+    own bound only if a later pass resumes it (:func:`.expand.bound_unfloored`; None: no
+    node so marked); ``traffic`` the traffic bounds (:class:`.bound.Traffic`, bytes and
+    transfers ``[n, L, T]``) its own bound was computed with, kept for the bound of its
+    children (:func:`.expand.bounded_tile_children`), or for an ``unfloored`` node its
+    parent's (None: not kept, worked out again)."""
 
     split: np.ndarray
     group: np.ndarray
@@ -42,18 +48,25 @@ class Nodes:
     weight: np.ndarray
     bound: np.ndarray | None = None
     threshold: np.ndarray | None = None
+    unfloored: np.ndarray | None = None
+    traffic: tuple | None = None
 
     def __len__(self) -> int:
         return len(self.split)
 
     def take(self, idx) -> "Nodes":
         """The nodes ``idx`` (indices, a mask or a slice)."""
-        b, t = self.bound, self.threshold
+        opt = lambda a: None if a is None else a[idx]
         return Nodes(self.split[idx], self.group[idx], self.orders[idx], self.weight[idx],
-                     None if b is None else b[idx], None if t is None else t[idx])
+                     opt(self.bound), opt(self.threshold), opt(self.unfloored),
+                     None if self.traffic is None else self.traffic.take(idx))
 
-    def with_bound(self, bound: np.ndarray) -> "Nodes":
-        return Nodes(self.split, self.group, self.orders, self.weight, bound, self.threshold)
+    def with_bound(self, bound: np.ndarray, unfloored: np.ndarray | None = None,
+                   traffic: tuple | None = None) -> "Nodes":
+        """These nodes with bounds ``bound``, marked ``unfloored``, their ``traffic`` bounds
+        (see the class doc)."""
+        return Nodes(self.split, self.group, self.orders, self.weight, bound, self.threshold,
+                     unfloored, traffic)
 
     @staticmethod
     def concat(parts: list["Nodes"]) -> "Nodes":
@@ -62,8 +75,14 @@ class Nodes:
             got = [getattr(p, name) for p in parts]
             if all(g is None for g in got):
                 return None
+            if name == "traffic":   # kept only where every part kept it
+                if any(g is None for g in got):
+                    return None
+                return type(got[0])(*(np.concatenate(a) for a in zip(*got)))
             if name == "threshold":  # never deferred while fixing an order: no threshold
                 got = [np.full(len(p), -np.inf) if g is None else g for p, g in zip(parts, got)]
+            if name == "unfloored":  # bounded with their own traffic and floors
+                got = [np.zeros(len(p), bool) if g is None else g for p, g in zip(parts, got)]
             return np.concatenate(got)
         return Nodes(*(cat(name) for name in _NODE_FIELDS))
 

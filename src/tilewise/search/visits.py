@@ -200,7 +200,7 @@ class _Work(NamedTuple):
     open_dims: np.ndarray   # [D]
     idx: np.ndarray         # [D] combo counters
     trips: np.ndarray       # [D]
-    lists: np.ndarray       # [D, n] least tiles per open dim (:func:`_least_tiles`)
+    lists: np.ndarray       # [D, n] least tiles per open dim, by dim (:func:`_least_tiles`)
     lens: np.ndarray        # [D]
 
 
@@ -233,6 +233,8 @@ def _visit_floor(e, fixed, uses, width, output, held, cap, across, wk):
     fixed_real = False
     for d in range(D):
         fixed_real |= 0 < fixed[d] < e[d]
+        if fixed[d] == 0:   # the least tiles of an open dim: the same in every case below
+            lens[d] = _least_tiles(e[d], lists[d])
     # case j < D: open dim j real and innermost, at c_j = 1; D: no loop real (open tiles whole);
     # D + 1: a fixed dim real and innermost (every open dim enumerated)
     for j in range(D + 2):
@@ -257,20 +259,18 @@ def _visit_floor(e, fixed, uses, width, output, held, cap, across, wk):
                 _visit_cost(c, e, uses, width, output, held, cap, across, best, trips)
             continue
         combos = 1
-        for i in range(n_open):
-            lens[i] = _least_tiles(e[open_dims[i]], lists[i])
-            if i < n_open - 1:
-                combos *= lens[i]
+        for i in range(n_open - 1):
+            combos *= lens[open_dims[i]]
         if combos > MAX_COMBOS:
             return 0.0, 0.0
         for i in range(n_open):
             idx[i] = 0
         last = open_dims[n_open - 1]
-        lv = lists[n_open - 1]
-        nlv = lens[n_open - 1]
+        lv = lists[last]
+        nlv = lens[last]
         for _ in range(combos):
             for i in range(n_open - 1):
-                c[open_dims[i]] = lists[i, idx[i]]
+                c[open_dims[i]] = lists[open_dims[i], idx[i]]
             lo, hi = 0, nlv   # the largest last tile that fits: lv is descending
             while lo < hi:
                 mid = (lo + hi) // 2
@@ -285,7 +285,7 @@ def _visit_floor(e, fixed, uses, width, output, held, cap, across, wk):
             i = 0
             while i < n_open - 1:
                 idx[i] += 1
-                if idx[i] < lens[i]:
+                if idx[i] < lens[open_dims[i]]:
                     break
                 idx[i] = 0
                 i += 1

@@ -31,7 +31,7 @@ from dataclasses import replace
 import numpy as np
 
 from .engine import ROWS, SLACK, Engine, RunConfig
-from .expand import Pruning, bounded_tile_children, order_children
+from .expand import Pruning, bound_unfloored, bounded_tile_children, order_children
 from .nodes import Nodes
 from .pool import EXACT, Pool
 from .anytime import Deadline, OutOfTime, answer_after_stop, dive, least_unexplored, polish
@@ -63,6 +63,9 @@ def walk(eng: Engine, run: RunConfig, prune: Pruning, leaf, stats: SearchStats, 
             break
         stage, nd = pending.pop(lambda st, nd: _batch_size(eng, st, nd))
         nd, done = _refuse(eng, stage, nd, prune, stats, done)
+        if nd.unfloored is not None and len(nd):   # resumed: their own bounds first
+            nd = bound_unfloored(eng, nd, stage, run, prune, stats)
+            nd, done = _refuse(eng, stage, nd, prune, stats, done)
         if not len(nd):
             continue
         if stage == last:
