@@ -303,21 +303,21 @@ def _weighted(t, c, src, width, rsplit, epoch, single_check, dma, SH, IE, IW, IN
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _rows_split(b, t, bypass, dma, sizes, P):
+def _rows_split(b, t, bypass, dma, sizes, tiles):
     """Whether ``t``'s rows are padded (:func:`.contiguity.rows_padded`): some level keeping
-    it tiles its last axis with less than the whole axis."""
+    it has a tile of its last axis's dim below the whole axis."""
     if not dma.rows_ok[t]:
         return False
     d = dma.parts[t, dma.n_axes[t] - 1, 1]
     for c in range(1, bypass.shape[1]):
-        if not bypass[b, c, t] and not (P[d, c, c, 0] == 1 and P[d, c, c, 1] == sizes[d]):
+        if not bypass[b, c, t] and tiles[b, c, d] < sizes[d]:
             return True
     return False
 
 
 @njit(cache=True, error_model="numpy")
 def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt_s, pos,
-               sizes, row_word, epoch, dma, groups, lists, core_lists, P, out, bw):
+               sizes, row_word, epoch, dma, groups, lists, core_lists, tiles, out, bw):
     """``out.fill_bds`` / ``out.drain_bds [b]``: the BDs of the transfers ``out.fills`` /
     ``out.drains`` count (the module doc; the sums of :func:`.kernel._traffic` with each
     tile weighing its BDs). ``groups = (gi, axes, X, XN)``, ``bw`` :func:`work_arrays`."""
@@ -337,7 +337,7 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
         src = 0
         counted = dma.active and dma.n_axes[t] > 0 and (one < 0 or one == t)
         rsplit = 0
-        if counted and row_word > 1 and _rows_split(b, t, bypass, dma, sizes, P):
+        if counted and row_word > 1 and _rows_split(b, t, bypass, dma, sizes, tiles):
             rsplit = 1
         if counted and (SK[t, 0] != epoch or SK[t, 1] != rsplit):
             _buffers(t, L, rsplit, granule_points(row_word, tbytes[t]), dma, gi, axes, lists,
