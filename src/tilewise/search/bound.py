@@ -134,10 +134,14 @@ class Traffic(NamedTuple):
     NW: np.ndarray
 
     @classmethod
-    def of(cls, cb) -> "Traffic":
-        """The exact traffic of a :class:`~tilewise.model.cost.CostBatch`."""
-        return cls(cb.reads.astype(float), cb.writes.astype(float), cb.fills.astype(float),
-                   cb.drains.astype(float))
+    def of(cls, cb, bds: bool = False) -> "Traffic":
+        """The exact traffic of a :class:`~tilewise.model.cost.CostBatch`; with ``bds`` the
+        counts are the transfers' buffer descriptors (``fill_bds``/``drain_bds``, what the
+        fixed per-transfer cost is charged for: a leaf's exact latency). Bounds keep the
+        transfers: a transfer takes at least one BD, so they stay below."""
+        nr, nw = (cb.fill_bds, cb.drain_bds) if bds else (cb.fills, cb.drains)
+        return cls(cb.reads.astype(float), cb.writes.astype(float), nr.astype(float),
+                   nw.astype(float))
 
     def take(self, idx) -> "Traffic":
         return Traffic(self.R[idx], self.W[idx], self.NR[idx], self.NW[idx])
