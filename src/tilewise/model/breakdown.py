@@ -40,10 +40,11 @@ def energy_breakdown(cost, problem, bypass: np.ndarray) -> dict | None:
     return out
 
 
-def fixed_seconds(cost, problem, batch) -> dict:
+def fixed_seconds(cost, problem, batch, fill_fixed, drain_fixed) -> dict:
     """Seconds of fixed costs: ``"kernel calls"`` (the busiest core's call cycles / clock) and,
-    per link with a per-transfer cost, how much those costs lengthen the link's time (charged
-    per buffer descriptor where the model counts them, :attr:`.cost.Cost.fill_bds`)."""
+    per link with a per-transfer cost, how much those costs lengthen the link's time, charged
+    ``fill_fixed``/``drain_fixed [L, T]`` times (:attr:`.cost.CostBatch.fill_fixed`: once per
+    buffer descriptor, at least once per transfer)."""
     comp, lv, st = problem.compute, problem.levels, problem.st
     steps = sum(cost.steps[op.name] for op in st.workload.ops)
     out = {"kernel calls": steps * comp.call / comp.clock}
@@ -61,8 +62,8 @@ def fixed_seconds(cost, problem, batch) -> dict:
             level, name = names[c], tensor.name
             rb += cost.reads[level].get(name, 0)
             wb += cost.writes[level].get(name, 0)
-            nr += _charged(cost.fills, cost.fill_bds, problem, c, level, name)
-            nw += _charged(cost.drains, cost.drain_bds, problem, c, level, name)
+            nr += fill_fixed[c, t]
+            nw += drain_fixed[c, t]
         ins = link_instances(lv.instances, l, lv.link_array, used)
         rbw, wbw = lv.read_bw[l] * ins, lv.write_bw[l] * ins
         xs = lv.xfer_s[l] / ins
@@ -70,15 +71,6 @@ def fixed_seconds(cost, problem, batch) -> dict:
         if extra > 0:
             out[names[l]] = float(extra)
     return out
-
-
-def _charged(transfers: dict, bds: dict, problem, c: int, level: str, tensor: str) -> int:
-    """What the fixed per-transfer cost is charged for into or out of level ``c``: the
-    transfers' buffer descriptors where the model counts them (every level from the outermost
-    to ``c`` declares DMA limits), else the transfers."""
-    if problem.dma.active and problem.dma.has[:c + 1].all():
-        return bds.get(level, {}).get(tensor, 0)
-    return transfers[level].get(tensor, 0)
 
 
 def _first_keeper(l: int, t: int, bypass: np.ndarray) -> int | None:

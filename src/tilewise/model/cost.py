@@ -113,6 +113,8 @@ class CostBatch:
     fill_bds: np.ndarray       # [B, L, T] buffer descriptors of the fills (1 per transfer
     drain_bds: np.ndarray      # where no DMA limits are given) and of the drains
     bd_levels: np.ndarray      # [L] levels whose BDs are counted (it and every level above declare DMA limits)
+    fill_fixed: np.ndarray     # [B, L, T] fixed costs charged: per BD, at least 1 per transfer
+    drain_fixed: np.ndarray    # [B, L, T]
     offchip_bytes: np.ndarray  # [B]
     steps: np.ndarray          # [B, ops]
     padded_points: np.ndarray  # [B, ops]
@@ -171,12 +173,14 @@ def evaluate(workload, arch, mapping, check_capacity: bool = True) -> Cost:
         arch = load_arch(arch)
     batch = MappingBatch.from_mappings(workload, arch, [mapping])
     problem = Problem.build(workload, arch)
-    cost = evaluate_batch(workload, arch, batch, problem=problem).item(0)
+    cb = evaluate_batch(workload, arch, batch, problem=problem)
+    cost = cb.item(0)
     pack = pack_breakdown(problem, batch)
     parts = energy_breakdown(cost, problem, batch.bypass[0])
     if parts is not None and pack:
         parts["pack pass"] = {t: p["j"] for t, p in pack.items()}
-    cost = replace(cost, energy_breakdown=parts, fixed_s=fixed_seconds(cost, problem, batch),
+    cost = replace(cost, energy_breakdown=parts, fixed_s=fixed_seconds(cost, problem, batch,
+                                                                  cb.fill_fixed[0], cb.drain_fixed[0]),
                    pack=pack)
     if check_capacity and not cost.fits:
         raise CapacityError(_overflow(problem, mapping, cost))
@@ -258,7 +262,8 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
         useful_points=p.useful_points, footprint=out.footprint, fits=out.fits, legal=out.legal,
         reads=out.reads, writes=out.writes, reloads=out.reloads, fills=out.fills,
         drains=out.drains, fill_bds=out.fill_bds, drain_bds=out.drain_bds,
-        bd_levels=np.cumprod(p.dma.has).astype(bool), offchip_bytes=out.offchip,
+        bd_levels=np.cumprod(p.dma.has).astype(bool), fill_fixed=out.fill_fixed,
+        drain_fixed=out.drain_fixed, offchip_bytes=out.offchip,
         steps=out.steps, padded_points=out.padded, compute_cycles=out.cycles,
         compute_s=out.compute_s, transfer_s=out.transfer_s, latency_s=out.latency_s,
         utilization=out.util, ratio=out.ratio, energy_j=out.energy, pack_s=out.pack_s)
@@ -270,7 +275,8 @@ def _empty_outputs(B: int, L: int, T: int, O: int) -> CostArrays:
         reads=np.empty((B, L, T), np.int64), writes=np.empty((B, L, T), np.int64),
         reloads=np.empty((B, L, T), np.int64), fills=np.empty((B, L, T), np.int64),
         drains=np.empty((B, L, T), np.int64), fill_bds=np.empty((B, L, T), np.int64),
-        drain_bds=np.empty((B, L, T), np.int64), offchip=np.empty(B, np.int64),
+        drain_bds=np.empty((B, L, T), np.int64), fill_fixed=np.empty((B, L, T), np.int64),
+        drain_fixed=np.empty((B, L, T), np.int64), offchip=np.empty(B, np.int64),
         steps=np.empty((B, O), np.int64), padded=np.empty((B, O), np.int64),
         cycles=np.empty(B), compute_s=np.empty(B), transfer_s=np.empty((B, L)),
         latency_s=np.empty(B), util=np.empty(B), ratio=np.empty((B, L)), energy=np.empty(B),

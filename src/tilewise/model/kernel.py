@@ -218,6 +218,8 @@ class CostArrays(NamedTuple):
     drains: np.ndarray         # [B, L, T] transfers out of level l (stores)
     fill_bds: np.ndarray       # [B, L, T] buffer descriptors of the fills (:mod:`.kernel_bds`)
     drain_bds: np.ndarray      # [B, L, T] and of the drains
+    fill_fixed: np.ndarray     # [B, L, T] fixed costs charged: BDs, at least 1 per transfer
+    drain_fixed: np.ndarray    # [B, L, T]
     offchip: np.ndarray        # [B] bytes over the outermost link
     steps: np.ndarray          # [B, O] innermost tiles per core
     padded: np.ndarray         # [B, O] padded points, all cores
@@ -481,6 +483,8 @@ def _zero(b, out):
     out.drains[b, :, :] = 0
     out.fill_bds[b, :, :] = 0
     out.drain_bds[b, :, :] = 0
+    out.fill_fixed[b, :, :] = 0
+    out.drain_fixed[b, :, :] = 0
     out.steps[b, :] = 0
     out.padded[b, :] = 0
 
@@ -1295,9 +1299,10 @@ def _links(b, dbuf, bypass, used, inst, link_a, no_read, no_write, read_bw, writ
     keeps the tensor crosses every link between), link times, latency and utilization
     (:func:`.rules.link_time`, :func:`.rules.latency`). ``lk [8, L]`` work rows: bytes read,
     written, exposed read, exposed written, then the same four as counts of what the fixed
-    per-transfer cost is charged for: the transfers' buffer descriptors (``out.fill_bds``,
-    ``out.drain_bds``, :mod:`.kernel_bds`; one per transfer where no DMA limits are given)."""
-    reads, writes, fills, drains = out.reads, out.writes, out.fill_bds, out.drain_bds
+    per-transfer cost is charged for: the transfers' buffer descriptors, at least one per
+    transfer (``out.fill_fixed``, ``out.drain_fixed``, :mod:`.kernel_bds`; one per transfer
+    where no DMA limits are given)."""
+    reads, writes, fills, drains = out.reads, out.writes, out.fill_fixed, out.drain_fixed
     L, T = reads.shape[1], reads.shape[2]
     for l in range(L):
         for i in range(8):

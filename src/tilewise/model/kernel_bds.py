@@ -272,15 +272,17 @@ def _shape_bds(t, c, src, width, rsplit, epoch, ext, dma, SH, side, cwork, MK, M
 @njit(cache=True, error_model="numpy")
 def _weighted(t, c, src, width, rsplit, epoch, single_check, dma, SH, IE, IW, IN, odo, ext,
               side, cwork, MK, MV):
-    """Sum over every combination of the axes' items of the weights' product x its BDs
-    (``single_check``: whether every combination takes exactly one BD, as 1 or 0)."""
+    """Sum over every combination of the axes' items of the weights' product x its BDs, and
+    x its BDs but at least 1 (what the fixed cost is charged for; module doc); with
+    ``single_check`` ``(1, 1)`` when every combination takes exactly one BD, else ``(0, 0)``."""
     n_ax = dma.n_axes[t]
     for p in range(n_ax):
         odo[p] = 0
         if IN[p] == 0:
-            return 1 if single_check else 0
+            return (1, 1) if single_check else (0, 0)
     ext[n_ax] = dma.lanes[t]
     total = 0
+    charged = 0
     while True:
         w = 1
         for p in range(n_ax):
@@ -289,8 +291,9 @@ def _weighted(t, c, src, width, rsplit, epoch, single_check, dma, SH, IE, IW, IN
         if w != 0:
             v = _shape_bds(t, c, src, width, rsplit, epoch, ext, dma, SH, side, cwork, MK, MV)
             if single_check and v != 1:
-                return 0
+                return 0, 0
             total += w * v
+            charged += w * max(v, 1)
         p = 0
         while p < n_ax:
             odo[p] += 1
@@ -299,7 +302,7 @@ def _weighted(t, c, src, width, rsplit, epoch, single_check, dma, SH, IE, IW, IN
             odo[p] = 0
             p += 1
         if p == n_ax:
-            return 1 if single_check else total
+            return (1, 1) if single_check else (total, charged)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -320,20 +323,25 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                sizes, row_word, epoch, dma, groups, lists, core_lists, tiles, out, bw):
     """``out.fill_bds`` / ``out.drain_bds [b]``: the BDs of the transfers ``out.fills`` /
     ``out.drains`` count (the module doc; the sums of :func:`.kernel._traffic` with each
-    tile weighing its BDs). ``groups = (gi, axes, X, XN)``, ``bw`` :func:`work_arrays`."""
+    tile weighing its BDs), and ``out.fill_fixed`` / ``out.drain_fixed [b]`` the fixed costs
+    charged, one per BD but at least one per transfer (a window tile wholly in the padding
+    needs no BD but is still a transfer, its buffer's lock handed over; so the charges never
+    fall below the transfers, which the search's bounds count). ``groups = (gi, axes, X,
+    XN)``, ``bw`` :func:`work_arrays`."""
     gi, axes, X, XN = groups
     SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd = bw
     fills, drains, fbd, dbd = out.fills, out.drains, out.fill_bds, out.drain_bds
+    ffx, dfx = out.fill_fixed, out.drain_fixed
     L, T = fills.shape[1], fills.shape[2]
     if not dma.active:  # every transfer one BD
         for t in range(T):
             for c in range(L):
-                fbd[b, c, t] = fills[b, c, t]
-                dbd[b, c, t] = drains[b, c, t]
+                fbd[b, c, t] = ffx[b, c, t] = fills[b, c, t]
+                dbd[b, c, t] = dfx[b, c, t] = drains[b, c, t]
         return
     for t in range(T):
-        fbd[b, 0, t] = 0
-        dbd[b, 0, t] = 0
+        fbd[b, 0, t] = ffx[b, 0, t] = 0
+        dbd[b, 0, t] = dfx[b, 0, t] = 0
         src = 0
         counted = dma.active and dma.n_axes[t] > 0 and (one < 0 or one == t)
         rsplit = 0
@@ -345,8 +353,8 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
             SK[t, 0] = epoch
             SK[t, 1] = rsplit
         for c in range(1, L):
-            fbd[b, c, t] = fills[b, c, t]
-            dbd[b, c, t] = drains[b, c, t]
+            fbd[b, c, t] = ffx[b, c, t] = fills[b, c, t]
+            dbd[b, c, t] = dfx[b, c, t] = drains[b, c, t]
             if bypass[b, c, t]:
                 continue
             s = src
@@ -362,8 +370,9 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                     pts = granule_points(row_word, width) if rsplit else 0
                     _items(t, c, kkd, per_core, a, True, pts, dma, gi, axes, lists, core_lists,
                            X, XN, IE, IW, IN, midx)
-                    single = single * _weighted(t, c, s, width, rsplit, epoch, True, dma, SH, IE,
-                                                IW, IN, odo, ext, side, cwork, MK, MV)
+                    one, _ = _weighted(t, c, s, width, rsplit, epoch, True, dma, SH, IE, IW, IN,
+                                       odo, ext, side, cwork, MK, MV)
+                    single *= one
                 CK[t, c, 0], CK[t, c, 1], CK[t, c, 2], CK[t, c, 3] = epoch, s, rsplit, single
             if CK[t, c, 3] == 1:
                 continue
@@ -389,25 +398,26 @@ def _term(t, c, s, width, rsplit, epoch, per_core, a, row_word, dma, groups, lis
 def _level_bds(b, t, c, s, a, rsplit, epoch, copies, parts, psum, tbytes, oth, count_a, cnt_s,
                pos, row_word, dma, groups, lists, core_lists, out, bw):
     """BDs into and out of level ``c`` of tensor ``t`` (source ``s``): the transfer count of
-    :func:`.kernel._traffic`, every per-dim tile count replaced by one weighted count."""
+    :func:`.kernel._traffic`, every per-dim tile count replaced by one weighted count; and the
+    same with each transfer counting at least one (``out.fill_fixed``/``drain_fixed``)."""
     kkd = bw[13]
     count = cnt_s if c > a else count_a
     per_core = c > a and not psum[t]
     D = kkd.shape[0]
-    widths = 2 if psum[t] else 1
     w_main = psum[t] if psum[t] else tbytes[t]
     total = 1
     for ii in range(1, oth[t, 0] + 1):
         total *= count[oth[t, ii], c]
     for j in range(D):
         kkd[j] = c
-    w_all = _term(t, c, s, w_main, rsplit, epoch, per_core, a, row_word, dma, groups, lists,
-                  core_lists, bw)
-    w_fin = w_all
-    if widths == 2 and tbytes[t] != psum[t]:
-        w_fin = _term(t, c, s, tbytes[t], rsplit, epoch, per_core, a, row_word, dma, groups,
-                      lists, core_lists, bw)
+    w_all, x_all = _term(t, c, s, w_main, rsplit, epoch, per_core, a, row_word, dma, groups,
+                         lists, core_lists, bw)
+    w_fin, x_fin = w_all, x_all
+    if psum[t] and tbytes[t] != psum[t]:
+        w_fin, x_fin = _term(t, c, s, tbytes[t], rsplit, epoch, per_core, a, row_word, dma,
+                             groups, lists, core_lists, bw)
     nc = 0
+    xc = 0
     for k in range(c):
         for qq in range(1, oth[t, 0] + 1):  # transitions of a loop not indexing t
             q = oth[t, qq]
@@ -425,18 +435,22 @@ def _level_bds(b, t, c, s, a, rsplit, epoch, copies, parts, psum, tbytes, oth, c
                 continue
             for j in range(D):
                 kkd[j] = k + 1 if pos[k, j] < p else k
-            nc += term * _term(t, c, s, w_main, rsplit, epoch, per_core, a, row_word, dma,
-                               groups, lists, core_lists, bw)
-    kept = 1
-    if psum[t]:
+            wn, xn = _term(t, c, s, w_main, rsplit, epoch, per_core, a, row_word, dma, groups,
+                           lists, core_lists, bw)
+            nc += term * wn
+            xc += term * xn
+    if psum[t]:  # a store per visit, the last of a tile at the final width; a reload per revisit
         own = 1
         if c > a:
             for ii in range(1, oth[t, 0] + 1):
                 own *= cnt_s[oth[t, ii], 0]
         k_par = parts[t] if c == a else 1
-        visits = (total * w_all - nc) * k_par
-        out.drain_bds[b, c, t] = (visits - w_all * own + w_fin * own) * kept
-        out.fill_bds[b, c, t] = (visits - w_all * own) * kept
+        out.drain_bds[b, c, t] = (total * w_all - nc) * k_par - w_all * own + w_fin * own
+        out.fill_bds[b, c, t] = (total * w_all - nc) * k_par - w_all * own
+        out.drain_fixed[b, c, t] = (total * x_all - xc) * k_par - x_all * own + x_fin * own
+        out.fill_fixed[b, c, t] = (total * x_all - xc) * k_par - x_all * own
     else:
-        out.fill_bds[b, c, t] = (total * w_all - nc) * copies[t, c] * kept
+        out.fill_bds[b, c, t] = (total * w_all - nc) * copies[t, c]
+        out.fill_fixed[b, c, t] = (total * x_all - xc) * copies[t, c]
         out.drain_bds[b, c, t] = 0
+        out.drain_fixed[b, c, t] = 0

@@ -136,10 +136,10 @@ class Traffic(NamedTuple):
     @classmethod
     def of(cls, cb, bds: bool = False) -> "Traffic":
         """The exact traffic of a :class:`~tilewise.model.cost.CostBatch`; with ``bds`` the
-        counts are the transfers' buffer descriptors (``fill_bds``/``drain_bds``, what the
-        fixed per-transfer cost is charged for: a leaf's exact latency). Bounds keep the
-        transfers: a transfer takes at least one BD, so they stay below."""
-        nr, nw = (cb.fill_bds, cb.drain_bds) if bds else (cb.fills, cb.drains)
+        counts are what the fixed per-transfer cost is charged for (``fill_fixed``/
+        ``drain_fixed``: one per buffer descriptor, at least one per transfer; a leaf's exact
+        latency). Bounds keep the transfers, never more than the charges."""
+        nr, nw = (cb.fill_fixed, cb.drain_fixed) if bds else (cb.fills, cb.drains)
         return cls(cb.reads.astype(float), cb.writes.astype(float), nr.astype(float),
                    nw.astype(float))
 
