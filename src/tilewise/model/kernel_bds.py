@@ -37,7 +37,8 @@ import numpy as np
 from numba import njit
 
 from .contiguity import aligned_extent, granule_points
-from .descriptors import MAX_DIMS, count_bds
+from .descriptors import (LIM_DIMS, LIM_LENGTH, LIM_STRIDE, LIM_WORD, LIM_WRAP, MAX_DIMS,
+                          count_bds)
 from .problem import GI_BORDER, GI_MEM, GI_NMEM
 
 H = 512  # memo slots (direct-mapped, per batch)
@@ -95,7 +96,7 @@ def _pad(e, pts):
     return (e + pts - 1) // pts * pts
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _items(t, c, kkd, per_core, a, union, last_pts, dma, gi, axes, lists, core_lists, X, XN,
            IE, IW, IN, midx):
     """Fill the items (:mod:`module doc <.kernel_bds>`) of every axis of tensor ``t`` over its
@@ -231,6 +232,59 @@ def _buffers(t, L, rsplit, row_pts, dma, gi, axes, lists, core_lists, X, XN, kkd
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def _plain_buffers(t, L, rsplit, row_pts, dma, LE, LM, LN, SH):
+    """:func:`_buffers` of a tensor whose axes are all plain: per level the largest tile of
+    each dim (the last row padded); returns False (nothing done) for any other tensor."""
+    n_ax = dma.n_axes[t]
+    for p in range(n_ax):
+        if dma.parts[t, p, 0] != 0:
+            return False
+    for p in range(n_ax):
+        SH[t, 0, p] = dma.shape[t, p]
+    if rsplit:
+        SH[t, 0, n_ax - 1] = _pad(dma.shape[t, n_ax - 1], row_pts)
+    for l in range(L):
+        SH[t, l, n_ax] = dma.lanes[t]
+    for c in range(1, L):
+        for p in range(n_ax):
+            j = dma.parts[t, p, 1]
+            mx = 0
+            for i in range(LN[j, c, c]):
+                if LM[j, c, c, i] > 0:
+                    mx = max(mx, LE[j, c, c, i])
+            SH[t, c, p] = _pad(mx, row_pts) if rsplit and p == n_ax - 1 else mx
+    return True
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _fits_one(t, l, width, lim, dma, SH):
+    """Whether every shape within level ``l``'s buffer of ``t`` (each extent at most the
+    buffer's) is one BD on a DMA with ``lim`` at ``width`` bytes per element: merged dims
+    never outnumber the axes, and the largest inner dim, stride and length the buffer allows
+    are within the limits (a sufficient test, :func:`.descriptors.count_bds`' rules)."""
+    n_ax = dma.n_axes[t]
+    lanes = dma.lanes[t]
+    n = n_ax + (1 if lanes > 1 else 0)
+    if n > lim[LIM_DIMS]:
+        return False
+    eb = width // lanes
+    word = lim[LIM_WORD]
+    tot = SH[t, l, 0]
+    inner = 1
+    mid = 1
+    for x in range(1, n):
+        v = SH[t, l, x]
+        tot *= v
+        inner *= v
+        if x < n - 1:
+            mid *= v
+    inner_w = (inner * eb + word - 1) // word
+    if inner_w > lim[LIM_STRIDE] or inner_w > lim[LIM_WRAP] or mid > lim[LIM_WRAP]:
+        return False
+    return lim[LIM_LENGTH] < 0 or (tot * eb + word - 1) // word <= lim[LIM_LENGTH]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def _side(t, l, n, ext, eb, lim, SH, side, cwork):
     """BDs of one side (level ``l``'s buffer) of a transfer of extents ``ext [n]``."""
     sz, st = side[0], side[1]
@@ -242,7 +296,7 @@ def _side(t, l, n, ext, eb, lim, SH, side, cwork):
     return count_bds(sz, st, n, eb, lim, cwork)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _shape_bds(t, c, src, width, rsplit, epoch, ext, dma, SH, side, cwork, MK, MV):
     """BDs of a transfer of extents ``ext`` (lanes last) of ``t`` between ``src`` and ``c`` at
     ``width`` bytes per element: the more of its two sides (memoized per shape)."""
@@ -269,7 +323,7 @@ def _shape_bds(t, c, src, width, rsplit, epoch, ext, dma, SH, side, cwork, MK, M
     return v
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _weighted(t, c, src, width, rsplit, epoch, single_check, dma, SH, IE, IW, IN, odo, ext,
               side, cwork, MK, MV):
     """Sum over every combination of the axes' items of the weights' product x its BDs, and
@@ -318,7 +372,7 @@ def _rows_split(b, t, bypass, dma, sizes, tiles):
     return False
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt_s, pos,
                sizes, row_word, epoch, dma, groups, lists, core_lists, tiles, out, bw):
     """``out.fill_bds`` / ``out.drain_bds [b]``: the BDs of the transfers ``out.fills`` /
@@ -348,8 +402,10 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
         if counted and row_word > 1 and _rows_split(b, t, bypass, dma, sizes, tiles):
             rsplit = 1
         if counted and (SK[t, 0] != epoch or SK[t, 1] != rsplit):
-            _buffers(t, L, rsplit, granule_points(row_word, tbytes[t]), dma, gi, axes, lists,
-                     core_lists, X, XN, kkd, SH, IE, IW, IN, midx)
+            row_pts = granule_points(row_word, tbytes[t])
+            if not _plain_buffers(t, L, rsplit, row_pts, dma, lists[0], lists[1], lists[2], SH):
+                _buffers(t, L, rsplit, row_pts, dma, gi, axes, lists, core_lists, X, XN, kkd,
+                         SH, IE, IW, IN, midx)
             SK[t, 0] = epoch
             SK[t, 1] = rsplit
         for c in range(1, L):
@@ -367,6 +423,9 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                 per_core = c > a and not psum[t]
                 for wi in range(widths):
                     width = tbytes[t] if wi == widths - 1 else psum[t]
+                    if dma.quick[t] and _fits_one(t, s, width, dma.lim[s], dma, SH) and \
+                            _fits_one(t, c, width, dma.lim[c], dma, SH):
+                        continue  # every shape one BD
                     pts = granule_points(row_word, width) if rsplit else 0
                     _items(t, c, kkd, per_core, a, True, pts, dma, gi, axes, lists, core_lists,
                            X, XN, IE, IW, IN, midx)
@@ -380,7 +439,7 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                        cnt_s, pos, row_word, dma, groups, lists, core_lists, out, bw)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _term(t, c, s, width, rsplit, epoch, per_core, a, row_word, dma, groups, lists, core_lists,
           bw):
     """The weighted count (:func:`_weighted`) of ``t``'s tiles at ``c`` from the prefix levels
@@ -394,7 +453,7 @@ def _term(t, c, s, width, rsplit, epoch, per_core, a, row_word, dma, groups, lis
                      cwork, MK, MV)
 
 
-@njit(cache=True, error_model="numpy")
+@njit(cache=True, inline="always", error_model="numpy")
 def _level_bds(b, t, c, s, a, rsplit, epoch, copies, parts, psum, tbytes, oth, count_a, cnt_s,
                pos, row_word, dma, groups, lists, core_lists, out, bw):
     """BDs into and out of level ``c`` of tensor ``t`` (source ``s``): the transfer count of

@@ -242,7 +242,9 @@ class DmaTable(NamedTuple):
     of :attr:`AffineGroups.axes`), ``lanes [T]`` (elements per vector element), ``rows_ok
     [T]`` a row-major tensor whose rows may be padded (:func:`.contiguity.rows_padded`, which
     the kernel tests per candidate), ``win0 [T]`` the padded extent of a rounded window's last
-    axis in its outermost copy (0: not one)."""
+    axis in its outermost copy (0: not one); ``quick [T]`` no tile of it can be empty (every
+    axis plain, or windows that never reach the padding), so where its buffers' sizes keep
+    every shape within a DMA's limits each transfer is one BD (:func:`.kernel_bds._fits_one`)."""
 
     active: bool
     has: np.ndarray
@@ -253,6 +255,7 @@ class DmaTable(NamedTuple):
     lanes: np.ndarray
     rows_ok: np.ndarray
     win0: np.ndarray
+    quick: np.ndarray
 
 
 class Buffers(NamedTuple):
@@ -597,13 +600,18 @@ def _dma_table(st: Structure) -> DmaTable:
     n_axes, lanes, rows_ok, win0 = (np.zeros(T, np.int64), np.ones(T, np.int64),
                                     np.zeros(T, bool), np.zeros(T, np.int64))
     shape, parts = np.zeros((T, A), np.int64), np.zeros((T, A, 3), np.int64)
+    quick = np.zeros(T, bool)
+    sizes = st.workload.sizes
     wgran = window_granules(arch)
     g_i, x_i = 0, 0  # the group and affine-axis numbering of _affine_groups
     for ti, t in enumerate(st.tensors):
         if t.name in st.intermediate_names:
             continue
-        ok = True
+        ok = quick[ti] = True
         for g in groups(t, dims):
+            for ax, extent in g.affine:  # a window that can reach the padding may be empty
+                hi = ax.const + sum(c * (sizes[d] - 1) for d, c in ax.terms)
+                quick[ti] &= ax.const >= 0 and hi <= extent - 1
             if g.affine:
                 ok = ok and len(g.affine) == 1 and not any(g.powers)
                 ax = g.affine[0][0]
@@ -622,7 +630,7 @@ def _dma_table(st: Structure) -> DmaTable:
         if rounded_window(t, st.outputs) and np.any(wgran > 1):
             pts = max(int(granule_points(int(w), t.element_bytes)) for w in wgran)
             win0[ti] = -(-t.shape[-1] // pts) * pts
-    return DmaTable(bool(has.any()), has, lim, n_axes, shape, parts, lanes, rows_ok, win0)
+    return DmaTable(bool(has.any()), has, lim, n_axes, shape, parts, lanes, rows_ok, win0, quick)
 
 
 def _buffers(st: Structure) -> Buffers:
