@@ -24,11 +24,20 @@ shape, not of where the tile starts. Here, per tensor and level:
   per-dim tile counts, are recomputed with the per-dim counts replaced by one weighted count
   (:func:`bd_traffic`).
 
-Most shapes need one BD: per tensor and level the distinct shapes are checked first (once per
-tile combo, :func:`_single`), and where all of them take one BD the counts are the transfer
-counts. Only transfers between two levels that both declare DMA limits are counted (elsewhere a
-transfer is one BD, as the model charged before), and only tensors whose axes are plain or
-one window per group of dims (:class:`.problem.DmaTable` ``n_axes``).
+Most shapes need one BD. Per tensor and level, once per tile combo (the kernel's ``epoch``):
+where the two buffers' sizes keep every shape within both DMAs' limits (:func:`_fits_one`, a
+sufficient test; tensors none of whose tiles can be empty) or every distinct shape takes one
+BD (the items' extents over every prefix level), the counts are the transfer counts, and
+nothing is summed. The fixed cost is charged per BD but at least once per transfer
+(``fill_fixed``/``drain_fixed``: a window tile wholly in the padding has no BD, yet hands its
+buffer over), so the charges never fall below the transfers the search's bounds count. Only
+transfers between two levels that both declare DMA limits are counted (elsewhere a transfer is
+one BD, as the model charged before), and only tensors whose axes are plain or one window per
+group of dims (:class:`.problem.DmaTable` ``n_axes``; others one per transfer).
+
+The BD path is inlined into the kernel's candidate loop (a call would pass the output and work
+arrays each time; only :func:`_buffers` of window tensors is a call, once per tile combo). Numba's cache does not see a change to an inlined callee in
+another module: after editing this module, touch :mod:`.kernel` (or clear the caches).
 """
 
 from __future__ import annotations
@@ -265,14 +274,17 @@ def _fits_one(t, l, width, lim, dma, SH):
     n_ax = dma.n_axes[t]
     lanes = dma.lanes[t]
     n = n_ax + (1 if lanes > 1 else 0)
-    if n > lim[LIM_DIMS]:
+    f = 0  # the outermost axis the buffer does not hold one of (size-1 axes are dropped)
+    while f < n - 1 and SH[t, l, f] == 1:
+        f += 1
+    if n - f > lim[LIM_DIMS]:
         return False
     eb = width // lanes
     word = lim[LIM_WORD]
-    tot = SH[t, l, 0]
+    tot = SH[t, l, f]
     inner = 1
     mid = 1
-    for x in range(1, n):
+    for x in range(f + 1, n):
         v = SH[t, l, x]
         tot *= v
         inner *= v
