@@ -35,8 +35,10 @@ transfers between two levels that both declare DMA limits are counted (elsewhere
 one BD, as the model charged before), and only tensors whose axes are plain or one window per
 group of dims (:class:`.problem.DmaTable` ``n_axes``; others one per transfer).
 
-The BD path is inlined into the kernel's candidate loop (a call would pass the output and work
-arrays each time; only :func:`_buffers` of window tensors is a call, once per tile combo). Numba's cache does not see a change to an inlined callee in
+The per-tile-combo tests (:func:`bd_traffic` down to :func:`_fits_one`) are inlined into the
+kernel's candidate loop; the sums (:func:`_level_bds`) and the shape listing are calls, made
+only where some shape may take more (or fewer) than one BD: inlining them too made the
+candidate loop slower for every problem. Numba's cache does not see a change to an inlined callee in
 another module: after editing this module, touch :mod:`.kernel` (or clear the caches).
 """
 
@@ -105,7 +107,7 @@ def _pad(e, pts):
     return (e + pts - 1) // pts * pts
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _items(t, c, kkd, per_core, a, union, last_pts, dma, gi, axes, lists, core_lists, X, XN,
            IE, IW, IN, midx):
     """Fill the items (:mod:`module doc <.kernel_bds>`) of every axis of tensor ``t`` over its
@@ -308,7 +310,7 @@ def _side(t, l, n, ext, eb, lim, SH, side, cwork):
     return count_bds(sz, st, n, eb, lim, cwork)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
+@njit(cache=True, error_model="numpy")
 def _shape_bds(t, c, src, width, rsplit, epoch, ext, dma, SH, side, cwork, MK, MV):
     """BDs of a transfer of extents ``ext`` (lanes last) of ``t`` between ``src`` and ``c`` at
     ``width`` bytes per element: the more of its two sides (memoized per shape)."""
@@ -335,20 +337,37 @@ def _shape_bds(t, c, src, width, rsplit, epoch, ext, dma, SH, side, cwork, MK, M
     return v
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _weighted(t, c, src, width, rsplit, epoch, single_check, dma, SH, IE, IW, IN, odo, ext,
-              side, cwork, MK, MV):
+@njit(cache=True, error_model="numpy")
+def _weighted(t, c, src, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, ext, side,
+              cwork, MK, MV):
     """Sum over every combination of the axes' items of the weights' product x its BDs, and
-    x its BDs but at least 1 (what the fixed cost is charged for; module doc); with
-    ``single_check`` ``(1, 1)`` when every combination takes exactly one BD, else ``(0, 0)``."""
+    x its BDs but at least 1 (what the fixed cost is charged for; module doc). ``mode`` 0:
+    those sums; 2: the same where every shape is known to take one BD, or none when empty (a
+    window wholly in the padding): products of per-axis sums, no combination listed; 1: a
+    check, ``(1, 0)`` when every combination takes one BD, ``(2, 0)`` one or none, else
+    ``(0, 0)``."""
     n_ax = dma.n_axes[t]
+    if mode == 2:
+        total = 1
+        charged = 1
+        for p in range(n_ax):
+            nonempty = 0
+            every = 0
+            for i in range(IN[p]):
+                every += IW[p, i]
+                if IE[p, i] > 0:
+                    nonempty += IW[p, i]
+            total *= nonempty
+            charged *= every
+        return total, charged
     for p in range(n_ax):
         odo[p] = 0
         if IN[p] == 0:
-            return (1, 1) if single_check else (0, 0)
+            return (1, 0) if mode == 1 else (0, 0)
     ext[n_ax] = dma.lanes[t]
     total = 0
     charged = 0
+    empty = False
     while True:
         w = 1
         for p in range(n_ax):
@@ -356,8 +375,9 @@ def _weighted(t, c, src, width, rsplit, epoch, single_check, dma, SH, IE, IW, IN
             w *= IW[p, odo[p]]
         if w != 0:
             v = _shape_bds(t, c, src, width, rsplit, epoch, ext, dma, SH, side, cwork, MK, MV)
-            if single_check and v != 1:
+            if mode == 1 and v > 1:
                 return 0, 0
+            empty = empty or v == 0
             total += w * v
             charged += w * max(v, 1)
         p = 0
@@ -368,7 +388,9 @@ def _weighted(t, c, src, width, rsplit, epoch, single_check, dma, SH, IE, IW, IN
             odo[p] = 0
             p += 1
         if p == n_ax:
-            return (1, 1) if single_check else (total, charged)
+            if mode == 1:
+                return (2 if empty else 1), 0
+            return total, charged
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -431,29 +453,32 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                 continue
             widths = 2 if psum[t] else 1
             if not (CK[t, c, 0] == epoch and CK[t, c, 1] == s and CK[t, c, 2] == rsplit):
-                single = 1
+                code = 1  # 1: every shape one BD; 2: one or none (empty); 0: any number
                 per_core = c > a and not psum[t]
                 for wi in range(widths):
                     width = tbytes[t] if wi == widths - 1 else psum[t]
-                    if dma.quick[t] and _fits_one(t, s, width, dma.lim[s], dma, SH) and \
+                    if _fits_one(t, s, width, dma.lim[s], dma, SH) and \
                             _fits_one(t, c, width, dma.lim[c], dma, SH):
-                        continue  # every shape one BD
+                        if not dma.quick[t]:  # a tile may be empty: none for it
+                            code = 2 if code else 0
+                        continue
                     pts = granule_points(row_word, width) if rsplit else 0
                     _items(t, c, kkd, per_core, a, True, pts, dma, gi, axes, lists, core_lists,
                            X, XN, IE, IW, IN, midx)
-                    one, _ = _weighted(t, c, s, width, rsplit, epoch, True, dma, SH, IE, IW, IN,
+                    one, _ = _weighted(t, c, s, width, rsplit, epoch, 1, dma, SH, IE, IW, IN,
                                        odo, ext, side, cwork, MK, MV)
-                    single *= one
-                CK[t, c, 0], CK[t, c, 1], CK[t, c, 2], CK[t, c, 3] = epoch, s, rsplit, single
+                    code = 0 if one == 0 or code == 0 else max(code, one)
+                CK[t, c, 0], CK[t, c, 1], CK[t, c, 2], CK[t, c, 3] = epoch, s, rsplit, code
             if CK[t, c, 3] == 1:
                 continue
-            _level_bds(b, t, c, s, a, rsplit, epoch, copies, parts, psum, tbytes, oth, count_a,
-                       cnt_s, pos, row_word, dma, groups, lists, core_lists, out, bw)
+            _level_bds(b, t, c, s, a, rsplit, epoch, 2 if CK[t, c, 3] == 2 else 0, copies,
+                       parts, psum, tbytes, oth, count_a, cnt_s, pos, row_word, dma, groups,
+                       lists, core_lists, out, bw)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _term(t, c, s, width, rsplit, epoch, per_core, a, row_word, dma, groups, lists, core_lists,
-          bw):
+@njit(cache=True, error_model="numpy")
+def _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, groups, lists,
+          core_lists, bw):
     """The weighted count (:func:`_weighted`) of ``t``'s tiles at ``c`` from the prefix levels
     in ``bw``'s ``kkd``, at ``width`` bytes per element."""
     gi, axes, X, XN = groups
@@ -461,13 +486,13 @@ def _term(t, c, s, width, rsplit, epoch, per_core, a, row_word, dma, groups, lis
     pts = granule_points(row_word, width) if rsplit else 0
     _items(t, c, kkd, per_core, a, False, pts, dma, gi, axes, lists, core_lists, X, XN, IE, IW,
            IN, midx)
-    return _weighted(t, c, s, width, rsplit, epoch, False, dma, SH, IE, IW, IN, odo, ext, side,
+    return _weighted(t, c, s, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, ext, side,
                      cwork, MK, MV)
 
 
-@njit(cache=True, inline="always", error_model="numpy")
-def _level_bds(b, t, c, s, a, rsplit, epoch, copies, parts, psum, tbytes, oth, count_a, cnt_s,
-               pos, row_word, dma, groups, lists, core_lists, out, bw):
+@njit(cache=True, error_model="numpy")
+def _level_bds(b, t, c, s, a, rsplit, epoch, mode, copies, parts, psum, tbytes, oth, count_a,
+               cnt_s, pos, row_word, dma, groups, lists, core_lists, out, bw):
     """BDs into and out of level ``c`` of tensor ``t`` (source ``s``): the transfer count of
     :func:`.kernel._traffic`, every per-dim tile count replaced by one weighted count; and the
     same with each transfer counting at least one (``out.fill_fixed``/``drain_fixed``)."""
@@ -481,11 +506,11 @@ def _level_bds(b, t, c, s, a, rsplit, epoch, copies, parts, psum, tbytes, oth, c
         total *= count[oth[t, ii], c]
     for j in range(D):
         kkd[j] = c
-    w_all, x_all = _term(t, c, s, w_main, rsplit, epoch, per_core, a, row_word, dma, groups,
+    w_all, x_all = _term(t, c, s, w_main, rsplit, epoch, mode, per_core, a, row_word, dma, groups,
                          lists, core_lists, bw)
     w_fin, x_fin = w_all, x_all
     if psum[t] and tbytes[t] != psum[t]:
-        w_fin, x_fin = _term(t, c, s, tbytes[t], rsplit, epoch, per_core, a, row_word, dma,
+        w_fin, x_fin = _term(t, c, s, tbytes[t], rsplit, epoch, mode, per_core, a, row_word, dma,
                              groups, lists, core_lists, bw)
     nc = 0
     xc = 0
@@ -506,7 +531,7 @@ def _level_bds(b, t, c, s, a, rsplit, epoch, copies, parts, psum, tbytes, oth, c
                 continue
             for j in range(D):
                 kkd[j] = k + 1 if pos[k, j] < p else k
-            wn, xn = _term(t, c, s, w_main, rsplit, epoch, per_core, a, row_word, dma, groups,
+            wn, xn = _term(t, c, s, w_main, rsplit, epoch, mode, per_core, a, row_word, dma, groups,
                            lists, core_lists, bw)
             nc += term * wn
             xc += term * xn
