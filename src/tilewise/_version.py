@@ -1,3 +1,3 @@
 """The tilewise version: bumped when results change (the solution store keys on it)."""
 
-__version__ = "0.4.0"
+__version__ = "0.4.1"

@@ -71,6 +71,8 @@ def _bds_match(program, workload, arch, mapping) -> None:
     trace = simulate(workload, arch, mapping)
     rows = tuple({lv: row for lv, row in t.items() if row} for t in (trace.fill_bds, trace.drain_bds))
     assert _program_bds(program) == rows, str(mapping)
+    cost = evaluate(workload, arch, mapping, check_capacity=False)  # and the model's (issue 17)
+    assert (cost.fill_bds, cost.drain_bds) == rows, str(mapping)
 
 
 # ----- limits in the arch spec

@@ -136,3 +136,45 @@ def test_energy_objective_needs_the_workloads_mac_dtype():
     with pytest.raises(SpecError, match=re.escape("energy_per_mac[i16]")):
         tw.search(gemm(64, 64, 64, dtype="i16"), arch, objective="energy")
     assert tw.search(gemm(64, 64, 64, dtype="i8"), arch, objective="energy", top=1).best.energy_j > 0
+
+
+def _loose_dma(arch):
+    """``arch`` with DMA limits no tile of a small problem exceeds (same words, so the same
+    bytes): every transfer one BD."""
+    levels = tuple(dataclasses.replace(lv, dma=dataclasses.replace(
+        lv.dma, dims=8, max_wrap=10 ** 6, max_stride_words=10 ** 9, max_length_words=None))
+        for lv in arch.levels)
+    return dataclasses.replace(arch, levels=levels)
+
+
+def test_a_transfer_of_two_bds_is_charged_twice():
+    """Issue 17, by hand (docs/usage/dma.md): conv2d n2 c12 8x8 k8 3x3 i8 on aie-4x2, core
+    tiles n2 k8 c8 p4 q4. I moves into the core in 8 tiles (2 in c x 2 in h x 2 in w); the
+    core's buffer is the largest window tile, 2 x 8 x 6 x 8 (n, c, rows, row words rounded
+    out); the border tile 2 x 4 x 4 x 4 merges no dims, a 4-D pattern on the core's 3-D DMA
+    without repeat: one BD per image, 2. So 9 BDs for 8 transfers, and the link into the core
+    takes one more fixed cost: 32 cycles / 1 GHz / 2 channels = 16 ns (one core, no split;
+    nothing double-buffered, so the latency is T_c + the links' times and grows by it too)."""
+    from tilewise import conv2d
+
+    w = conv2d(2, 12, 8, 8, 8, 3, 3, dtype="i8")
+    m = Mapping.parse("ddr[n2 k8 c12 p6 q6 r3 s3] nkcpqrs | memtile[n2 k8 c12 p6 q6 r3 s3]"
+                      " nkcpqrs | core[n2 k8 c8 p4 q4 r3 s3]")
+    aie = load_arch("aie-4x2")
+    core = aie.level("core")
+    per_bd = core.transfer_overhead_cycles / aie.compute.clock_hz / core.channels
+    assert per_bd == 16e-9
+    split, loose = evaluate(w, aie, m), evaluate(w, _loose_dma(aie), m)
+    assert split.reads == loose.reads and split.writes == loose.writes
+    assert split.fills["core"]["I"] == loose.fills["core"]["I"] == 8
+    assert (split.fill_bds["core"]["I"], loose.fill_bds["core"]["I"]) == (9, 8)
+    assert split.fill_bds["core"]["W"] == 2 and split.drain_bds["core"]["O"] == 8
+    # the read side of the core's link binds (data and fixed costs), so each BD into it adds 16 ns
+    reads_s = sum(split.reads["core"].values()) / (core.read_bandwidth * core.channels)
+    into = sum(split.fill_bds["core"].values())
+    out = sum(split.drain_bds["core"].values())
+    writes_s = sum(split.writes["core"].values()) / (core.write_bandwidth * core.channels)
+    assert reads_s + into * per_bd > writes_s + out * per_bd
+    assert split.fixed_s["core"] == pytest.approx(into * per_bd, rel=1e-12)
+    assert split.fixed_s["core"] - loose.fixed_s["core"] == pytest.approx(per_bd, rel=1e-9)
+    assert split.latency_s - loose.latency_s == pytest.approx(per_bd, rel=1e-9)

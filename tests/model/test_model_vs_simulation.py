@@ -9,6 +9,8 @@ from tilewise.errors import MappingError, WorkloadError
 from tilewise.simulation.trace import simulate
 from tilewise.model.batch import MappingBatch
 from tilewise.model.cost import evaluate, evaluate_batch
+from tilewise.model.problem import Problem
+from tilewise.errors import SpecError
 
 from .strategies import ARCHS, CONSTRUCTORS, mappings, workloads
 
@@ -24,6 +26,9 @@ def _compare(workload, arch, mapping):
         assert c.reloads[level] == trace.reloads[level], (level, "reloads", str(mapping))
         assert c.fills[level] == trace.fills[level], (level, "fills", str(mapping))
         assert c.drains[level] == trace.drains[level], (level, "drains", str(mapping))
+    nonempty = lambda t: {lv: row for lv, row in t.items() if row}
+    assert (c.fill_bds, c.drain_bds) == (nonempty(trace.fill_bds), nonempty(trace.drain_bds)), \
+        str(mapping)
     assert c.footprint == trace.peak, str(mapping)
     assert c.steps == trace.steps, str(mapping)
     assert c.padded_points == trace.padded_points, str(mapping)
@@ -189,3 +194,57 @@ def test_layernorm_with_its_normalized_dim_tiled_reads_x_once_per_pass(case):
     assert c.reads[names[kc]]["X"] >= 2 * one_pass  # below the split: at least two passes
     if kc > 1:
         assert c.reads[names[kc - 1]]["X"] >= one_pass
+
+
+# ----- buffer descriptors per transfer on archs with DMA limits (issue 17)
+
+
+def _tight_aie():
+    """aie-4x2 with DMA limits tight enough that most small tiles need several BDs: 2 dims
+    on every DMA, wraps of 3 words or steps, strides of 40 words, 24 words per BD, a repeat
+    of 2 on the shim."""
+    from tilewise.arch.loader import arch_from_dict, arch_to_dict, load_arch
+
+    spec = arch_to_dict(load_arch("aie-4x2"))
+    for i, lv in enumerate(spec["levels"]):
+        lv["dma"].update(dims=2, max_wrap=3, max_stride=40, repeat=2 if i == 0 else 1)
+        lv["dma"]["max_length"] = 24
+    spec["name"] = "aie-4x2-tight"
+    return arch_from_dict(spec)
+
+
+def _dma_archs():
+    from tilewise import load_arch
+
+    return [load_arch("aie-4x2"), load_arch("npu1"), _tight_aie()]
+
+
+DMA_ARCHS = st.sampled_from(_dma_archs())
+_BD_KINDS = ("gemm", "batched_gemm", "conv2d", "mha", "layernorm", "gemm_chain")
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_model_bds_equal_simulation_on_dma_archs(data):
+    """The kernel's BDs per level and tensor (fills and drains) equal simulate's (random
+    small workloads on aie-4x2, npu1 and a variant whose limits split most tiles)."""
+    workload = data.draw(workloads(kinds=_BD_KINDS))
+    arch = data.draw(DMA_ARCHS)
+    try:
+        Problem.build(workload, arch).require_rates()
+    except SpecError:  # no compute rate for its dtype on this arch
+        reject()
+    mapping = data.draw(mappings(workload, arch))
+    _compare(workload, arch, mapping)
+
+
+def test_bds_are_counted_where_border_tiles_take_fewer():
+    """The dma.md example: only the border tile 2x4x4x4 of I needs 2 BDs on the core's 3-D
+    DMA (9 BDs for 8 transfers), and the model counts the same."""
+    import tilewise
+
+    w = tilewise.conv2d(2, 12, 8, 8, 8, 3, 3, dtype="i8")
+    m = tilewise.Mapping.parse("ddr[n2 k8 c12 p6 q6 r3 s3] nkcpqrs | memtile[n2 k8 c12 p6 q6 r3 s3]"
+                               " nkcpqrs | core[n2 k8 c8 p4 q4 r3 s3]")
+    c, trace = _compare(w, tilewise.load_arch("aie-4x2"), m)
+    assert c.fills["core"]["I"] == 8 and c.fill_bds["core"]["I"] == 9

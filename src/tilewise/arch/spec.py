@@ -94,8 +94,10 @@ class Level:
     copy of a tile. Energy (Accelergy-style, picojoules, None where unknown):
     ``energy_pj_per_byte`` per byte moved over the link into or out of this level (the wire and
     DMA); ``read_energy_pj`` / ``write_energy_pj`` per byte read from / written into this level's
-    memory. ``transfer_overhead_cycles``: fixed cycles of one DMA transfer (buffer descriptor,
-    lock hand-off) on the link into this level, per transfer and direction, on one channel.
+    memory. ``transfer_overhead_cycles``: fixed cycles of one DMA buffer descriptor (its
+    set-up, lock hand-off) on the link into this level, per direction, on one channel; the
+    model charges it once per BD of each transfer where the levels declare DMA limits, at least
+    once per transfer (else once per transfer).
     ``holds``: the tensor names or roles kept here (None: every tensor); ``reserved``:
     ``((name or role, bytes), ...)`` per instance set apart for those tensors, included in
     ``capacity_bytes`` (the others share ``capacity_bytes - sum(reserved)``). ``dma``: the

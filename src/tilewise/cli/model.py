@@ -69,11 +69,18 @@ def _compare(cost, trace) -> list[str]:
     """Fields where the model and the simulation differ (empty: they agree)."""
     pairs = [("reads", cost.reads, trace.reads), ("writes", cost.writes, trace.writes),
              ("reloads", cost.reloads, trace.reloads), ("fills", cost.fills, trace.fills),
-             ("drains", cost.drains, trace.drains), ("footprint", cost.footprint, trace.peak),
+             ("drains", cost.drains, trace.drains),
+             ("fill_bds", cost.fill_bds, _nonempty(trace.fill_bds)),
+             ("drain_bds", cost.drain_bds, _nonempty(trace.drain_bds)),
+             ("footprint", cost.footprint, trace.peak),
              ("steps", cost.steps, trace.steps),
              ("padded_points", cost.padded_points, trace.padded_points),
              ("useful_points", cost.useful_points, trace.useful_points)]
     return [f"{name}: model {model} != simulation {sim}" for name, model, sim in pairs if model != sim]
+
+
+def _nonempty(table: dict) -> dict:
+    return {level: row for level, row in table.items() if row}
 
 
 def _jsonable(value):
@@ -111,7 +118,8 @@ def _traffic_table(cost, levels):
         for t in dict.fromkeys([*cost.reads[name], *cost.writes[name]]):
             row = [name, t, _bytes(cost.reads[name].get(t, 0)), _bytes(cost.writes[name].get(t, 0)),
                    _bytes(cost.reloads[name].get(t, 0)),
-                   f"{cost.fills[name].get(t, 0):,} / {cost.drains[name].get(t, 0):,}"]
+                   f"{_count(cost.fills, cost.fill_bds, name, t)} / "
+                   f"{_count(cost.drains, cost.drain_bds, name, t)}"]
             if parts:
                 row.append(f"{parts.get(name, {}).get(t, 0.0) * 1e6:,.3f}")
             traffic.add_row(*row)
@@ -121,6 +129,14 @@ def _traffic_table(cost, levels):
     if parts:
         traffic.add_row("compute", "", "", "", "", "", f"{parts['compute'] * 1e6:,.3f}")
     return traffic
+
+
+def _count(transfers: dict, bds: dict, level: str, tensor: str) -> str:
+    """Transfers of ``tensor`` into or out of ``level``, with their buffer descriptors where
+    they are more (the fixed per-transfer cost is charged per BD)."""
+    n = transfers[level].get(tensor, 0)
+    b = bds.get(level, {}).get(tensor, n) if level in bds else n
+    return f"{n:,}" if b == n else f"{n:,} ({b:,} BDs)"
 
 
 def _pack_lines(workload, arch, mapping) -> list[str]:
@@ -181,7 +197,9 @@ def _print(workload, arch, mapping, cost, mismatches) -> None:
     summary.add_row("latency", _seconds(cost.latency_s))
     summary.add_row("utilization", f"{cost.utilization:.1%}")
     for what, seconds in cost.fixed_s.items():
-        label = "kernel calls" if what == "kernel calls" else f"transfers into {what}"
+        label = ("kernel calls" if what == "kernel calls" else
+                 f"BDs into {what}" if what in cost.fill_bds or what in cost.drain_bds else
+                 f"transfers into {what}")
         summary.add_row(f"fixed cost: {label}",
                         f"{_seconds(seconds)} ({seconds / cost.latency_s:.1%} of latency)")
     if cost.energy_j is not None:
@@ -193,5 +211,5 @@ def _print(workload, arch, mapping, cost, mismatches) -> None:
             for m in mismatches:
                 out.print(f"  {escape(m)}")
         else:
-            out.print("simulation agrees: reads, writes, reloads, transfers, footprint, steps "
-                      "and points are equal")
+            out.print("simulation agrees: reads, writes, reloads, transfers, BDs, footprint, "
+                      "steps and points are equal")

@@ -40,9 +40,11 @@ def energy_breakdown(cost, problem, bypass: np.ndarray) -> dict | None:
     return out
 
 
-def fixed_seconds(cost, problem, batch) -> dict:
+def fixed_seconds(cost, problem, batch, fill_fixed, drain_fixed) -> dict:
     """Seconds of fixed costs: ``"kernel calls"`` (the busiest core's call cycles / clock) and,
-    per link with a per-transfer cost, how much those costs lengthen the link's time."""
+    per link with a per-transfer cost, how much those costs lengthen the link's time, charged
+    ``fill_fixed``/``drain_fixed [L, T]`` times (:attr:`.cost.CostBatch.fill_fixed`: once per
+    buffer descriptor, at least once per transfer)."""
     comp, lv, st = problem.compute, problem.levels, problem.st
     steps = sum(cost.steps[op.name] for op in st.workload.ops)
     out = {"kernel calls": steps * comp.call / comp.clock}
@@ -60,8 +62,8 @@ def fixed_seconds(cost, problem, batch) -> dict:
             level, name = names[c], tensor.name
             rb += cost.reads[level].get(name, 0)
             wb += cost.writes[level].get(name, 0)
-            nr += cost.fills[level].get(name, 0)
-            nw += cost.drains[level].get(name, 0)
+            nr += fill_fixed[c, t]
+            nw += drain_fixed[c, t]
         ins = link_instances(lv.instances, l, lv.link_array, used)
         rbw, wbw = lv.read_bw[l] * ins, lv.write_bw[l] * ins
         xs = lv.xfer_s[l] / ins

@@ -80,6 +80,11 @@ class Cost:
     # {level: {tensor: transfers into it (loads and reloads)}} / out of it (stores)
     fills: dict = field(default_factory=dict)
     drains: dict = field(default_factory=dict)
+    # {level: {tensor: buffer descriptors of those transfers}}, levels whose links have DMA
+    # limits on both sides (:mod:`.kernel_bds`, equal to simulate's Trace.fill_bds/drain_bds);
+    # the per-transfer fixed cost is charged per BD
+    fill_bds: dict = field(default_factory=dict)
+    drain_bds: dict = field(default_factory=dict)
     # joules per part: {"compute": J, level: {tensor: J}} (evaluate() only; None: no energy)
     energy_breakdown: dict | None = None
     # seconds of fixed costs: {"kernel calls": s, level: s per link} (evaluate() only)
@@ -105,6 +110,11 @@ class CostBatch:
     reloads: np.ndarray
     fills: np.ndarray          # [B, L, T] transfers into level l (loads and reloads)
     drains: np.ndarray         # [B, L, T] transfers out of level l (stores)
+    fill_bds: np.ndarray       # [B, L, T] buffer descriptors of the fills (1 per transfer
+    drain_bds: np.ndarray      # where no DMA limits are given) and of the drains
+    bd_levels: np.ndarray      # [L] levels whose BDs are counted (it and every level above declare DMA limits)
+    fill_fixed: np.ndarray     # [B, L, T] fixed costs charged: per BD, at least 1 per transfer
+    drain_fixed: np.ndarray    # [B, L, T]
     offchip_bytes: np.ndarray  # [B]
     steps: np.ndarray          # [B, ops]
     padded_points: np.ndarray  # [B, ops]
@@ -129,11 +139,14 @@ class CostBatch:
         L, T = self.levels, self.tensors
         per = lambda arr: {L[l]: {T[t]: int(arr[i, l, t]) for t in range(len(T)) if arr[i, l, t]}
                            for l in range(1, len(L))}
+        bds = lambda arr: {L[l]: row for l, row in enumerate(per(arr).values(), 1)
+                           if self.bd_levels[l] and row}
         return Cost(
             footprint={L[l]: int(self.footprint[i, l]) for l in range(len(L))},
             capacity={L[l]: float(self.capacity[l]) for l in range(len(L))},
             fits=bool(self.fits[i]), reads=per(self.reads), writes=per(self.writes),
             reloads=per(self.reloads), fills=per(self.fills), drains=per(self.drains),
+            fill_bds=bds(self.fill_bds), drain_bds=bds(self.drain_bds),
             offchip_bytes=int(self.offchip_bytes[i]),
             compute_cycles=float(self.compute_cycles[i]),
             padded_points={o: int(self.padded_points[i, j]) for j, o in enumerate(self.ops)},
@@ -160,12 +173,14 @@ def evaluate(workload, arch, mapping, check_capacity: bool = True) -> Cost:
         arch = load_arch(arch)
     batch = MappingBatch.from_mappings(workload, arch, [mapping])
     problem = Problem.build(workload, arch)
-    cost = evaluate_batch(workload, arch, batch, problem=problem).item(0)
+    cb = evaluate_batch(workload, arch, batch, problem=problem)
+    cost = cb.item(0)
     pack = pack_breakdown(problem, batch)
     parts = energy_breakdown(cost, problem, batch.bypass[0])
     if parts is not None and pack:
         parts["pack pass"] = {t: p["j"] for t, p in pack.items()}
-    cost = replace(cost, energy_breakdown=parts, fixed_s=fixed_seconds(cost, problem, batch),
+    cost = replace(cost, energy_breakdown=parts, fixed_s=fixed_seconds(cost, problem, batch,
+                                                                  cb.fill_fixed[0], cb.drain_fixed[0]),
                    pack=pack)
     if check_capacity and not cost.fits:
         raise CapacityError(_overflow(problem, mapping, cost))
@@ -246,7 +261,9 @@ def evaluate_batch(workload, arch, candidates: MappingBatch, only=None,
         ops=tuple(op.name for op in workload.ops), capacity=p.levels.capacity,
         useful_points=p.useful_points, footprint=out.footprint, fits=out.fits, legal=out.legal,
         reads=out.reads, writes=out.writes, reloads=out.reloads, fills=out.fills,
-        drains=out.drains, offchip_bytes=out.offchip,
+        drains=out.drains, fill_bds=out.fill_bds, drain_bds=out.drain_bds,
+        bd_levels=np.cumprod(p.dma.has).astype(bool), fill_fixed=out.fill_fixed,
+        drain_fixed=out.drain_fixed, offchip_bytes=out.offchip,
         steps=out.steps, padded_points=out.padded, compute_cycles=out.cycles,
         compute_s=out.compute_s, transfer_s=out.transfer_s, latency_s=out.latency_s,
         utilization=out.util, ratio=out.ratio, energy_j=out.energy, pack_s=out.pack_s)
@@ -257,7 +274,9 @@ def _empty_outputs(B: int, L: int, T: int, O: int) -> CostArrays:
         footprint=np.empty((B, L), np.int64), fits=np.empty(B, bool), legal=np.empty(B, bool),
         reads=np.empty((B, L, T), np.int64), writes=np.empty((B, L, T), np.int64),
         reloads=np.empty((B, L, T), np.int64), fills=np.empty((B, L, T), np.int64),
-        drains=np.empty((B, L, T), np.int64), offchip=np.empty(B, np.int64),
+        drains=np.empty((B, L, T), np.int64), fill_bds=np.empty((B, L, T), np.int64),
+        drain_bds=np.empty((B, L, T), np.int64), fill_fixed=np.empty((B, L, T), np.int64),
+        drain_fixed=np.empty((B, L, T), np.int64), offchip=np.empty(B, np.int64),
         steps=np.empty((B, O), np.int64), padded=np.empty((B, O), np.int64),
         cycles=np.empty(B), compute_s=np.empty(B), transfer_s=np.empty((B, L)),
         latency_s=np.empty(B), util=np.empty(B), ratio=np.empty((B, L)), energy=np.empty(B),

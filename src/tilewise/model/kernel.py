@@ -78,6 +78,7 @@ import numpy as np
 from numba import njit
 
 from .contiguity import aligned_extent, granule_points, pack_pass
+from .kernel_bds import bd_traffic, work_arrays
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
 from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, compute_energy,
                     panel_tile, passes_at, transfer_energy,
@@ -215,6 +216,10 @@ class CostArrays(NamedTuple):
     reloads: np.ndarray        # [B, L, T] partial-sum bytes read back
     fills: np.ndarray          # [B, L, T] transfers into level l (loads and reloads)
     drains: np.ndarray         # [B, L, T] transfers out of level l (stores)
+    fill_bds: np.ndarray       # [B, L, T] buffer descriptors of the fills (:mod:`.kernel_bds`)
+    drain_bds: np.ndarray      # [B, L, T] and of the drains
+    fill_fixed: np.ndarray     # [B, L, T] fixed costs charged: BDs, at least 1 per transfer
+    drain_fixed: np.ndarray    # [B, L, T]
     offchip: np.ndarray        # [B] bytes over the outermost link
     steps: np.ndarray          # [B, O] innermost tiles per core
     padded: np.ndarray         # [B, O] padded points, all cores
@@ -230,7 +235,7 @@ class CostArrays(NamedTuple):
 
 @njit(cache=True, error_model="numpy")
 def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
-                  pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags):
+                  pack, dims, levels, tensors, groups, buffers, compute, chain, dma, out, flags):
     """Fill ``out`` (:class:`CostArrays`) for every candidate (see the module docstring); the
     problem is described by the groups of :class:`.problem.Problem`. Every output element is
     written (the arrays may come uninitialized).
@@ -310,19 +315,20 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     RD = np.zeros((T, L), np.int64)
     rnd = np.zeros((T, L), np.bool_)
     rkey = np.full((T, L, 2), -1, np.int64)       # (epoch, granules and packing) of RP
+    bw = work_arrays(T, L, D, M, dma, dims.sizes, groups.axes)  # BDs per transfer (kernel_bds)
     # the candidate loop runs without reference counting (``_nrt=False``): numba's
     # increfs and decrefs of the arrays passed to the inlined steps were half its time
     _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
-                   pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags, (
+                   pack, dims, levels, tensors, groups, buffers, compute, chain, dma, out, flags, (
                     ways, step, pos, real, TE, TM, TN, te, tm, count, cnt_s, cnt0, P, PS, X, XN,
                     xs, xe, xs2, xe2, lam, idx, memo, stamp, last, nbraw, op_s, op_busy, op_pad,
                     iters, src, lk, panel, po, copies, pf, through, last_through, pstep, parts,
-                    LE, LM, LN, LSE, LSM, LSN, RP, RD, rnd, rkey))
+                    LE, LM, LN, LSE, LSM, LSN, RP, RD, rnd, rkey, bw))
 
 
 @njit(cache=True, error_model="numpy", _nrt=False)
 def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
-                   pack, dims, levels, tensors, groups, buffers, compute, chain, out, flags,
+                   pack, dims, levels, tensors, groups, buffers, compute, chain, dma, out, flags,
                    work):
     """The loop over candidates of :func:`evaluate_into`, on the work arrays it
     allocated (``work``, in its order)."""
@@ -330,7 +336,7 @@ def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, c
      ways, step, pos, real, TE, TM, TN, te, tm, count, cnt_s, cnt0, P, PS, X, XN, xs, xe, xs2,
      xe2, lam, idx, memo, stamp, last, nbraw, op_s, op_busy, op_pad, iters, src, lk, panel, po,
      copies, pf, through, last_through, pstep, parts, LE, LM, LN, LSE, LSM, LSN, RP, RD, rnd,
-     rkey) = work
+     rkey, bw) = work
     B, L, D = tiles.shape
     T, O = tensors.moved.shape[0], compute.op_mask.shape[0]
     G, F = groups.gi.shape[0], buffers.tensor.shape[0]
@@ -394,6 +400,8 @@ def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, c
         _traffic(b, only[b], bypass, copies, parts, a, moved, psum, tbytes,
                  oth, plain, affine, gi, mono, axes, count, cnt_s, pos, P, PS, X, XN, lam, idx,
                  memo, stamp, epoch, out, flags, run_sums)
+        bd_traffic(b, only[b], bypass, copies, parts, a, psum, tbytes, oth, count, cnt_s, pos,
+                   sizes, row_word, epoch, dma, (gi, axes, X, XN), lists, core_lists, tiles, out, bw)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
                              f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0,
@@ -473,6 +481,10 @@ def _zero(b, out):
     out.reloads[b, :, :] = 0
     out.fills[b, :, :] = 0
     out.drains[b, :, :] = 0
+    out.fill_bds[b, :, :] = 0
+    out.drain_bds[b, :, :] = 0
+    out.fill_fixed[b, :, :] = 0
+    out.drain_fixed[b, :, :] = 0
     out.steps[b, :] = 0
     out.padded[b, :] = 0
 
@@ -1286,8 +1298,11 @@ def _links(b, dbuf, bypass, used, inst, link_a, no_read, no_write, read_bw, writ
     """Step 4: bytes and transfers over each link (a transfer from the nearest level above that
     keeps the tensor crosses every link between), link times, latency and utilization
     (:func:`.rules.link_time`, :func:`.rules.latency`). ``lk [8, L]`` work rows: bytes read,
-    written, exposed read, exposed written, then the same four as transfer counts."""
-    reads, writes, fills, drains = out.reads, out.writes, out.fills, out.drains
+    written, exposed read, exposed written, then the same four as counts of what the fixed
+    per-transfer cost is charged for: the transfers' buffer descriptors, at least one per
+    transfer (``out.fill_fixed``, ``out.drain_fixed``, :mod:`.kernel_bds`; one per transfer
+    where no DMA limits are given)."""
+    reads, writes, fills, drains = out.reads, out.writes, out.fill_fixed, out.drain_fixed
     L, T = reads.shape[1], reads.shape[2]
     for l in range(L):
         for i in range(8):

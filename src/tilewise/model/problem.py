@@ -35,6 +35,7 @@ import numpy as np
 from typing import NamedTuple
 
 from ..ir.workload import Tensor
+from .descriptors import limits_row
 from .contiguity import (granule_points, link_granules, rounded_window, row_word, run_axes,
                          window_granules)
 from .footprint import element_bytes, in_place, partial_sum_bytes
@@ -229,6 +230,34 @@ class AffineGroups(NamedTuple):
     max_x: int
 
 
+class DmaTable(NamedTuple):
+    """What the kernel needs to count the buffer descriptors (BDs) of each transfer
+    (:mod:`.descriptors`, the rule :mod:`tilewise.simulation.bds` applies to every transfer of
+    the walk): ``active`` some level declares DMA limits (else every transfer is one BD, and
+    nothing here is read); per level ``has [L]`` it declares them, ``lim [L, 6]`` their
+    :func:`.descriptors.limits_row`; per tensor ``n_axes [T]`` its axes (0: its BDs are not
+    modelled, each transfer charged as one: a tensor with several affine axes on one group of
+    dims, or plain axes inside an affine group), ``shape [T, A]`` their extents, ``parts [T, A,
+    3]`` per axis (kind: 0 plain, 1 one affine axis; the dim, or the group; the affine axis row
+    of :attr:`AffineGroups.axes`), ``lanes [T]`` (elements per vector element), ``rows_ok
+    [T]`` a row-major tensor whose rows may be padded (:func:`.contiguity.rows_padded`, which
+    the kernel tests per candidate), ``win0 [T]`` the padded extent of a rounded window's last
+    axis in its outermost copy (0: not one); ``quick [T]`` no tile of it can be empty (every
+    axis plain, or windows that never reach the padding), so where its buffers' sizes keep
+    every shape within a DMA's limits each transfer is one BD (:func:`.kernel_bds._fits_one`)."""
+
+    active: bool
+    has: np.ndarray
+    lim: np.ndarray
+    n_axes: np.ndarray
+    shape: np.ndarray
+    parts: np.ndarray
+    lanes: np.ndarray
+    rows_ok: np.ndarray
+    win0: np.ndarray
+    quick: np.ndarray
+
+
 class Buffers(NamedTuple):
     """The buffers the levels allocate (:mod:`.footprint`): per buffer ``tensor [F]`` (its
     tensor index, -1 for op state), ``level [F, L]`` whether level ``l`` keeps it, ``bytes
@@ -309,6 +338,11 @@ class Problem:
     chain: ChainRules
     useful_points: np.ndarray  # [ops] real iteration points
     forced: np.ndarray         # [L, T] a moved tensor its level does not hold: always bypassed
+    dma: DmaTable | None = None  # BDs per transfer (None: built from st)
+
+    def __post_init__(self):
+        if self.dma is None:
+            object.__setattr__(self, "dma", _dma_table(self.st))
 
     @property
     def workload(self):
@@ -322,7 +356,7 @@ class Problem:
     def kernel_args(self) -> tuple:
         """The groups in the order :func:`.kernel.evaluate_into` takes them."""
         return (self.dims, self.levels, self.tensors, self.groups, self.buffers, self.compute,
-                self.chain)
+                self.chain, self.dma)
 
     def exact_bytes(self) -> "Problem":
         """This problem with every link moving exact bytes (granules of one byte, no run
@@ -332,7 +366,8 @@ class Problem:
         axes = self.groups.axes.copy()
         axes[:, axes.shape[1] - len(ones):] = 1  # window rows exact too
         return replace(self, levels=self.levels._replace(granule=ones, row_word=1),
-                       groups=self.groups._replace(axes=axes))
+                       groups=self.groups._replace(axes=axes),
+                       dma=self.dma._replace(active=False))  # bounds count transfers
 
     def summed_levels(self) -> Levels:
         """The levels with the bytes a level's buffers *summed* (and each part's) can take in
@@ -549,6 +584,53 @@ def _affine_groups(st: Structure, grp: list) -> AffineGroups:
         gi, _i64(mono, (-1, 1 + M)), _i64(axes, (-1, 2 + M + len(wgran))), int(max_pow), explicit,
         np.array([windows.get(j, (0, 0)) for j in range(D)], np.int64).reshape(D, 2),
         int(max([sizes[dims[j]] for j in range(D) if explicit[j]], default=1)))
+
+
+def _dma_table(st: Structure) -> DmaTable:
+    """:class:`DmaTable` of ``st`` (its axes' kinds from :func:`groups`, in the order
+    :func:`_affine_groups` numbers groups and their affine axes)."""
+    arch, dims = st.arch, st.dims
+    L, T = st.n_levels, len(st.tensors)
+    has = np.array([lv.dma is not None for lv in arch.levels], bool)
+    lim = np.zeros((L, 6), np.int64)
+    for l, lv in enumerate(arch.levels):
+        if lv.dma is not None:
+            lim[l] = limits_row(lv.dma)
+    A = max([len(t.axes) for t in st.tensors] + [1])
+    n_axes, lanes, rows_ok, win0 = (np.zeros(T, np.int64), np.ones(T, np.int64),
+                                    np.zeros(T, bool), np.zeros(T, np.int64))
+    shape, parts = np.zeros((T, A), np.int64), np.zeros((T, A, 3), np.int64)
+    quick = np.zeros(T, bool)
+    sizes = st.workload.sizes
+    wgran = window_granules(arch)
+    g_i, x_i = 0, 0  # the group and affine-axis numbering of _affine_groups
+    for ti, t in enumerate(st.tensors):
+        if t.name in st.intermediate_names:
+            continue
+        ok = quick[ti] = True
+        for g in groups(t, dims):
+            for ax, extent in g.affine:  # a window that can reach the padding may be empty
+                hi = ax.const + sum(c * (sizes[d] - 1) for d, c in ax.terms)
+                quick[ti] &= ax.const >= 0 and hi <= extent - 1
+            if g.affine:
+                ok = ok and len(g.affine) == 1 and not any(g.powers)
+                ax = g.affine[0][0]
+                k = [i for i, a in enumerate(t.axes) if a is ax][0]
+                parts[ti, k] = (1, g_i, x_i)
+                x_i += len(g.affine)
+            else:
+                ok = ok and g.powers == (1,)
+                k = [i for i, a in enumerate(t.axes) if a.is_plain and a.dims[0] == g.members[0]][0]
+                parts[ti, k] = (0, g.idx[0], -1)
+            g_i += 1
+        n_axes[ti] = len(t.axes) if ok else 0
+        shape[ti, :len(t.axes)] = t.shape
+        lanes[ti] = t.lanes
+        rows_ok[ti] = run_axes(t, dims) is not None and t.lanes == 1
+        if rounded_window(t, st.outputs) and np.any(wgran > 1):
+            pts = max(int(granule_points(int(w), t.element_bytes)) for w in wgran)
+            win0[ti] = -(-t.shape[-1] // pts) * pts
+    return DmaTable(bool(has.any()), has, lim, n_axes, shape, parts, lanes, rows_ok, win0, quick)
 
 
 def _buffers(st: Structure) -> Buffers:

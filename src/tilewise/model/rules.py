@@ -26,8 +26,10 @@ The formulas (per link ``l >= 1``, joining level ``l`` to its parent; ``T_c`` co
                    level multiplies the visits by its partials)
     link time    = max(read bytes / read bw + read transfers x overhead,
                        write bytes / write bw + write transfers x overhead)
-                   (overhead: the link's fixed seconds per DMA transfer; a transfer is one
-                   tile moved: a load, a partial-sum reload or a store)
+                   (overhead: the link's fixed seconds per DMA buffer descriptor; a transfer
+                   is one tile moved: a load, a partial-sum reload or a store, charged once
+                   per BD of it where the levels declare DMA limits, at least once:
+                   :mod:`.kernel_bds`)
     latency      = max(T_c + sum_l E_l, max_l T_l) + sum_l O_l / iterations_l
     compute      = sum_ops (points x ops per point / rate + kernel calls x call cycles) / clock
     energy       = sum over (level l, tensor) of fill x (read J/B at its source + write J/B at l

@@ -134,10 +134,14 @@ class Traffic(NamedTuple):
     NW: np.ndarray
 
     @classmethod
-    def of(cls, cb) -> "Traffic":
-        """The exact traffic of a :class:`~tilewise.model.cost.CostBatch`."""
-        return cls(cb.reads.astype(float), cb.writes.astype(float), cb.fills.astype(float),
-                   cb.drains.astype(float))
+    def of(cls, cb, bds: bool = False) -> "Traffic":
+        """The exact traffic of a :class:`~tilewise.model.cost.CostBatch`; with ``bds`` the
+        counts are what the fixed per-transfer cost is charged for (``fill_fixed``/
+        ``drain_fixed``: one per buffer descriptor, at least one per transfer; a leaf's exact
+        latency). Bounds keep the transfers, never more than the charges."""
+        nr, nw = (cb.fill_fixed, cb.drain_fixed) if bds else (cb.fills, cb.drains)
+        return cls(cb.reads.astype(float), cb.writes.astype(float), nr.astype(float),
+                   nw.astype(float))
 
     def take(self, idx) -> "Traffic":
         return Traffic(self.R[idx], self.W[idx], self.NR[idx], self.NW[idx])

@@ -842,7 +842,7 @@ class Engine:
         stats.ranked += B * V
         rbw, wbw = self.rbw[s], self.wbw[s]
         iterations = np.prod(counts, axis=2).astype(float)
-        tr = Traffic.of(cb)
+        tr = Traffic.of(cb, bds=True)  # the exact latency charges each transfer's BDs
         fits, space = self._leaf_fits(tiles, s, cb.legal, cb.footprint)
         if self.share > 1:   # memory="max": the sums only bound the footprints
             fits, space = self._rule_fits(batch, fits, space)

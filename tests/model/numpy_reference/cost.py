@@ -184,7 +184,8 @@ def evaluate_batch(workload, arch, candidates: MappingBatch) -> CostBatch:
         legal=_legal(st, b, ways, steps), reads=reads, writes=writes, reloads=reloads,
         offchip_bytes=off, steps=n_steps, padded_points=padded, useful_points=useful,
         compute_cycles=cycles, compute_s=compute_s, transfer_s=Tt, latency_s=lat,
-        utilization=util, ratio=ratio, energy_j=energy, fills=None, drains=None)
+        utilization=util, ratio=ratio, energy_j=energy, fills=None, drains=None,
+        fill_bds=None, drain_bds=None, bd_levels=None, fill_fixed=None, drain_fixed=None)
 
 
 def _panel(st, b, steps) -> np.ndarray:

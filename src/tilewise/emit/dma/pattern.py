@@ -7,7 +7,8 @@ the dims innermost first). :func:`descriptors` turns it into the BDs a DMA with
 contiguous dims merged, a dim over the wrap limit factored into two when a dim is free, the
 outermost dim folded into the repeat count when the DMA has one, and whatever still exceeds a
 limit unrolled along its outermost dim into more BDs: the model's rule
-(:mod:`tilewise.model.descriptors`, whose count the model charges per transfer). What no split can fix (a sub-word element
+(:mod:`tilewise.model.descriptors`, whose count the model charges the fixed per-transfer
+cost for, once per BD). What no split can fix (a sub-word element
 that is not contiguous, an offset or a run that is not a whole number of words) raises
 :class:`~tilewise.errors.DmaError` naming the descriptor and the field.
 

@@ -1,0 +1,552 @@
+"""Buffer descriptors (BDs) per transfer in the cost kernel: the count ``simulate`` makes.
+
+A transfer of a tile between a level ``c`` and its source ``s`` (the nearest level above that
+keeps the tensor) reads one buffer and writes another; each side is a strided access that the
+DMA of its level runs as :func:`.descriptors.count_bds` BDs, and the transfer takes the most of
+its two sides (:func:`.descriptors.transfer_bds`). The count depends on the tile's *moved
+extents* per axis (a window's row rounded out to words, a padded row rounded up, at the width
+the transfer carries) and on the two buffers' row pitches, so it is a function of the tile's
+shape, not of where the tile starts. Here, per tensor and level:
+
+- *buffers* (:func:`_buffers`): at ``c >= 1`` the largest moved box over the level's tiles (at
+  the tensor's own width), per axis; at level 0 the tensor, its last axis padded
+  (:mod:`.contiguity`) as :class:`tilewise.simulation.bds.BdCounter` lays them out;
+- *items* per axis (:func:`_items`): the distinct moved extents of the tiles a count sums
+  over, each with its multiplicity: a plain axis from the kernel's tile lists (the array's,
+  or each core's below the array, as the reuse rule picks them); an affine axis (a window)
+  every combination of its members' tiles at its unclipped extent, then, for the tiles the
+  kernel lists near the border (all of them where the window's rows are rounded out), the
+  unclipped extent taken back (weight -1) and the clipped (rounded) one added: a signed
+  multiset whose sum over any function of the extents is the sum over the real tiles;
+- *weighted counts* (:func:`_weighted`): the sum over every combination of the axes' items
+  of the product of their weights x the BDs of that shape (memoized per shape);
+- the transfer count's reuse sums (:func:`tilewise.model.kernel._traffic`), each a product of
+  per-dim tile counts, are recomputed with the per-dim counts replaced by one weighted count
+  (:func:`bd_traffic`).
+
+Most shapes need one BD. Per tensor and level, once per tile combo (the kernel's ``epoch``):
+where the two buffers' sizes keep every shape within both DMAs' limits (:func:`_fits_one`, a
+sufficient test; tensors none of whose tiles can be empty) or every distinct shape takes one
+BD (the items' extents over every prefix level), the counts are the transfer counts, and
+nothing is summed. The fixed cost is charged per BD but at least once per transfer
+(``fill_fixed``/``drain_fixed``: a window tile wholly in the padding has no BD, yet hands its
+buffer over), so the charges never fall below the transfers the search's bounds count. Only
+transfers between two levels that both declare DMA limits are counted (elsewhere a transfer is
+one BD, as the model charged before), and only tensors whose axes are plain or one window per
+group of dims (:class:`.problem.DmaTable` ``n_axes``; others one per transfer).
+
+The per-tile-combo tests (:func:`bd_traffic` down to :func:`_fits_one`) are inlined into the
+kernel's candidate loop; the sums (:func:`_level_bds`) and the shape listing are calls, made
+only where some shape may take more (or fewer) than one BD: inlining them too made the
+candidate loop slower for every problem. Numba's cache does not see a change to an inlined callee in
+another module: after editing this module, touch :mod:`.kernel` (or clear the caches).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .contiguity import aligned_extent, granule_points
+from .descriptors import (LIM_DIMS, LIM_LENGTH, LIM_STRIDE, LIM_WORD, LIM_WRAP, MAX_DIMS,
+                          count_bds)
+from .problem import GI_BORDER, GI_MEM, GI_NMEM
+
+H = 512  # memo slots (direct-mapped, per batch)
+
+
+@njit(cache=True, error_model="numpy")
+def work_arrays(T, L, D, M, dma, sizes, axes):
+    """The scratch arrays :func:`bd_traffic` takes (allocated once per batch; tiny where no
+    level declares DMA limits). Items per axis: at most its distinct extents, below the
+    largest window an axis can have (its members' whole sizes) plus one word's rounding."""
+    A = dma.shape.shape[1] if dma.active else 1
+    MI = 1
+    if dma.active:
+        big = 1
+        for j in range(sizes.shape[0]):
+            big = max(big, sizes[j])
+        coef = 1
+        for x in range(axes.shape[0]):
+            cs = 0
+            for i in range(M):
+                cs += axes[x, 2 + i]
+            coef = max(coef, cs)
+        MI = 64 + big * (coef + 1)
+    return (np.zeros((T, L, A + 1), np.int64),     # SH: buffer extents per level (+ lanes)
+            np.full((T, 2), -1, np.int64),          # SK: (epoch, rows split) of SH
+            np.full((T, L, 4), -1, np.int64),       # CK: (epoch, src, rows split, single)
+            np.zeros((A, MI), np.int64),            # IE: items' extents per axis
+            np.zeros((A, MI), np.int64),            # IW: and weights
+            np.zeros(A, np.int64),                  # IN: and counts
+            np.zeros(A + 1, np.int64),              # odometer
+            np.zeros(A + 1, np.int64),              # extents of one shape
+            np.zeros((3, A + 1), np.int64),         # sizes, strides of one side
+            np.zeros((4, MAX_DIMS), np.int64),      # count_bds scratch
+            np.full((H if dma.active else 1, A + 6), -1, np.int64),  # memo keys (+ stamp)
+            np.zeros(H if dma.active else 1, np.int64),  # memo values
+            np.zeros(max(M, 1), np.int64),          # member odometer
+            np.zeros(D, np.int64))                  # prefix level per dim
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _add(IE, IW, IN, p, e, w):
+    """Add item ``(extent e, weight w)`` to axis ``p``'s list, merging equal extents."""
+    for i in range(IN[p]):
+        if IE[p, i] == e:
+            IW[p, i] += w
+            return
+    IE[p, IN[p]] = e
+    IW[p, IN[p]] = w
+    IN[p] += 1
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _pad(e, pts):
+    """A row of ``e`` elements padded to whole words of ``pts`` elements."""
+    return (e + pts - 1) // pts * pts
+
+
+@njit(cache=True, error_model="numpy")
+def _items(t, c, kkd, per_core, a, union, last_pts, dma, gi, axes, lists, core_lists, X, XN,
+           IE, IW, IN, midx):
+    """Fill the items (:mod:`module doc <.kernel_bds>`) of every axis of tensor ``t`` over its
+    tiles at level ``c``, member dim ``j`` from prefix level ``kkd[j]`` (``union``: from every
+    prefix level ``0 .. c``, weights 1: the distinct shapes only). ``last_pts``: a padded
+    last row's word in elements (0: not padded)."""
+    LE, LM, LN = lists
+    LSE, LSM, LSN = core_lists
+    L = LN.shape[1]
+    n_ax = dma.n_axes[t]
+    for p in range(n_ax):
+        IN[p] = 0
+        kind, j, x = dma.parts[t, p, 0], dma.parts[t, p, 1], dma.parts[t, p, 2]
+        k0 = 0 if union else c
+        for kq in range(k0, c + 1):
+            if kind == 0:
+                kk = kq if union else kkd[j]
+                core = per_core and kk < a
+                n = LSN[j, kk, c] if core else LN[j, kk, c]
+                for i in range(n):
+                    e = LSE[j, kk, c, i] if core else LE[j, kk, c, i]
+                    m = LSM[j, kk, c, i] if core else LM[j, kk, c, i]
+                    if m == 0 or e == 0:
+                        continue
+                    if p == n_ax - 1 and last_pts > 0:
+                        e = _pad(e, last_pts)
+                    _add(IE, IW, IN, p, e, 1 if union else m)
+            else:
+                _window_items(t, c, kq, union, p, j, x, kkd, dma, gi, axes, LE, LM, LN, X, XN,
+                              IE, IW, IN, midx)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _window_items(t, c, kq, union, p, g, x, kkd, dma, gi, axes, LE, LM, LN, X, XN, IE, IW, IN,
+                  midx):
+    """:func:`_items` of an affine axis (group ``g``, axis row ``x``): every combination of the
+    members' tiles at its unclipped extent, then the listed border tiles' unclipped extents
+    taken back and their clipped (rounded) ones added."""
+    L = LN.shape[1]
+    n = gi[g, GI_NMEM]
+    for i in range(n):
+        midx[i] = 0
+        jm = gi[g, GI_MEM + i]
+        if LN[jm, kq if union else kkd[jm], c] == 0:
+            return
+    while True:  # every combination of the members' listed tiles
+        u = 1
+        w = 1
+        for i in range(n):
+            jm = gi[g, GI_MEM + i]
+            kk = kq if union else kkd[jm]
+            e = LE[jm, kk, c, midx[i]]
+            w *= LM[jm, kk, c, midx[i]]
+            if e == 0:
+                w = 0
+            u += axes[x, 2 + i] * (e - 1)
+        if w != 0:
+            _add(IE, IW, IN, p, u, 1 if union else w)
+        i = 0
+        while i < n:
+            jm = gi[g, GI_MEM + i]
+            midx[i] += 1
+            if midx[i] < LN[jm, kq if union else kkd[jm], c]:
+                break
+            midx[i] = 0
+            i += 1
+        if i == n:
+            break
+    if not gi[g, GI_BORDER]:
+        return
+    for i in range(n):
+        midx[i] = 0
+        jm = gi[g, GI_MEM + i]
+        if XN[jm, kq if union else kkd[jm], c] == 0:
+            return
+    size = axes[x, 1]
+    gp = axes[x, axes.shape[1] - L + c]
+    while True:
+        lo = axes[x, 0]
+        hi = axes[x, 0]
+        for i in range(n):
+            jm = gi[g, GI_MEM + i]
+            kk = kq if union else kkd[jm]
+            s = X[jm, kk, c, midx[i], 0]
+            e = X[jm, kk, c, midx[i], 1]
+            lo += axes[x, 2 + i] * s
+            hi += axes[x, 2 + i] * (s + e - 1)
+        if gp > 1:
+            clipped = aligned_extent(max(lo, 0), min(hi, size - 1) + 1, gp)
+        else:
+            clipped = max(0, min(hi, size - 1) - max(lo, 0) + 1)
+        if union:
+            _add(IE, IW, IN, p, clipped, 1)
+        else:
+            _add(IE, IW, IN, p, hi - lo + 1, -1)
+            _add(IE, IW, IN, p, clipped, 1)
+        i = 0
+        while i < n:
+            jm = gi[g, GI_MEM + i]
+            midx[i] += 1
+            if midx[i] < XN[jm, kq if union else kkd[jm], c]:
+                break
+            midx[i] = 0
+            i += 1
+        if i == n:
+            return
+
+
+@njit(cache=True, error_model="numpy")
+def _buffers(t, L, rsplit, row_pts, dma, gi, axes, lists, core_lists, X, XN, kkd, SH, IE, IW,
+             IN, midx):
+    """``SH[t, l]``: the extents of ``t``'s buffer at each level (module doc), lanes last."""
+    n_ax = dma.n_axes[t]
+    for p in range(n_ax):
+        SH[t, 0, p] = dma.shape[t, p]
+    if dma.win0[t] > 0:
+        SH[t, 0, n_ax - 1] = dma.win0[t]
+    elif rsplit:
+        SH[t, 0, n_ax - 1] = _pad(dma.shape[t, n_ax - 1], row_pts)
+    for l in range(L):
+        SH[t, l, n_ax] = dma.lanes[t]
+    for c in range(1, L):
+        for j in range(kkd.shape[0]):
+            kkd[j] = c
+        _items(t, c, kkd, False, 0, False, row_pts if rsplit else 0, dma, gi, axes, lists,
+               core_lists, X, XN, IE, IW, IN, midx)
+        for p in range(n_ax):
+            mx = 0
+            for i in range(IN[p]):
+                if IW[p, i] > 0:
+                    mx = max(mx, IE[p, i])
+            SH[t, c, p] = mx
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _plain_buffers(t, L, rsplit, row_pts, dma, LE, LM, LN, SH):
+    """:func:`_buffers` of a tensor whose axes are all plain: per level the largest tile of
+    each dim (the last row padded); returns False (nothing done) for any other tensor."""
+    n_ax = dma.n_axes[t]
+    for p in range(n_ax):
+        if dma.parts[t, p, 0] != 0:
+            return False
+    for p in range(n_ax):
+        SH[t, 0, p] = dma.shape[t, p]
+    if rsplit:
+        SH[t, 0, n_ax - 1] = _pad(dma.shape[t, n_ax - 1], row_pts)
+    for l in range(L):
+        SH[t, l, n_ax] = dma.lanes[t]
+    for c in range(1, L):
+        for p in range(n_ax):
+            j = dma.parts[t, p, 1]
+            mx = 0
+            for i in range(LN[j, c, c]):
+                if LM[j, c, c, i] > 0:
+                    mx = max(mx, LE[j, c, c, i])
+            SH[t, c, p] = _pad(mx, row_pts) if rsplit and p == n_ax - 1 else mx
+    return True
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _fits_one(t, l, width, lim, dma, SH):
+    """Whether every shape within level ``l``'s buffer of ``t`` (each extent at most the
+    buffer's) is one BD on a DMA with ``lim`` at ``width`` bytes per element: merged dims
+    never outnumber the axes, and the largest inner dim, stride and length the buffer allows
+    are within the limits (a sufficient test, :func:`.descriptors.count_bds`' rules)."""
+    n_ax = dma.n_axes[t]
+    lanes = dma.lanes[t]
+    n = n_ax + (1 if lanes > 1 else 0)
+    f = 0  # the outermost axis the buffer does not hold one of (size-1 axes are dropped)
+    while f < n - 1 and SH[t, l, f] == 1:
+        f += 1
+    if n - f > lim[LIM_DIMS]:
+        return False
+    eb = width // lanes
+    word = lim[LIM_WORD]
+    tot = SH[t, l, f]
+    inner = 1
+    mid = 1
+    for x in range(f + 1, n):
+        v = SH[t, l, x]
+        tot *= v
+        inner *= v
+        if x < n - 1:
+            mid *= v
+    inner_w = (inner * eb + word - 1) // word
+    if inner_w > lim[LIM_STRIDE] or inner_w > lim[LIM_WRAP] or mid > lim[LIM_WRAP]:
+        return False
+    return lim[LIM_LENGTH] < 0 or (tot * eb + word - 1) // word <= lim[LIM_LENGTH]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _side(t, l, n, ext, eb, lim, SH, side, cwork):
+    """BDs of one side (level ``l``'s buffer) of a transfer of extents ``ext [n]``."""
+    sz, st = side[0], side[1]
+    pitch = 1
+    for i in range(n - 1, -1, -1):
+        sz[i] = ext[i]
+        st[i] = pitch
+        pitch *= SH[t, l, i]
+    return count_bds(sz, st, n, eb, lim, cwork)
+
+
+@njit(cache=True, error_model="numpy")
+def _shape_bds(t, c, src, width, rsplit, epoch, ext, dma, SH, side, cwork, MK, MV):
+    """BDs of a transfer of extents ``ext`` (lanes last) of ``t`` between ``src`` and ``c`` at
+    ``width`` bytes per element: the more of its two sides (memoized per shape)."""
+    n = dma.n_axes[t] + 1
+    A = MK.shape[1] - 6
+    h = (((t * 31 + c) * 31 + src) * 31 + width) * 2 + rsplit
+    for i in range(n - 1):
+        h = h * 1000003 + ext[i]
+    slot = (h ^ (h >> 17)) & (MK.shape[0] - 1)
+    hit = (MK[slot, A + 5] == epoch and MK[slot, A] == t and MK[slot, A + 1] == c
+           and MK[slot, A + 2] == src and MK[slot, A + 3] == width and MK[slot, A + 4] == rsplit)
+    for i in range(n - 1):
+        hit = hit and MK[slot, i] == ext[i]
+    if hit:
+        return MV[slot]
+    eb = width // dma.lanes[t]
+    v = max(_side(t, src, n, ext, eb, dma.lim[src], SH, side, cwork),
+            _side(t, c, n, ext, eb, dma.lim[c], SH, side, cwork))
+    for i in range(n - 1):
+        MK[slot, i] = ext[i]
+    MK[slot, A], MK[slot, A + 1], MK[slot, A + 2] = t, c, src
+    MK[slot, A + 3], MK[slot, A + 4], MK[slot, A + 5] = width, rsplit, epoch
+    MV[slot] = v
+    return v
+
+
+@njit(cache=True, error_model="numpy")
+def _weighted(t, c, src, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, ext, side,
+              cwork, MK, MV):
+    """Sum over every combination of the axes' items of the weights' product x its BDs, and
+    x its BDs but at least 1 (what the fixed cost is charged for; module doc). ``mode`` 0:
+    those sums; 2: the same where every shape is known to take one BD, or none when empty (a
+    window wholly in the padding): products of per-axis sums, no combination listed; 1: a
+    check, ``(1, 0)`` when every combination takes one BD, ``(2, 0)`` one or none, else
+    ``(0, 0)``."""
+    n_ax = dma.n_axes[t]
+    if mode == 2:
+        total = 1
+        charged = 1
+        for p in range(n_ax):
+            nonempty = 0
+            every = 0
+            for i in range(IN[p]):
+                every += IW[p, i]
+                if IE[p, i] > 0:
+                    nonempty += IW[p, i]
+            total *= nonempty
+            charged *= every
+        return total, charged
+    for p in range(n_ax):
+        odo[p] = 0
+        if IN[p] == 0:
+            return (1, 0) if mode == 1 else (0, 0)
+    ext[n_ax] = dma.lanes[t]
+    total = 0
+    charged = 0
+    empty = False
+    while True:
+        w = 1
+        for p in range(n_ax):
+            ext[p] = IE[p, odo[p]]
+            w *= IW[p, odo[p]]
+        if w != 0:
+            v = _shape_bds(t, c, src, width, rsplit, epoch, ext, dma, SH, side, cwork, MK, MV)
+            if mode == 1 and v > 1:
+                return 0, 0
+            empty = empty or v == 0
+            total += w * v
+            charged += w * max(v, 1)
+        p = 0
+        while p < n_ax:
+            odo[p] += 1
+            if odo[p] < IN[p]:
+                break
+            odo[p] = 0
+            p += 1
+        if p == n_ax:
+            if mode == 1:
+                return (2 if empty else 1), 0
+            return total, charged
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _rows_split(b, t, bypass, dma, sizes, tiles):
+    """Whether ``t``'s rows are padded (:func:`.contiguity.rows_padded`): some level keeping
+    it has a tile of its last axis's dim below the whole axis."""
+    if not dma.rows_ok[t]:
+        return False
+    d = dma.parts[t, dma.n_axes[t] - 1, 1]
+    for c in range(1, bypass.shape[1]):
+        if not bypass[b, c, t] and tiles[b, c, d] < sizes[d]:
+            return True
+    return False
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt_s, pos,
+               sizes, row_word, epoch, dma, groups, lists, core_lists, tiles, out, bw):
+    """``out.fill_bds`` / ``out.drain_bds [b]``: the BDs of the transfers ``out.fills`` /
+    ``out.drains`` count (the module doc; the sums of :func:`.kernel._traffic` with each
+    tile weighing its BDs), and ``out.fill_fixed`` / ``out.drain_fixed [b]`` the fixed costs
+    charged, one per BD but at least one per transfer (a window tile wholly in the padding
+    needs no BD but is still a transfer, its buffer's lock handed over; so the charges never
+    fall below the transfers, which the search's bounds count). ``groups = (gi, axes, X,
+    XN)``, ``bw`` :func:`work_arrays`."""
+    gi, axes, X, XN = groups
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd = bw
+    fills, drains, fbd, dbd = out.fills, out.drains, out.fill_bds, out.drain_bds
+    ffx, dfx = out.fill_fixed, out.drain_fixed
+    L, T = fills.shape[1], fills.shape[2]
+    if not dma.active:  # every transfer one BD
+        for t in range(T):
+            for c in range(L):
+                fbd[b, c, t] = ffx[b, c, t] = fills[b, c, t]
+                dbd[b, c, t] = dfx[b, c, t] = drains[b, c, t]
+        return
+    for t in range(T):
+        fbd[b, 0, t] = ffx[b, 0, t] = 0
+        dbd[b, 0, t] = dfx[b, 0, t] = 0
+        src = 0
+        counted = dma.active and dma.n_axes[t] > 0 and (one < 0 or one == t)
+        rsplit = 0
+        if counted and row_word > 1 and _rows_split(b, t, bypass, dma, sizes, tiles):
+            rsplit = 1
+        if counted and (SK[t, 0] != epoch or SK[t, 1] != rsplit):
+            row_pts = granule_points(row_word, tbytes[t])
+            if not _plain_buffers(t, L, rsplit, row_pts, dma, lists[0], lists[1], lists[2], SH):
+                _buffers(t, L, rsplit, row_pts, dma, gi, axes, lists, core_lists, X, XN, kkd,
+                         SH, IE, IW, IN, midx)
+            SK[t, 0] = epoch
+            SK[t, 1] = rsplit
+        for c in range(1, L):
+            fbd[b, c, t] = ffx[b, c, t] = fills[b, c, t]
+            dbd[b, c, t] = dfx[b, c, t] = drains[b, c, t]
+            if bypass[b, c, t]:
+                continue
+            s = src
+            src = c
+            if not (counted and dma.has[s] and dma.has[c]) or fills[b, c, t] + drains[b, c, t] == 0:
+                continue
+            widths = 2 if psum[t] else 1
+            if not (CK[t, c, 0] == epoch and CK[t, c, 1] == s and CK[t, c, 2] == rsplit):
+                code = 1  # 1: every shape one BD; 2: one or none (empty); 0: any number
+                per_core = c > a and not psum[t]
+                for wi in range(widths):
+                    width = tbytes[t] if wi == widths - 1 else psum[t]
+                    if _fits_one(t, s, width, dma.lim[s], dma, SH) and \
+                            _fits_one(t, c, width, dma.lim[c], dma, SH):
+                        if not dma.quick[t]:  # a tile may be empty: none for it
+                            code = 2 if code else 0
+                        continue
+                    pts = granule_points(row_word, width) if rsplit else 0
+                    _items(t, c, kkd, per_core, a, True, pts, dma, gi, axes, lists, core_lists,
+                           X, XN, IE, IW, IN, midx)
+                    one, _ = _weighted(t, c, s, width, rsplit, epoch, 1, dma, SH, IE, IW, IN,
+                                       odo, ext, side, cwork, MK, MV)
+                    code = 0 if one == 0 or code == 0 else max(code, one)
+                CK[t, c, 0], CK[t, c, 1], CK[t, c, 2], CK[t, c, 3] = epoch, s, rsplit, code
+            if CK[t, c, 3] == 1:
+                continue
+            _level_bds(b, t, c, s, a, rsplit, epoch, 2 if CK[t, c, 3] == 2 else 0, copies,
+                       parts, psum, tbytes, oth, count_a, cnt_s, pos, row_word, dma, groups,
+                       lists, core_lists, out, bw)
+
+
+@njit(cache=True, error_model="numpy")
+def _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, groups, lists,
+          core_lists, bw):
+    """The weighted count (:func:`_weighted`) of ``t``'s tiles at ``c`` from the prefix levels
+    in ``bw``'s ``kkd``, at ``width`` bytes per element."""
+    gi, axes, X, XN = groups
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd = bw
+    pts = granule_points(row_word, width) if rsplit else 0
+    _items(t, c, kkd, per_core, a, False, pts, dma, gi, axes, lists, core_lists, X, XN, IE, IW,
+           IN, midx)
+    return _weighted(t, c, s, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, ext, side,
+                     cwork, MK, MV)
+
+
+@njit(cache=True, error_model="numpy")
+def _level_bds(b, t, c, s, a, rsplit, epoch, mode, copies, parts, psum, tbytes, oth, count_a,
+               cnt_s, pos, row_word, dma, groups, lists, core_lists, out, bw):
+    """BDs into and out of level ``c`` of tensor ``t`` (source ``s``): the transfer count of
+    :func:`.kernel._traffic`, every per-dim tile count replaced by one weighted count; and the
+    same with each transfer counting at least one (``out.fill_fixed``/``drain_fixed``)."""
+    kkd = bw[13]
+    count = cnt_s if c > a else count_a
+    per_core = c > a and not psum[t]
+    D = kkd.shape[0]
+    w_main = psum[t] if psum[t] else tbytes[t]
+    total = 1
+    for ii in range(1, oth[t, 0] + 1):
+        total *= count[oth[t, ii], c]
+    for j in range(D):
+        kkd[j] = c
+    w_all, x_all = _term(t, c, s, w_main, rsplit, epoch, mode, per_core, a, row_word, dma, groups,
+                         lists, core_lists, bw)
+    w_fin, x_fin = w_all, x_all
+    if psum[t] and tbytes[t] != psum[t]:
+        w_fin, x_fin = _term(t, c, s, tbytes[t], rsplit, epoch, mode, per_core, a, row_word, dma,
+                             groups, lists, core_lists, bw)
+    nc = 0
+    xc = 0
+    for k in range(c):
+        for qq in range(1, oth[t, 0] + 1):  # transitions of a loop not indexing t
+            q = oth[t, qq]
+            p = pos[k, q]
+            term = 1
+            for ii in range(1, oth[t, 0] + 1):
+                j = oth[t, ii]
+                if j == q:
+                    term *= count[j, k + 1] - count[j, k]
+                elif pos[k, j] < p:
+                    term *= count[j, k + 1]
+                else:
+                    term *= count[j, k]
+            if term == 0:
+                continue
+            for j in range(D):
+                kkd[j] = k + 1 if pos[k, j] < p else k
+            wn, xn = _term(t, c, s, w_main, rsplit, epoch, mode, per_core, a, row_word, dma, groups,
+                           lists, core_lists, bw)
+            nc += term * wn
+            xc += term * xn
+    if psum[t]:  # a store per visit, the last of a tile at the final width; a reload per revisit
+        own = 1
+        if c > a:
+            for ii in range(1, oth[t, 0] + 1):
+                own *= cnt_s[oth[t, ii], 0]
+        k_par = parts[t] if c == a else 1
+        out.drain_bds[b, c, t] = (total * w_all - nc) * k_par - w_all * own + w_fin * own
+        out.fill_bds[b, c, t] = (total * w_all - nc) * k_par - w_all * own
+        out.drain_fixed[b, c, t] = (total * x_all - xc) * k_par - x_all * own + x_fin * own
+        out.fill_fixed[b, c, t] = (total * x_all - xc) * k_par - x_all * own
+    else:
+        out.fill_bds[b, c, t] = (total * w_all - nc) * copies[t, c]
+        out.fill_fixed[b, c, t] = (total * x_all - xc) * copies[t, c]
+        out.drain_bds[b, c, t] = 0
+        out.drain_fixed[b, c, t] = 0
