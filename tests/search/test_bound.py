@@ -199,13 +199,18 @@ def test_node_and_partial_order_bounds_on_the_aie_preset(w, seed):
         except tw.MappingError:
             continue
         lat = np.inf
+        one_bd = True  # every transfer of the best double-buffer choice takes one BD
         for v in eng.dbm:
             levels = tuple(lv.__class__(lv.level, lv.tiles, lv.order, lv.bypass,
                                         frozenset(n for i, n in enumerate(names) if v[k, i]))
                            for k, lv in enumerate(m.levels))
             c = evaluate(w, eng.arch, m.__class__(levels, m.rows, m.cols), check_capacity=False)
-            if c.fits:
-                lat = min(lat, c.latency_s)
+            if c.fits and c.latency_s < lat:
+                lat = c.latency_s
+                one_bd = all(c.fill_bds[lv][t] == c.fills[lv][t] for lv in c.fill_bds
+                             for t in c.fill_bds[lv]) and all(
+                    c.drain_bds[lv][t] == c.drains[lv][t] for lv in c.drain_bds
+                    for t in c.drain_bds[lv])
         if np.isfinite(lat):
             break
     else:
@@ -224,4 +229,10 @@ def test_node_and_partial_order_bounds_on_the_aie_preset(w, seed):
             for n_free in range(int(real.sum())):
                 lb = partial_order_bound(eng, nd, stage, rep, n_free, run, stats)[0, 0]
                 assert lb <= lat * (1 + 1e-12), (stage, n_free)
-    assert eng.bound(nd, len(eng.stages), run, stats)[0, 0] == pytest.approx(lat, rel=1e-12)
+    leaf = eng.bound(nd, len(eng.stages), run, stats)[0, 0]
+    # tight at the leaf where every transfer is one BD; the bound counts transfers, the cost
+    # charges a transfer of several BDs for each (the search ranks its leaves by the cost)
+    if one_bd:
+        assert leaf == pytest.approx(lat, rel=1e-12)
+    else:
+        assert leaf <= lat * (1 + 1e-12)

@@ -25,7 +25,11 @@ def _full_check(workload, arch, mapping):
 
 
 def _with_dma(arch, level, **changes):
-    levels = list(arch.levels)
+    """``arch`` with level ``level``'s DMA limits changed and no fixed cost per BD: a pattern
+    over the tightened limits is split into more BDs, and with their cost charged the model
+    itself would rank such mappings lower; without it, the model alone ranks first mappings
+    whose programs break the limits, which is what the check must drop."""
+    levels = [dataclasses.replace(lv, transfer_overhead_cycles=0.0) for lv in arch.levels]
     levels[level] = dataclasses.replace(levels[level], dma=dataclasses.replace(levels[level].dma, **changes))
     return dataclasses.replace(arch, levels=tuple(levels))
 

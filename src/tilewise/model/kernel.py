@@ -78,7 +78,7 @@ import numpy as np
 from numba import njit
 
 from .contiguity import aligned_extent, granule_points, pack_pass
-from .kernel_bds import bd_traffic, work_arrays
+from .kernel_bds import bd_traffic, transitions, work_arrays
 from .problem import GI_AX, GI_BORDER, GI_KIND, GI_MEM, GI_MONO, GI_NMEM
 from .rules import (buffer_bytes_arrays, chain_violation, compute_cycles, compute_energy,
                     panel_tile, passes_at, transfer_energy,
@@ -966,15 +966,7 @@ def _traffic(b, one, bypass, copies, parts, a, moved, psum, tbytes, oth, plain, 
                 for qq in range(1, oth[t, 0] + 1):  # transitions of a loop not indexing t
                     q = oth[t, qq]
                     p = pos[k, q]
-                    term = 1
-                    for ii in range(1, oth[t, 0] + 1):
-                        j = oth[t, ii]
-                        if j == q:
-                            term *= count[j, k + 1] - count[j, k]
-                        elif pos[k, j] < p:
-                            term *= count[j, k + 1]
-                        else:
-                            term *= count[j, k]
+                    term = transitions(t, k, q, oth, pos, count)
                     n_term = term
                     for ii in range(plain[t, 0]):
                         j = plain[t, 1 + 2 * ii]

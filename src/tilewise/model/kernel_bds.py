@@ -55,6 +55,26 @@ from .problem import GI_BORDER, GI_MEM, GI_NMEM
 H = 512  # memo slots (direct-mapped, per batch)
 
 
+@njit(cache=True, inline="always", error_model="numpy")
+def transitions(t, k, q, oth, pos, count):
+    """The weight of a transition of loop ``q`` at level ``k`` for tensor ``t`` in the kernel's
+    reuse sums: over the loops not indexing ``t`` (``oth[t]``), ``q``'s own new steps
+    (``count[q, k + 1] - count[q, k]``), a loop inside ``q`` in level ``k``'s order at
+    ``count[j, k + 1]``, one outside it at ``count[j, k]``. The transfer counts and their BD
+    sums (:func:`bd_traffic`) share it."""
+    p = pos[k, q]
+    term = 1
+    for ii in range(1, oth[t, 0] + 1):
+        j = oth[t, ii]
+        if j == q:
+            term *= count[j, k + 1] - count[j, k]
+        elif pos[k, j] < p:
+            term *= count[j, k + 1]
+        else:
+            term *= count[j, k]
+    return term
+
+
 @njit(cache=True, error_model="numpy")
 def work_arrays(T, L, D, M, dma, sizes, axes):
     """The scratch arrays :func:`bd_traffic` takes (allocated once per batch; tiny where no
@@ -141,6 +161,32 @@ def _items(t, c, kkd, per_core, a, union, last_pts, dma, gi, axes, lists, core_l
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def _first_combo(midx, n, g, c, kq, union, kkd, gi, counts):
+    """Set ``midx`` to the first combination of group ``g``'s members' listed tiles (``counts``
+    per member: ``LN`` for every tile, ``XN`` for the border ones); False if a member lists none."""
+    for i in range(n):
+        midx[i] = 0
+        jm = gi[g, GI_MEM + i]
+        if counts[jm, kq if union else kkd[jm], c] == 0:
+            return False
+    return True
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _next_combo(midx, n, g, c, kq, union, kkd, gi, counts):
+    """Step ``midx`` to the next combination (the first member fastest); False after the last."""
+    i = 0
+    while i < n:
+        jm = gi[g, GI_MEM + i]
+        midx[i] += 1
+        if midx[i] < counts[jm, kq if union else kkd[jm], c]:
+            return True
+        midx[i] = 0
+        i += 1
+    return False
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def _window_items(t, c, kq, union, p, g, x, kkd, dma, gi, axes, LE, LM, LN, X, XN, IE, IW, IN,
                   midx):
     """:func:`_items` of an affine axis (group ``g``, axis row ``x``): every combination of the
@@ -148,11 +194,8 @@ def _window_items(t, c, kq, union, p, g, x, kkd, dma, gi, axes, LE, LM, LN, X, X
     taken back and their clipped (rounded) ones added."""
     L = LN.shape[1]
     n = gi[g, GI_NMEM]
-    for i in range(n):
-        midx[i] = 0
-        jm = gi[g, GI_MEM + i]
-        if LN[jm, kq if union else kkd[jm], c] == 0:
-            return
+    if not _first_combo(midx, n, g, c, kq, union, kkd, gi, LN):
+        return
     while True:  # every combination of the members' listed tiles
         u = 1
         w = 1
@@ -166,23 +209,12 @@ def _window_items(t, c, kq, union, p, g, x, kkd, dma, gi, axes, LE, LM, LN, X, X
             u += axes[x, 2 + i] * (e - 1)
         if w != 0:
             _add(IE, IW, IN, p, u, 1 if union else w)
-        i = 0
-        while i < n:
-            jm = gi[g, GI_MEM + i]
-            midx[i] += 1
-            if midx[i] < LN[jm, kq if union else kkd[jm], c]:
-                break
-            midx[i] = 0
-            i += 1
-        if i == n:
+        if not _next_combo(midx, n, g, c, kq, union, kkd, gi, LN):
             break
     if not gi[g, GI_BORDER]:
         return
-    for i in range(n):
-        midx[i] = 0
-        jm = gi[g, GI_MEM + i]
-        if XN[jm, kq if union else kkd[jm], c] == 0:
-            return
+    if not _first_combo(midx, n, g, c, kq, union, kkd, gi, XN):
+        return
     size = axes[x, 1]
     gp = axes[x, axes.shape[1] - L + c]
     while True:
@@ -204,15 +236,7 @@ def _window_items(t, c, kq, union, p, g, x, kkd, dma, gi, axes, LE, LM, LN, X, X
         else:
             _add(IE, IW, IN, p, hi - lo + 1, -1)
             _add(IE, IW, IN, p, clipped, 1)
-        i = 0
-        while i < n:
-            jm = gi[g, GI_MEM + i]
-            midx[i] += 1
-            if midx[i] < XN[jm, kq if union else kkd[jm], c]:
-                break
-            midx[i] = 0
-            i += 1
-        if i == n:
+        if not _next_combo(midx, n, g, c, kq, union, kkd, gi, XN):
             return
 
 
@@ -518,15 +542,7 @@ def _level_bds(b, t, c, s, a, rsplit, epoch, mode, copies, parts, psum, tbytes, 
         for qq in range(1, oth[t, 0] + 1):  # transitions of a loop not indexing t
             q = oth[t, qq]
             p = pos[k, q]
-            term = 1
-            for ii in range(1, oth[t, 0] + 1):
-                j = oth[t, ii]
-                if j == q:
-                    term *= count[j, k + 1] - count[j, k]
-                elif pos[k, j] < p:
-                    term *= count[j, k + 1]
-                else:
-                    term *= count[j, k]
+            term = transitions(t, k, q, oth, pos, count)
             if term == 0:
                 continue
             for j in range(D):
