@@ -248,3 +248,17 @@ def test_bds_are_counted_where_border_tiles_take_fewer():
                                " nkcpqrs | core[n2 k8 c8 p4 q4 r3 s3]")
     c, trace = _compare(w, tilewise.load_arch("aie-4x2"), m)
     assert c.fills["core"]["I"] == 8 and c.fill_bds["core"]["I"] == 9
+
+
+def test_bds_of_every_tensor_are_counted_after_a_checked_one():
+    """Regression (CI, stop 26): the kernel's per-level check of one tensor's shapes must not
+    change which tensors the BD counts cover. Attention's output O (i32) has a border tile
+    2x2x2 in a 2x3x2 memtile buffer that takes 2 BDs on the tight DMA (4 contiguous words,
+    over the 3-word wrap), so its 2 drains from the memtile are 3 BDs, as the walk counts."""
+    import tilewise
+
+    w = tilewise.mha(5, 1, 2, heads=2, dtype="i8")
+    m = tilewise.Mapping.parse("ddr[h2 m5 n1 k2 e2] hmnke | memtile[h2 m3 n1 k2 e2] hmnke"
+                               " | core[h1 m16 n8 k16 e1]")
+    c, trace = _compare(w, _tight_aie(), m)
+    assert c.drains["memtile"]["O"] == 2 and c.drain_bds["memtile"]["O"] == 3

@@ -489,9 +489,9 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                     pts = granule_points(row_word, width) if rsplit else 0
                     _items(t, c, kkd, per_core, a, True, pts, dma, gi, axes, lists, core_lists,
                            X, XN, IE, IW, IN, midx)
-                    one, _ = _weighted(t, c, s, width, rsplit, epoch, 1, dma, SH, IE, IW, IN,
+                    chk, _ = _weighted(t, c, s, width, rsplit, epoch, 1, dma, SH, IE, IW, IN,
                                        odo, ext, side, cwork, MK, MV)
-                    code = 0 if one == 0 or code == 0 else max(code, one)
+                    code = 0 if chk == 0 or code == 0 else max(code, chk)
                 CK[t, c, 0], CK[t, c, 1], CK[t, c, 2], CK[t, c, 3] = epoch, s, rsplit, code
             if CK[t, c, 3] == 1:
                 continue
