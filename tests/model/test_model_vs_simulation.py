@@ -262,3 +262,63 @@ def test_bds_of_every_tensor_are_counted_after_a_checked_one():
                                " | core[h1 m16 n8 k16 e1]")
     c, trace = _compare(w, _tight_aie(), m)
     assert c.drains["memtile"]["O"] == 2 and c.drain_bds["memtile"]["O"] == 3
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_bds_in_a_batch_of_reordered_tiles_equal_one_by_one(data):
+    """The kernel memoizes BD sums per tile combo and prefix levels (the loop orders of one
+    combo share them): a batch of a few tile combos, each under several loop orders, gives
+    every candidate the cost it gets alone (DMA archs, random small workloads)."""
+    import dataclasses
+
+    workload = data.draw(workloads(kinds=_BD_KINDS))
+    arch = data.draw(DMA_ARCHS)
+    try:
+        Problem.build(workload, arch).require_rates()
+    except SpecError:
+        reject()
+    ms = []
+    for _ in range(data.draw(st.integers(1, 3))):
+        base = data.draw(mappings(workload, arch))
+        for _ in range(data.draw(st.integers(1, 4))):
+            levels = tuple(dataclasses.replace(lv, order=tuple(data.draw(st.permutations(lv.order))))
+                           for lv in base.levels)
+            m = dataclasses.replace(base, levels=levels)
+            try:
+                validate(workload, arch, m)
+            except MappingError:
+                continue
+            ms.append(m)
+    if not ms:
+        reject()
+    batch = evaluate_batch(workload, arch, MappingBatch.from_mappings(workload, arch, ms))
+    nonempty = lambda t: {lv: row for lv, row in t.items() if row}
+    for i, m in enumerate(ms):
+        one = evaluate_batch(workload, arch, MappingBatch.from_mappings(workload, arch, [m]))
+        assert batch.item(i) == one.item(0), str(m)
+        trace = simulate(workload, arch, m)
+        assert (one.item(0).fill_bds, one.item(0).drain_bds) == (
+            nonempty(trace.fill_bds), nonempty(trace.drain_bds)), str(m)
+
+
+def test_bds_of_one_conv_tile_combo_under_every_order_equal_one_by_one():
+    """A convolution whose input tiles take several BDs on the tight DMA, under 24 loop orders
+    at the outermost level, in one batch: the memoized BD sums give each order its own count,
+    the walk's."""
+    import itertools
+
+    import tilewise
+
+    w = tilewise.conv2d(2, 12, 8, 8, 16, 3, 3, dtype="i8")
+    arch = _tight_aie()
+    ms = [tilewise.Mapping.parse(f"ddr[n2 k16 c12 p6 q6 r3 s3] {''.join(o)}qrs"
+                                 " | memtile[n1 k8 c12 p3 q6 r3 s3] nkcpqrs | core[n1 k8 c8 p3 q2 r3 s3]")
+          for o in itertools.permutations("nkcp")]
+    batch = evaluate_batch(w, arch, MappingBatch.from_mappings(w, arch, ms))
+    counts = set()
+    for i, m in enumerate(ms):
+        c, trace = batch.item(i), simulate(w, arch, m)
+        assert (c.fill_bds, c.drain_bds) == (trace.fill_bds, trace.drain_bds), str(m)
+        counts.add((c.fills["memtile"]["I"], c.fill_bds["memtile"]["I"]))
+    assert len(counts) > 1, counts  # the orders do move different numbers of BDs

@@ -106,7 +106,9 @@ def work_arrays(T, L, D, M, dma, sizes, axes):
             np.full((H if dma.active else 1, A + 6), -1, np.int64),  # memo keys (+ stamp)
             np.zeros(H if dma.active else 1, np.int64),  # memo values
             np.zeros(max(M, 1), np.int64),          # member odometer
-            np.zeros(D, np.int64))                  # prefix level per dim
+            np.zeros(D, np.int64),                  # prefix level per dim
+            np.full((H if dma.active else 1, D + 8), -1, np.int64),  # term memo keys
+            np.zeros((H if dma.active else 1, 2), np.int64))          # and values
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -441,7 +443,7 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
     fall below the transfers, which the search's bounds count). ``groups = (gi, axes, X,
     XN)``, ``bw`` :func:`work_arrays`."""
     gi, axes, X, XN = groups
-    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd = bw
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV = bw
     fills, drains, fbd, dbd = out.fills, out.drains, out.fill_bds, out.drain_bds
     ffx, dfx = out.fill_fixed, out.drain_fixed
     L, T = fills.shape[1], fills.shape[2]
@@ -504,14 +506,33 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
 def _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, groups, lists,
           core_lists, bw):
     """The weighted count (:func:`_weighted`) of ``t``'s tiles at ``c`` from the prefix levels
-    in ``bw``'s ``kkd``, at ``width`` bytes per element."""
+    in ``bw``'s ``kkd``, at ``width`` bytes per element. Memoized per tile combo (``epoch``)
+    and prefix levels: the loop orders of one tile combo share most of them."""
     gi, axes, X, XN = groups
-    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd = bw
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV = bw
+    D = kkd.shape[0]
+    h = ((((t * 31 + c) * 31 + s) * 31 + width) * 4 + rsplit * 2 + per_core) * 3 + mode
+    for j in range(D):
+        h = h * 1000003 + kkd[j]
+    slot = (h ^ (h >> 17)) & (TK.shape[0] - 1)
+    hit = (TK[slot, D] == epoch and TK[slot, D + 1] == t and TK[slot, D + 2] == c
+           and TK[slot, D + 3] == s and TK[slot, D + 4] == width and TK[slot, D + 5] == rsplit
+           and TK[slot, D + 6] == per_core and TK[slot, D + 7] == mode)
+    for j in range(D):
+        hit = hit and TK[slot, j] == kkd[j]
+    if hit:
+        return TV[slot, 0], TV[slot, 1]
     pts = granule_points(row_word, width) if rsplit else 0
     _items(t, c, kkd, per_core, a, False, pts, dma, gi, axes, lists, core_lists, X, XN, IE, IW,
            IN, midx)
-    return _weighted(t, c, s, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, ext, side,
+    w, x = _weighted(t, c, s, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, ext, side,
                      cwork, MK, MV)
+    for j in range(D):
+        TK[slot, j] = kkd[j]
+    TK[slot, D], TK[slot, D + 1], TK[slot, D + 2], TK[slot, D + 3] = epoch, t, c, s
+    TK[slot, D + 4], TK[slot, D + 5], TK[slot, D + 6], TK[slot, D + 7] = width, rsplit, per_core, mode
+    TV[slot, 0], TV[slot, 1] = w, x
+    return w, x
 
 
 @njit(cache=True, error_model="numpy")
