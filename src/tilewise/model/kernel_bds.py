@@ -108,6 +108,8 @@ def work_arrays(T, L, D, M, dma, sizes, axes):
             np.zeros(max(M, 1), np.int64),          # member odometer
             np.zeros(D, np.int64),                  # prefix level per dim
             np.full((H if dma.active else 1, D + 8), -1, np.int64),  # term memo keys
+            np.zeros((H if dma.active else 1, 2), np.int64),          # and values
+            np.full((H if dma.active else 1, max(M, 1) + 7), -1, np.int64),  # axis sum keys
             np.zeros((H if dma.active else 1, 2), np.int64))          # and values
 
 
@@ -136,30 +138,37 @@ def _items(t, c, kkd, per_core, a, union, last_pts, dma, gi, axes, lists, core_l
     tiles at level ``c``, member dim ``j`` from prefix level ``kkd[j]`` (``union``: from every
     prefix level ``0 .. c``, weights 1: the distinct shapes only). ``last_pts``: a padded
     last row's word in elements (0: not padded)."""
+    for p in range(dma.n_axes[t]):
+        _axis_items(t, p, c, kkd, per_core, a, union, last_pts, dma, gi, axes, lists, core_lists,
+                    X, XN, IE, IW, IN, midx)
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _axis_items(t, p, c, kkd, per_core, a, union, last_pts, dma, gi, axes, lists, core_lists,
+                X, XN, IE, IW, IN, midx):
+    """:func:`_items` of axis ``p`` alone."""
     LE, LM, LN = lists
     LSE, LSM, LSN = core_lists
-    L = LN.shape[1]
     n_ax = dma.n_axes[t]
-    for p in range(n_ax):
-        IN[p] = 0
-        kind, j, x = dma.parts[t, p, 0], dma.parts[t, p, 1], dma.parts[t, p, 2]
-        k0 = 0 if union else c
-        for kq in range(k0, c + 1):
-            if kind == 0:
-                kk = kq if union else kkd[j]
-                core = per_core and kk < a
-                n = LSN[j, kk, c] if core else LN[j, kk, c]
-                for i in range(n):
-                    e = LSE[j, kk, c, i] if core else LE[j, kk, c, i]
-                    m = LSM[j, kk, c, i] if core else LM[j, kk, c, i]
-                    if m == 0 or e == 0:
-                        continue
-                    if p == n_ax - 1 and last_pts > 0:
-                        e = _pad(e, last_pts)
-                    _add(IE, IW, IN, p, e, 1 if union else m)
-            else:
-                _window_items(t, c, kq, union, p, j, x, kkd, dma, gi, axes, LE, LM, LN, X, XN,
-                              IE, IW, IN, midx)
+    IN[p] = 0
+    kind, j, x = dma.parts[t, p, 0], dma.parts[t, p, 1], dma.parts[t, p, 2]
+    k0 = 0 if union else c
+    for kq in range(k0, c + 1):
+        if kind == 0:
+            kk = kq if union else kkd[j]
+            core = per_core and kk < a
+            n = LSN[j, kk, c] if core else LN[j, kk, c]
+            for i in range(n):
+                e = LSE[j, kk, c, i] if core else LE[j, kk, c, i]
+                m = LSM[j, kk, c, i] if core else LM[j, kk, c, i]
+                if m == 0 or e == 0:
+                    continue
+                if p == n_ax - 1 and last_pts > 0:
+                    e = _pad(e, last_pts)
+                _add(IE, IW, IN, p, e, 1 if union else m)
+        else:
+            _window_items(t, c, kq, union, p, j, x, kkd, dma, gi, axes, LE, LM, LN, X, XN,
+                          IE, IW, IN, midx)
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -368,24 +377,10 @@ def _weighted(t, c, src, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, e
               cwork, MK, MV):
     """Sum over every combination of the axes' items of the weights' product x its BDs, and
     x its BDs but at least 1 (what the fixed cost is charged for; module doc). ``mode`` 0:
-    those sums; 2: the same where every shape is known to take one BD, or none when empty (a
-    window wholly in the padding): products of per-axis sums, no combination listed; 1: a
-    check, ``(1, 0)`` when every combination takes one BD, ``(2, 0)`` one or none, else
-    ``(0, 0)``."""
+    those sums; 1: a check, ``(1, 0)`` when every combination takes one BD, ``(2, 0)`` one or
+    none (a window wholly in the padding), else ``(0, 0)``. (Where every shape is known to
+    take one BD or none, :func:`_axis_sums` gives the sums without listing combinations.)"""
     n_ax = dma.n_axes[t]
-    if mode == 2:
-        total = 1
-        charged = 1
-        for p in range(n_ax):
-            nonempty = 0
-            every = 0
-            for i in range(IN[p]):
-                every += IW[p, i]
-                if IE[p, i] > 0:
-                    nonempty += IW[p, i]
-            total *= nonempty
-            charged *= every
-        return total, charged
     for p in range(n_ax):
         odo[p] = 0
         if IN[p] == 0:
@@ -443,7 +438,7 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
     fall below the transfers, which the search's bounds count). ``groups = (gi, axes, X,
     XN)``, ``bw`` :func:`work_arrays`."""
     gi, axes, X, XN = groups
-    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV = bw
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw
     fills, drains, fbd, dbd = out.fills, out.drains, out.fill_bds, out.drain_bds
     ffx, dfx = out.fill_fixed, out.drain_fixed
     L, T = fills.shape[1], fills.shape[2]
@@ -497,19 +492,15 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                 CK[t, c, 0], CK[t, c, 1], CK[t, c, 2], CK[t, c, 3] = epoch, s, rsplit, code
             if CK[t, c, 3] == 1:
                 continue
-            _level_bds(b, t, c, s, a, rsplit, epoch, 2 if CK[t, c, 3] == 2 else 0, copies,
-                       parts, psum, tbytes, oth, count_a, cnt_s, pos, row_word, dma, groups,
-                       lists, core_lists, out, bw)
+            fbd[b, c, t], ffx[b, c, t], dbd[b, c, t], dfx[b, c, t] = _level_bds(
+                t, c, s, a, rsplit, epoch, 2 if CK[t, c, 3] == 2 else 0, copies, parts, psum,
+                tbytes, oth, count_a, cnt_s, pos, row_word, dma, groups, lists, core_lists, bw)
 
 
-@njit(cache=True, error_model="numpy")
-def _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, groups, lists,
-          core_lists, bw):
-    """The weighted count (:func:`_weighted`) of ``t``'s tiles at ``c`` from the prefix levels
-    in ``bw``'s ``kkd``, at ``width`` bytes per element. Memoized per tile combo (``epoch``)
-    and prefix levels: the loop orders of one tile combo share most of them."""
-    gi, axes, X, XN = groups
-    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV = bw
+@njit(cache=True, inline="always", error_model="numpy")
+def _term_slot(TK, t, c, s, width, rsplit, per_core, mode, epoch, kkd):
+    """The memo slot of :func:`_term`'s key (tile combo ``epoch``, the transfer, the prefix
+    levels ``kkd``) and whether it holds that key."""
     D = kkd.shape[0]
     h = ((((t * 31 + c) * 31 + s) * 31 + width) * 4 + rsplit * 2 + per_core) * 3 + mode
     for j in range(D):
@@ -520,13 +511,20 @@ def _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, group
            and TK[slot, D + 6] == per_core and TK[slot, D + 7] == mode)
     for j in range(D):
         hit = hit and TK[slot, j] == kkd[j]
+    return slot, hit
+
+
+@njit(cache=True, inline="always", error_model="numpy")
+def _cached_term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, groups, lists,
+                 core_lists, bw, TK, TV, kkd):
+    """:func:`_term`, memoized per tile combo and prefix levels (the loop orders of one tile
+    combo share most of them); the lookup is inlined, the count a call."""
+    slot, hit = _term_slot(TK, t, c, s, width, rsplit, per_core, mode, epoch, kkd)
     if hit:
         return TV[slot, 0], TV[slot, 1]
-    pts = granule_points(row_word, width) if rsplit else 0
-    _items(t, c, kkd, per_core, a, False, pts, dma, gi, axes, lists, core_lists, X, XN, IE, IW,
-           IN, midx)
-    w, x = _weighted(t, c, s, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, ext, side,
-                     cwork, MK, MV)
+    w, x = _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, groups, lists,
+                 core_lists, bw)
+    D = kkd.shape[0]
     for j in range(D):
         TK[slot, j] = kkd[j]
     TK[slot, D], TK[slot, D + 1], TK[slot, D + 2], TK[slot, D + 3] = epoch, t, c, s
@@ -536,12 +534,72 @@ def _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, group
 
 
 @njit(cache=True, error_model="numpy")
-def _level_bds(b, t, c, s, a, rsplit, epoch, mode, copies, parts, psum, tbytes, oth, count_a,
-               cnt_s, pos, row_word, dma, groups, lists, core_lists, out, bw):
+def _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, groups, lists,
+          core_lists, bw):
+    """The weighted count (:func:`_weighted`) of ``t``'s tiles at ``c`` from the prefix levels
+    in ``bw``'s ``kkd``, at ``width`` bytes per element."""
+    gi, axes, X, XN = groups
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw
+    pts = granule_points(row_word, width) if rsplit else 0
+    if mode == 2:
+        return _axis_sums(t, c, width, rsplit, epoch, per_core, a, pts, dma, groups, lists,
+                          core_lists, bw)
+    _items(t, c, kkd, per_core, a, False, pts, dma, gi, axes, lists, core_lists, X, XN, IE, IW,
+           IN, midx)
+    return _weighted(t, c, s, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, ext, side,
+                     cwork, MK, MV)
+
+
+@njit(cache=True, error_model="numpy")
+def _axis_sums(t, c, width, rsplit, epoch, per_core, a, pts, dma, groups, lists, core_lists, bw):
+    """:func:`_weighted`'s ``mode`` 2 (every shape one BD, or none when empty) from per-axis
+    sums, each memoized per tile combo and its own dims' prefix levels (a window's members,
+    or the plain axis's dim): the product of the axes' nonempty weights and of all their
+    weights."""
+    gi, axes, X, XN = groups
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw
+    Mk = AK.shape[1] - 7
+    total = 1
+    charged = 1
+    for p in range(dma.n_axes[t]):
+        kind, j = dma.parts[t, p, 0], dma.parts[t, p, 1]
+        nm = gi[j, GI_NMEM] if kind == 1 else 1
+        h = ((((t * 31 + c) * 31 + p) * 31 + width) * 4 + rsplit * 2 + per_core)
+        for i in range(nm):
+            h = h * 1000003 + kkd[gi[j, GI_MEM + i] if kind == 1 else j]
+        slot = (h ^ (h >> 17)) & (AK.shape[0] - 1)
+        hit = (AK[slot, Mk] == epoch and AK[slot, Mk + 1] == t and AK[slot, Mk + 2] == c
+               and AK[slot, Mk + 3] == p and AK[slot, Mk + 4] == width
+               and AK[slot, Mk + 5] == rsplit and AK[slot, Mk + 6] == per_core)
+        for i in range(nm):
+            hit = hit and AK[slot, i] == kkd[gi[j, GI_MEM + i] if kind == 1 else j]
+        if not hit:
+            _axis_items(t, p, c, kkd, per_core, a, False, pts, dma, gi, axes, lists, core_lists,
+                        X, XN, IE, IW, IN, midx)
+            nonempty = 0
+            every = 0
+            for i in range(IN[p]):
+                every += IW[p, i]
+                if IE[p, i] > 0:
+                    nonempty += IW[p, i]
+            for i in range(nm):
+                AK[slot, i] = kkd[gi[j, GI_MEM + i] if kind == 1 else j]
+            AK[slot, Mk], AK[slot, Mk + 1], AK[slot, Mk + 2], AK[slot, Mk + 3] = epoch, t, c, p
+            AK[slot, Mk + 4], AK[slot, Mk + 5], AK[slot, Mk + 6] = width, rsplit, per_core
+            AV[slot, 0], AV[slot, 1] = nonempty, every
+        total *= AV[slot, 0]
+        charged *= AV[slot, 1]
+    return total, charged
+
+
+@njit(cache=True, error_model="numpy")
+def _level_bds(t, c, s, a, rsplit, epoch, mode, copies, parts, psum, tbytes, oth, count_a,
+               cnt_s, pos, row_word, dma, groups, lists, core_lists, bw):
     """BDs into and out of level ``c`` of tensor ``t`` (source ``s``): the transfer count of
     :func:`.kernel._traffic`, every per-dim tile count replaced by one weighted count; and the
-    same with each transfer counting at least one (``out.fill_fixed``/``drain_fixed``)."""
-    kkd = bw[13]
+    same with each transfer counting at least one (the fixed charges). Returns (fill BDs, fill
+    charges, drain BDs, drain charges)."""
+    kkd, TK, TV = bw[13], bw[14], bw[15]
     count = cnt_s if c > a else count_a
     per_core = c > a and not psum[t]
     D = kkd.shape[0]
@@ -551,12 +609,12 @@ def _level_bds(b, t, c, s, a, rsplit, epoch, mode, copies, parts, psum, tbytes, 
         total *= count[oth[t, ii], c]
     for j in range(D):
         kkd[j] = c
-    w_all, x_all = _term(t, c, s, w_main, rsplit, epoch, mode, per_core, a, row_word, dma, groups,
-                         lists, core_lists, bw)
+    w_all, x_all = _cached_term(t, c, s, w_main, rsplit, epoch, mode, per_core, a, row_word, dma,
+                                groups, lists, core_lists, bw, TK, TV, kkd)
     w_fin, x_fin = w_all, x_all
     if psum[t] and tbytes[t] != psum[t]:
-        w_fin, x_fin = _term(t, c, s, tbytes[t], rsplit, epoch, mode, per_core, a, row_word, dma,
-                             groups, lists, core_lists, bw)
+        w_fin, x_fin = _cached_term(t, c, s, tbytes[t], rsplit, epoch, mode, per_core, a, row_word,
+                                    dma, groups, lists, core_lists, bw, TK, TV, kkd)
     nc = 0
     xc = 0
     for k in range(c):
@@ -568,8 +626,8 @@ def _level_bds(b, t, c, s, a, rsplit, epoch, mode, copies, parts, psum, tbytes, 
                 continue
             for j in range(D):
                 kkd[j] = k + 1 if pos[k, j] < p else k
-            wn, xn = _term(t, c, s, w_main, rsplit, epoch, mode, per_core, a, row_word, dma, groups,
-                           lists, core_lists, bw)
+            wn, xn = _cached_term(t, c, s, w_main, rsplit, epoch, mode, per_core, a, row_word, dma,
+                                  groups, lists, core_lists, bw, TK, TV, kkd)
             nc += term * wn
             xc += term * xn
     if psum[t]:  # a store per visit, the last of a tile at the final width; a reload per revisit
@@ -578,12 +636,7 @@ def _level_bds(b, t, c, s, a, rsplit, epoch, mode, copies, parts, psum, tbytes, 
             for ii in range(1, oth[t, 0] + 1):
                 own *= cnt_s[oth[t, ii], 0]
         k_par = parts[t] if c == a else 1
-        out.drain_bds[b, c, t] = (total * w_all - nc) * k_par - w_all * own + w_fin * own
-        out.fill_bds[b, c, t] = (total * w_all - nc) * k_par - w_all * own
-        out.drain_fixed[b, c, t] = (total * x_all - xc) * k_par - x_all * own + x_fin * own
-        out.fill_fixed[b, c, t] = (total * x_all - xc) * k_par - x_all * own
-    else:
-        out.fill_bds[b, c, t] = (total * w_all - nc) * copies[t, c]
-        out.fill_fixed[b, c, t] = (total * x_all - xc) * copies[t, c]
-        out.drain_bds[b, c, t] = 0
-        out.drain_fixed[b, c, t] = 0
+        loads = (total * w_all - nc) * k_par - w_all * own
+        fixed = (total * x_all - xc) * k_par - x_all * own
+        return loads, fixed, loads + w_fin * own, fixed + x_fin * own
+    return (total * w_all - nc) * copies[t, c], (total * x_all - xc) * copies[t, c], 0, 0
