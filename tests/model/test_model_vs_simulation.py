@@ -322,3 +322,24 @@ def test_bds_of_one_conv_tile_combo_under_every_order_equal_one_by_one():
         assert (c.fill_bds, c.drain_bds) == (trace.fill_bds, trace.drain_bds), str(m)
         counts.add((c.fills["memtile"]["I"], c.fill_bds["memtile"]["I"]))
     assert len(counts) > 1, counts  # the orders do move different numbers of BDs
+
+
+def test_bds_in_a_batch_whose_tiles_change_one_dim_at_a_time():
+    """Each tensor keeps its buffers, checks and BD sums while the tiles of its own dims stand
+    (its own epoch): in a batch where consecutive candidates change only n, then only m, A's
+    counts (dims m, k) must be kept across the n changes and renewed at the m changes; every
+    candidate gets the walk's BDs."""
+    import tilewise
+
+    w = tilewise.gemm(40, 24, 36, dtype="i8")
+    arch = _tight_aie()
+    ms = [tilewise.Mapping.parse(f"ddr[m40 n24 k36] mnk | memtile[m{m} n{n} k36] kmn"
+                                 f" | core[m16 n8 k16]")
+          for m in (40, 32, 16) for n in (24, 16, 8)]
+    batch = evaluate_batch(w, arch, MappingBatch.from_mappings(w, arch, ms))
+    seen = set()
+    for i, m in enumerate(ms):
+        c, trace = batch.item(i), simulate(w, arch, m)
+        assert (c.fill_bds, c.drain_bds) == (trace.fill_bds, trace.drain_bds), str(m)
+        seen.add(c.fill_bds["memtile"]["A"] - c.fills["memtile"]["A"])
+    assert max(seen) > 0  # A's tiles do take more than one BD here

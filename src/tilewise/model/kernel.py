@@ -315,7 +315,7 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     RD = np.zeros((T, L), np.int64)
     rnd = np.zeros((T, L), np.bool_)
     rkey = np.full((T, L, 2), -1, np.int64)       # (epoch, granules and packing) of RP
-    bw = work_arrays(T, L, D, M, dma, dims.sizes, groups.axes)  # BDs per transfer (kernel_bds)
+    bw = work_arrays(T, L, D, M, dma, dims.sizes, groups.axes, groups.gi)  # BDs (kernel_bds)
     # the candidate loop runs without reference counting (``_nrt=False``): numba's
     # increfs and decrefs of the arrays passed to the inlined steps were half its time
     _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,
@@ -401,7 +401,7 @@ def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, c
                  oth, plain, affine, gi, mono, axes, count, cnt_s, pos, P, PS, X, XN, lam, idx,
                  memo, stamp, epoch, out, flags, run_sums)
         bd_traffic(b, only[b], bypass, copies, parts, a, psum, tbytes, oth, count, cnt_s, pos,
-                   sizes, row_word, epoch, dma, (gi, axes, X, XN), lists, core_lists, tiles, out, bw)
+                   sizes, row_word, last, dma, (gi, axes, X, XN), lists, core_lists, tiles, out, bw)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
                              f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0,

@@ -24,7 +24,8 @@ shape, not of where the tile starts. Here, per tensor and level:
   per-dim tile counts, are recomputed with the per-dim counts replaced by one weighted count
   (:func:`bd_traffic`).
 
-Most shapes need one BD. Per tensor and level, once per tile combo (the kernel's ``epoch``):
+Most shapes need one BD. Per tensor and level, once per change of the tiles or ways of the dims
+the tensor depends on (its own epoch, :func:`_tensor_epoch`):
 where the two buffers' sizes keep every shape within both DMAs' limits (:func:`_fits_one`, a
 sufficient test; tensors none of whose tiles can be empty) or every distinct shape takes one
 BD (the items' extents over every prefix level), the counts are the transfer counts, and
@@ -76,11 +77,22 @@ def transitions(t, k, q, oth, pos, count):
 
 
 @njit(cache=True, error_model="numpy")
-def work_arrays(T, L, D, M, dma, sizes, axes):
+def work_arrays(T, L, D, M, dma, sizes, axes, gi):
     """The scratch arrays :func:`bd_traffic` takes (allocated once per batch; tiny where no
     level declares DMA limits). Items per axis: at most its distinct extents, below the
-    largest window an axis can have (its members' whole sizes) plus one word's rounding."""
+    largest window an axis can have (its members' whole sizes) plus one word's rounding.
+    ``TD [T, D]``: the dims a tensor's BD counts depend on (its plain axes' dims, its windows'
+    members)."""
     A = dma.shape.shape[1] if dma.active else 1
+    TD = np.zeros((T, D), np.bool_)
+    for t in range(T if dma.active else 0):
+        for p in range(dma.n_axes[t]):
+            kind, j = dma.parts[t, p, 0], dma.parts[t, p, 1]
+            if kind == 0:
+                TD[t, j] = True
+            else:
+                for i in range(gi[j, GI_NMEM]):
+                    TD[t, gi[j, GI_MEM + i]] = True
     MI = 1
     if dma.active:
         big = 1
@@ -95,7 +107,7 @@ def work_arrays(T, L, D, M, dma, sizes, axes):
         MI = 64 + big * (coef + 1)
     return (np.zeros((T, L, A + 1), np.int64),     # SH: buffer extents per level (+ lanes)
             np.full((T, 2), -1, np.int64),          # SK: (epoch, rows split) of SH
-            np.full((T, L, 4), -1, np.int64),       # CK: (epoch, src, rows split, single)
+            np.full((T, L, L, 2, 2), -1, np.int64),  # CK [t, c, src, rows split]: (epoch, code)
             np.zeros((A, MI), np.int64),            # IE: items' extents per axis
             np.zeros((A, MI), np.int64),            # IW: and weights
             np.zeros(A, np.int64),                  # IN: and counts
@@ -110,7 +122,11 @@ def work_arrays(T, L, D, M, dma, sizes, axes):
             np.full((H if dma.active else 1, D + 8), -1, np.int64),  # term memo keys
             np.zeros((H if dma.active else 1, 2), np.int64),          # and values
             np.full((H if dma.active else 1, max(M, 1) + 7), -1, np.int64),  # axis sum keys
-            np.zeros((H if dma.active else 1, 2), np.int64))          # and values
+            np.zeros((H if dma.active else 1, 2), np.int64),          # and values
+            TD,
+            np.full((T, L + 1, D), -1, np.int64),  # SNAP: TD's tiles and ways at TEP
+            np.full(T, -1, np.int64),               # TEP: each tensor's own epoch
+            np.zeros(1, np.int64))                  # GEN: the last epoch handed out
 
 
 @njit(cache=True, inline="always", error_model="numpy")
@@ -428,8 +444,27 @@ def _rows_split(b, t, bypass, dma, sizes, tiles):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
+def _tensor_epoch(t, last, TD, SNAP, TEP, GEN):
+    """Tensor ``t``'s own epoch: a new one only when the tiles or ways of a dim its counts
+    depend on (``TD``) changed since its last (``last``: the kernel's current tiles per level,
+    ways in the last row). Its buffers, checks and memoized sums hold while it stands, across
+    tile combos that change only other dims."""
+    same = TEP[t] >= 0
+    for j in range(TD.shape[1]):
+        if TD[t, j]:
+            for l in range(last.shape[0]):
+                if SNAP[t, l, j] != last[l, j]:
+                    same = False
+                    SNAP[t, l, j] = last[l, j]
+    if not same:
+        GEN[0] += 1
+        TEP[t] = GEN[0]
+    return TEP[t]
+
+
+@njit(cache=True, inline="always", error_model="numpy")
 def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt_s, pos,
-               sizes, row_word, epoch, dma, groups, lists, core_lists, tiles, out, bw):
+               sizes, row_word, last, dma, groups, lists, core_lists, tiles, out, bw):
     """``out.fill_bds`` / ``out.drain_bds [b]``: the BDs of the transfers ``out.fills`` /
     ``out.drains`` count (the module doc; the sums of :func:`.kernel._traffic` with each
     tile weighing its BDs), and ``out.fill_fixed`` / ``out.drain_fixed [b]`` the fixed costs
@@ -438,7 +473,8 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
     fall below the transfers, which the search's bounds count). ``groups = (gi, axes, X,
     XN)``, ``bw`` :func:`work_arrays`."""
     gi, axes, X, XN = groups
-    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw[:18]
+    TD, SNAP, TEP, GEN = bw[18], bw[19], bw[20], bw[21]
     fills, drains, fbd, dbd = out.fills, out.drains, out.fill_bds, out.drain_bds
     ffx, dfx = out.fill_fixed, out.drain_fixed
     L, T = fills.shape[1], fills.shape[2]
@@ -453,6 +489,7 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
         dbd[b, 0, t] = dfx[b, 0, t] = 0
         src = 0
         counted = dma.active and dma.n_axes[t] > 0 and (one < 0 or one == t)
+        epoch = _tensor_epoch(t, last, TD, SNAP, TEP, GEN) if counted else 0
         rsplit = 0
         if counted and row_word > 1 and _rows_split(b, t, bypass, dma, sizes, tiles):
             rsplit = 1
@@ -473,7 +510,8 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
             if not (counted and dma.has[s] and dma.has[c]) or fills[b, c, t] + drains[b, c, t] == 0:
                 continue
             widths = 2 if psum[t] else 1
-            if not (CK[t, c, 0] == epoch and CK[t, c, 1] == s and CK[t, c, 2] == rsplit):
+            ck = CK[t, c, s, rsplit]  # per source: the bypass choices of one combo vary it
+            if ck[0] != epoch:
                 code = 1  # 1: every shape one BD; 2: one or none (empty); 0: any number
                 per_core = c > a and not psum[t]
                 for wi in range(widths):
@@ -489,11 +527,11 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                     chk, _ = _weighted(t, c, s, width, rsplit, epoch, 1, dma, SH, IE, IW, IN,
                                        odo, ext, side, cwork, MK, MV)
                     code = 0 if chk == 0 or code == 0 else max(code, chk)
-                CK[t, c, 0], CK[t, c, 1], CK[t, c, 2], CK[t, c, 3] = epoch, s, rsplit, code
-            if CK[t, c, 3] == 1:
+                ck[0], ck[1] = epoch, code
+            if ck[1] == 1:
                 continue
             fbd[b, c, t], ffx[b, c, t], dbd[b, c, t], dfx[b, c, t] = _level_bds(
-                t, c, s, a, rsplit, epoch, 2 if CK[t, c, 3] == 2 else 0, copies, parts, psum,
+                t, c, s, a, rsplit, epoch, 2 if ck[1] == 2 else 0, copies, parts, psum,
                 tbytes, oth, count_a, cnt_s, pos, row_word, dma, groups, lists, core_lists, bw)
 
 
@@ -539,7 +577,7 @@ def _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, group
     """The weighted count (:func:`_weighted`) of ``t``'s tiles at ``c`` from the prefix levels
     in ``bw``'s ``kkd``, at ``width`` bytes per element."""
     gi, axes, X, XN = groups
-    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw[:18]
     pts = granule_points(row_word, width) if rsplit else 0
     if mode == 2:
         return _axis_sums(t, c, width, rsplit, epoch, per_core, a, pts, dma, groups, lists,
@@ -557,7 +595,7 @@ def _axis_sums(t, c, width, rsplit, epoch, per_core, a, pts, dma, groups, lists,
     or the plain axis's dim): the product of the axes' nonempty weights and of all their
     weights."""
     gi, axes, X, XN = groups
-    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw
+    SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw[:18]
     Mk = AK.shape[1] - 7
     total = 1
     charged = 1
