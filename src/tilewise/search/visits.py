@@ -467,19 +467,40 @@ def core_regions(ext: np.ndarray, cnt: np.ndarray, tile: np.ndarray, ways: np.nd
     step, so of an extent ``e`` with ``f`` full steps and ``p`` left over, ``p // tile``
     cores walk ``(f + 1) tile``, one walks ``f tile + p % tile`` and the rest ``f tile``
     (empty regions dropped). Unsplit dims keep their extents."""
-    t = tile[:, :, None]
-    w = ways[:, :, None]
-    f, p = ext // (t * w), ext % (t * w)
-    q, part = p // t, p % t
-    e3 = np.concatenate([(f + 1) * t, f * t + part, f * t], 2)
-    c3 = np.concatenate([cnt * q, cnt * (part > 0), cnt * (w - q - (part > 0))], 2)
-    c3[e3 == 0] = 0
-    split = (ways > 1)[:, :, None]
-    e3 = np.where(split, e3, np.concatenate([ext, ext, ext], 2))
-    c3 = np.where(split, c3, np.concatenate([cnt, 0 * cnt, 0 * cnt], 2))
-    first = np.argsort(c3 == 0, axis=2, kind="stable")      # live entries first
-    return (np.ascontiguousarray(np.take_along_axis(e3, first, 2)),
-            np.ascontiguousarray(np.take_along_axis(c3, first, 2)))
+    n, D, W = ext.shape
+    e3 = np.zeros((n, D, 3 * W), np.int64)
+    c3 = np.zeros((n, D, 3 * W), np.int64)
+    _core_regions(np.ascontiguousarray(ext, np.int64), np.ascontiguousarray(cnt, np.int64),
+                  np.ascontiguousarray(tile, np.int64), np.ascontiguousarray(ways, np.int64),
+                  e3, c3)
+    return e3, c3
+
+
+@njit(cache=True)
+def _core_regions(ext, cnt, tile, ways, e3, c3):
+    """:func:`core_regions` into ``e3, c3 [n, D, 3W]`` (zeros): per dim the regions of
+    ``(f + 1) tile`` for each extent, then those of ``f tile + p % tile``, then those of
+    ``f tile``, the live ones (visits > 0) in that order."""
+    n, D, W = ext.shape
+    for i in range(n):
+        for d in range(D):
+            t, w = tile[i, d], ways[i, d]
+            y = 0
+            for b in range(3 if w > 1 else 1):
+                for x in range(W):
+                    e, c = ext[i, d, x], cnt[i, d, x]
+                    if w > 1:
+                        f, p = e // (t * w), e % (t * w)
+                        q, part = p // t, p % t
+                        if b == 0:
+                            e, c = (f + 1) * t, c * q
+                        elif b == 1:
+                            e, c = f * t + part, c * (part > 0)
+                        else:
+                            e, c = f * t, c * (w - q - (part > 0))
+                    if c > 0 and e > 0:
+                        e3[i, d, y], c3[i, d, y] = e, c
+                        y += 1
 
 
 @njit(cache=True)
