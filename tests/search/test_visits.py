@@ -267,7 +267,8 @@ def _visit_bytes_by_hand(e, c, j, uses, width, output, held, cap, across):
         if not held[i]:
             continue
         pts = width[i] * np.prod([e[d] for d in range(D) if uses[i, d]])
-        f = np.prod([trips[d] for d in range(D) if not uses[i, d]]) if j is not None and uses[i, j] else 1
+        sweeps = j is not None and uses[i, j]
+        f = np.prod([trips[d] for d in range(D) if not uses[i, d]]) if sweeps else 1
         if output[i]:
             r, w = r + pts * (f - 1), w + pts * f
         else:

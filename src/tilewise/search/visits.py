@@ -409,11 +409,11 @@ def _visit_lists(sizes, tiles, k, ext, cnt):
 
 
 class VisitMemo:
-    """The floors of the visit shapes with an open tile met so far (one per level ``k``): rows ``(e, fixed)``
-    by their hash (:data:`.rows._MIX`, never 0) in an open-addressing table ``hashes``/``at``
-    (linear probing, at most half full), each checked against the stored row (a collision
-    is computed again, not trusted). Read and filled inside :func:`_node_floors`;
-    :meth:`reserve` makes room first."""
+    """The floors of the visit shapes with an open tile met so far (one per level ``k``):
+    rows ``(e, fixed)`` by their hash (:data:`.rows._MIX`, never 0) in an open-addressing
+    table ``hashes``/``at`` (linear probing, at most half full), each checked against the
+    stored row (a collision is computed again, not trusted). Read and filled inside
+    :func:`_node_floors`; :meth:`reserve` makes room first."""
 
     def __init__(self):
         self.hashes = np.zeros(1024, np.int64)   # 0: an empty slot
