@@ -105,7 +105,7 @@ def test_pack_and_unpack_take_the_bands(dtype, shape, pos, tiles):
     for packed_is_src in (False, True):
         nest = _band_nest(x, pos, tiles, packed_is_src)
         want = None if nest.unit == 1 and not packed_is_src else (1 + packed_is_src, False)
-        assert bands.choose(nest.table, nest.fill, nest.unit, False) == want
+        assert bands.choose(nest.table, nest.fill, nest.unit, False, x.nbytes) == want
     for _ in range(3):
         out = np.empty_like(ref)
         assert pack(x, pos, tiles, out=out).tobytes() == ref.tobytes()

@@ -36,19 +36,24 @@ _CHUNK = 8192
 # apart would share one L1 set.
 _SKEW = 64
 _PAGE = 4096
+_L2_BYTES = 2 << 20
 _LINE = 64
 
 
-def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool) -> tuple[int, bool] | None:
-    """The band kernel's ``(kind, nt)`` for a nest ``table`` of ``unit``-byte units whose
-    destination is large enough to stream (``streaming``), or None where the block walker
-    was as fast or faster (``benchmarks/pack_ab.py``; ``results/pack_bands_ab.json``):
+def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool,
+           nbytes: int) -> tuple[int, bool] | None:
+    """The band kernel's ``(kind, nt)`` for a nest ``table`` of ``unit``-byte units and a
+    destination of ``nbytes`` bytes, large enough to stream (``streaming``) or not, or None
+    where the block walker was as fast or faster (``benchmarks/pack_bands_ab.py``,
+    ``pack_ab.py``; ``results/pack_bands_ab.json``):
 
     * packs of 2- to 8-byte units, but not of 8-byte units streamed (f32 T(16,2): the block
       walker's line transposes, ``_gather_rows8``, win); single bytes (i8 NCHW16c) ran at
       0.7-0.85 of its lane zips;
     * unpacks in cache whose rows are less than a page apart (16 rows a page apart share an
-      L1 set: i8 NCHW16c -> NCHW ran at 0.4-0.7 of the block walker's speed);
+      L1 set: i8 NCHW16c -> NCHW ran at 0.4-0.7 of the block walker's speed), and rows 2 KiB
+      or more apart only up to ``_L2_BYTES`` (i8 T(16,2) at 4 MiB, rows 2 KiB apart: 0.86-1.0
+      of the block walker in four runs; f32 and bf16 at 1 MiB: 1.0-1.3);
     * streamed unpacks of 2- and 4-byte units, through the scratch as whole lines (i8 and
       bf16 T(16,2), f32 and bf16 NCHW16c at 16 MiB: 1.2-1.9x the block walker's plain
       stores); single bytes ran at 0.85 of them, 8-byte words about even."""
@@ -57,7 +62,8 @@ def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool) -> tuple[i
         return kind, streaming
     if kind == 2 and streaming and 1 < unit < 8:
         return kind, True
-    if kind == 2 and not streaming and table[-1, 0] * unit < _PAGE:
+    row = table[-1, 0] * unit  # bytes between the unpacked rows
+    if kind == 2 and not streaming and row < _PAGE and (row < _PAGE // 2 or nbytes <= _L2_BYTES):
         return kind, False
     return None
 

@@ -454,7 +454,7 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
     nest = _nest(packing, src.dtype.itemsize, max_unit, packed_is_src)
     pattern = nest.pad_pattern(bytes(src.dtype.itemsize) if pad is None else pad.tobytes())
     streaming = nest.streams(dst.nbytes)
-    band = bands.choose(nest.table, nest.fill, nest.unit, streaming)
+    band = bands.choose(nest.table, nest.fill, nest.unit, streaming, dst.nbytes)
     if band is None:
         table, mode, nt = nest.kernel_args(streaming)
         kernel, mover = kernels.RUN[nest.unit], None
