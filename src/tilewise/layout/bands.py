@@ -12,11 +12,12 @@ band. The block walker moves such a band in lane-zip transposes of 16-byte piece
 of 16 units gets two or more partial stores) and, streamed, through its generic staging.
 Here a band moves ``_side(unit)`` columns at a time: ``16 / side`` register transposes
 (``kernels._transpose_sq``: rows of 32 bytes, 16 bytes for single bytes) write whole tiles,
-``16 * side`` units (256 or 512 bytes) of the packed band in order. Streamed
-(``streaming``), the packed side goes through an L1 scratch of ``_CHUNK`` bytes per pass
-and out as whole lines (``kernels._stream_out``); the unpacked side of an unpack always
-goes through the scratch, row by row (its 16 rows are ``w`` units apart: a page or more
-for wide tensors, all in one cache set).
+``16 * side`` units (256 or 512 bytes) of the packed band in order; an unpack's squares
+store to its 16 rows. Streamed (``nt``), the destination goes through an L1 scratch,
+``_CHUNK`` bytes a pass, and out as whole lines (``kernels._stream_out``): a pack's
+contiguous band part, or an unpack's 16 row parts, which start on the rows' lines (a
+part's first or last line split between passes costs a partial streaming write).
+``choose`` says where this beats the block walker.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 from numba import carray, cfunc, njit
 
 from .kernels import (_TABLE_COLS, MISALIGNED, OK, OVERLAP, _at1, _at2, _at4,
-                      _at8, _ati, _copy_run, _fence, _load, _next, _ptr1, _ptr2, _ptr4,
+                      _at8, _ati, _fence, _load, _next, _ptr1, _ptr2, _ptr4,
                       _ptr8, _put, _scratch, _side, _stream_out, _transpose_sq, _unit_bytes)
 
 ROWS = 16  # rows of a band (T(16, t) tiles, the 16 channels of NCHW16c)
@@ -129,8 +130,10 @@ def _pack_band(src, s, w, dst, d, scr, daddr, nt):
 
 @njit(nogil=True)
 def _unpack_band(src, s, w, dst, d, scr, daddr, nt):
-    """One band unpacked: 16 rows of ``w`` units from ``dst[d]``, ``w`` apart; each pass
-    transposes a part of every row into the scratch and copies (or streams) it out."""
+    """One band unpacked: 16 rows of ``w`` units from ``dst[d]``, ``w`` apart; plain stores
+    straight to the rows, or (``nt``) each pass transposes a part of every row into the
+    scratch and streams it out, the parts starting on the rows' lines when the rows are a
+    whole number of lines apart."""
     if not nt:
         _unpack_cols(src, s, dst, d, w, 0, w)
         return
