@@ -41,12 +41,14 @@ class Plan:
     ``kernel`` and its ``args`` after the source and destination; ``typed``: the arrays go
     to the kernel raveled, not as byte views (``kernels.TYPED``). With ``src_shape`` and the
     kernel's ``unit``, ``kernels.lean`` is compiled when the plan is used again, for the
-    arrays as they come, and then runs repeated calls (``fast``)."""
+    arrays as they come, and then runs repeated calls (``fast``); ``mover`` (unit -> the
+    address of a C function of ``kernels._MOVE_SIG``) is the move it calls, when not
+    ``kernels.move_address``'s."""
 
     __slots__ = ("shape", "dtype", "kernel", "args", "typed", "entry", "lean", "unit",
-                 "record", "src_shape", "ndim", "src_ndim")
+                 "record", "src_shape", "ndim", "src_ndim", "mover")
 
-    def __init__(self, shape, dtype, kernel, args, typed, unit=0, src_shape=None):
+    def __init__(self, shape, dtype, kernel, args, typed, unit=0, src_shape=None, mover=None):
         self.shape = shape
         self.dtype = dtype
         self.kernel = kernel
@@ -59,6 +61,7 @@ class Plan:
         self.unit = unit if src_shape is not None and FLAGS_AT is not None else 0
         self.src_shape = src_shape
         self.record = None  # ``kernels.lean``'s record of the call
+        self.mover = mover
 
     def move(self, src: np.ndarray, dst: np.ndarray) -> int:
         """Run the kernel on C-contiguous ``src`` and ``dst``; the kernel's status."""
@@ -81,6 +84,8 @@ class Plan:
 
         self.record = kernels.lean_record(FLAGS_AT, unit, *self.args, self.src_shape,
                                           self.shape)
+        if self.mover is not None:
+            self.record[kernels._FN] = self.mover(unit)
         self.lean = _lean_entry(kernels.lean, self.dtype, self.src_ndim, self.ndim,
                                 (self.record,))
 

@@ -439,7 +439,7 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
           pad: np.ndarray | None, keys=None) -> None:
     """Move ``src`` into ``dst`` (both C-contiguous, checked); remember the plan by
     ``keys`` (``hot.remember``'s first arguments) when given."""
-    from . import kernels
+    from . import bands, kernels
 
     if dst.size == 0:
         return
@@ -453,9 +453,16 @@ def _move(packing: Packing, src: np.ndarray, dst: np.ndarray, packed_is_src: boo
     max_unit = gcd(src.__array_interface__["data"][0], dst.__array_interface__["data"][0], 8)
     nest = _nest(packing, src.dtype.itemsize, max_unit, packed_is_src)
     pattern = nest.pad_pattern(bytes(src.dtype.itemsize) if pad is None else pad.tobytes())
-    table, mode, nt = nest.kernel_args(nest.streams(dst.nbytes))
-    plan = Plan(dst.shape, dst.dtype, kernels.RUN[nest.unit], (pattern, table, nest.fill, nt, mode),
-                src.dtype in kernels.TYPED, nest.unit, src.shape)
+    streaming = nest.streams(dst.nbytes)
+    band = bands.choose(nest.table, nest.fill, nest.unit, streaming, dst.nbytes)
+    if band is None:
+        table, mode, nt = nest.kernel_args(streaming)
+        kernel, mover = kernels.RUN[nest.unit], None
+    else:  # 16-row bands: T(16,2), NCHW16c
+        (mode, nt), table = band, nest.table
+        kernel, mover = bands.RUN[nest.unit], bands.move_address
+    plan = Plan(dst.shape, dst.dtype, kernel, (pattern, table, nest.fill, nt, mode),
+                src.dtype in kernels.TYPED, nest.unit, src.shape, mover)
     status = plan.move(src, dst)
     assert status == kernels.OK, status  # _check_out rejected overlaps; the unit fits
     if keys is not None and max_unit == 8:

@@ -1,0 +1,108 @@
+"""pack / unpack of this tree against another revision's, into the same destination array.
+
+    .venv/bin/python benchmarks/pack_bands_ab.py --base main --base-dir DIR
+        [--only 'layout=T(16,2),NCHW16c size=16M'] [--rounds 15]
+
+``pack_ab.py`` gives each revision its own destination; at 16 MiB and more, two fresh arrays
+of the same size can differ in how they are mapped (huge pages or not), and the same code
+measured 0.4-1.0x itself. Here both revisions write one array, and each cell times, round
+by round in a rotating order after the same 4 MiB eviction (``pack_sweep._evict``):
+``np.copyto``, the streaming memcpy child (``copy_baseline``), the base revision's
+``pack``/``unpack`` and this tree's (``out=``, single thread). Ratios are per-round medians
+against the faster copy of the same round. Results: ``results/pack_bands_ab.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+import tilewise.layout.pack as current
+from copy_baseline import StreamingCopy
+from pack_ab import ROOT, _base_module, _calls
+from pack_sweep import _evict, _size, cells, parse_only
+
+
+def _timed(f) -> float:
+    """Seconds of one call of ``f`` after the eviction."""
+    _evict()
+    t0 = time.perf_counter()
+    f()
+    return time.perf_counter() - t0
+
+
+def _cell(op, x, packed, lay, base, stream, rounds) -> dict:
+    """Per-round medians of each revision against the faster copy, and of base / new."""
+    src, want = (x, packed) if op == "pack" else (packed, x)
+    out = np.empty_like(want)
+    mem_src = src.reshape(-1)
+    mem_dst = np.empty_like(mem_src)
+    runs = {"base": _calls(base, op, x, packed, lay, out),
+            "new": _calls(current, op, x, packed, lay, out)}
+    for k, f in runs.items():
+        out[...] = 0
+        f(), f(), f()
+        if out.tobytes() != want.tobytes():
+            raise AssertionError(f"{k} {op} {lay.label} {x.dtype}: wrong bytes")
+    timers = {"copyto": lambda: _timed(lambda: np.copyto(mem_dst, mem_src)),
+              "stream": stream.time, "base": lambda: _timed(runs["base"]),
+              "new": lambda: _timed(runs["new"])}
+    order = list(timers)
+    t = {k: [] for k in order}
+    for r in range(rounds):
+        for k in order[r % 4:] + order[:r % 4]:
+            t[k].append(timers[k]())
+    t = {k: np.array(v) for k, v in t.items()}
+    fastest = np.minimum(t["copyto"], t["stream"])
+    return {f"{k}_to_fastest": float(np.median(fastest / t[k])) for k in ("base", "new")} | {
+        "new_over_base": float(np.median(t["base"] / t["new"])), "rounds": rounds}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default="main", help="git revision to compare against")
+    ap.add_argument("--only", default="", help="sweep filter (see pack.py --only)")
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pack_bands_ab.json"))
+    ap.add_argument("--base-dir", default=None, help="keep the exported base revision here")
+    args = ap.parse_args()
+    only = parse_only(args.only)
+    rows = []
+    print(f"{'op':6} {'dtype':4} {'size':>5} {'tile':>8}  {'base':>5} {'new':>5}  new/base"
+          f"   (ratios to the fastest copy, per-round medians)")
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(args.base_dir or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        base = _base_module(args.base, where)
+        stream = StreamingCopy()
+        try:
+            for cell in cells(only):
+                if stream.nbytes != cell.nbytes:
+                    stream.alloc(cell.nbytes)
+                x, packed = cell.tensors()
+                lay = cell.layout
+                for op in ("pack", "unpack"):
+                    if not only.admits("ops", op):
+                        continue
+                    res = _cell(op, x, packed, lay, base, stream, args.rounds)
+                    rows.append(dict(op=op, dtype=cell.dt, bytes=cell.nbytes, layout=lay.label,
+                                     **res))
+                    print(f"{op:6} {cell.dt:4} {_size(cell.nbytes):>5} {lay.label:>8}  "
+                          f"{res['base_to_fastest']:5.2f} {res['new_to_fastest']:5.2f}  "
+                          f"{res['new_over_base']:8.2f}", flush=True)
+        finally:
+            stream.close()
+    above = {k: sum(r[f"{k}_to_fastest"] >= 0.7 for r in rows) for k in ("base", "new")}
+    print(f"{len(rows)} cells; >= 0.7 of the fastest copy: base {above['base']}, new "
+          f"{above['new']}; new/base median {np.median([r['new_over_base'] for r in rows]):.2f}")
+    Path(args.out).write_text(json.dumps(dict(base=args.base, rows=rows), indent=1) + "\n")
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
