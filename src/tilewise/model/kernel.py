@@ -401,7 +401,8 @@ def _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, c
                  oth, plain, affine, gi, mono, axes, count, cnt_s, pos, P, PS, X, XN, lam, idx,
                  memo, stamp, epoch, out, flags, run_sums)
         bd_traffic(b, only[b], bypass, copies, parts, a, psum, tbytes, oth, count, cnt_s, pos,
-                   sizes, row_word, last, dma, (gi, axes, X, XN), lists, core_lists, tiles, out, bw)
+                   sizes, row_word, epoch, last, dma, (gi, axes, X, XN), lists, core_lists, tiles,
+                   out, bw)
         if changed:
             cyc = _tile_only(b, tiles, sizes, f_level, f_axes, ax_terms, terms, f_bytes, f_psum,
                              f_red, pstep, block, bank, op_mask, op_pp, op_rate, call, cnt0,

@@ -124,7 +124,7 @@ def work_arrays(T, L, D, M, dma, sizes, axes, gi):
             np.full((H if dma.active else 1, max(M, 1) + 7), -1, np.int64),  # axis sum keys
             np.zeros((H if dma.active else 1, 2), np.int64),          # and values
             TD,
-            np.full((T, L + 1, D), -1, np.int64),  # SNAP: TD's tiles and ways at TEP
+            np.full((T, L + 2, D), -1, np.int64),  # SNAP: [0, 0] the kernel's epoch, then TD's tiles and ways
             np.full(T, -1, np.int64),               # TEP: each tensor's own epoch
             np.zeros(1, np.int64))                  # GEN: the last epoch handed out
 
@@ -444,18 +444,22 @@ def _rows_split(b, t, bypass, dma, sizes, tiles):
 
 
 @njit(cache=True, inline="always", error_model="numpy")
-def _tensor_epoch(t, last, TD, SNAP, TEP, GEN):
+def _tensor_epoch(t, epoch, last, TD, SNAP, TEP, GEN):
     """Tensor ``t``'s own epoch: a new one only when the tiles or ways of a dim its counts
     depend on (``TD``) changed since its last (``last``: the kernel's current tiles per level,
-    ways in the last row). Its buffers, checks and memoized sums hold while it stands, across
-    tile combos that change only other dims."""
+    ways in the last row; compared only when the kernel's ``epoch`` moved). Its buffers,
+    checks and memoized sums hold while it stands, across tile combos that change only other
+    dims."""
+    if TEP[t] >= 0 and SNAP[t, 0, 0] == epoch:  # no dim changed since t's last look
+        return TEP[t]
     same = TEP[t] >= 0
+    SNAP[t, 0, 0] = epoch
     for j in range(TD.shape[1]):
         if TD[t, j]:
             for l in range(last.shape[0]):
-                if SNAP[t, l, j] != last[l, j]:
+                if SNAP[t, l + 1, j] != last[l, j]:
                     same = False
-                    SNAP[t, l, j] = last[l, j]
+                    SNAP[t, l + 1, j] = last[l, j]
     if not same:
         GEN[0] += 1
         TEP[t] = GEN[0]
@@ -464,7 +468,7 @@ def _tensor_epoch(t, last, TD, SNAP, TEP, GEN):
 
 @njit(cache=True, inline="always", error_model="numpy")
 def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt_s, pos,
-               sizes, row_word, last, dma, groups, lists, core_lists, tiles, out, bw):
+               sizes, row_word, epoch, last, dma, groups, lists, core_lists, tiles, out, bw):
     """``out.fill_bds`` / ``out.drain_bds [b]``: the BDs of the transfers ``out.fills`` /
     ``out.drains`` count (the module doc; the sums of :func:`.kernel._traffic` with each
     tile weighing its BDs), and ``out.fill_fixed`` / ``out.drain_fixed [b]`` the fixed costs
@@ -489,16 +493,16 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
         dbd[b, 0, t] = dfx[b, 0, t] = 0
         src = 0
         counted = dma.active and dma.n_axes[t] > 0 and (one < 0 or one == t)
-        epoch = _tensor_epoch(t, last, TD, SNAP, TEP, GEN) if counted else 0
+        ep = _tensor_epoch(t, epoch, last, TD, SNAP, TEP, GEN) if counted else 0
         rsplit = 0
         if counted and row_word > 1 and _rows_split(b, t, bypass, dma, sizes, tiles):
             rsplit = 1
-        if counted and (SK[t, 0] != epoch or SK[t, 1] != rsplit):
+        if counted and (SK[t, 0] != ep or SK[t, 1] != rsplit):
             row_pts = granule_points(row_word, tbytes[t])
             if not _plain_buffers(t, L, rsplit, row_pts, dma, lists[0], lists[1], lists[2], SH):
                 _buffers(t, L, rsplit, row_pts, dma, gi, axes, lists, core_lists, X, XN, kkd,
                          SH, IE, IW, IN, midx)
-            SK[t, 0] = epoch
+            SK[t, 0] = ep
             SK[t, 1] = rsplit
         for c in range(1, L):
             fbd[b, c, t] = ffx[b, c, t] = fills[b, c, t]
@@ -511,7 +515,7 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                 continue
             widths = 2 if psum[t] else 1
             ck = CK[t, c, s, rsplit]  # per source: the bypass choices of one combo vary it
-            if ck[0] != epoch:
+            if ck[0] != ep:
                 code = 1  # 1: every shape one BD; 2: one or none (empty); 0: any number
                 per_core = c > a and not psum[t]
                 for wi in range(widths):
@@ -524,14 +528,14 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                     pts = granule_points(row_word, width) if rsplit else 0
                     _items(t, c, kkd, per_core, a, True, pts, dma, gi, axes, lists, core_lists,
                            X, XN, IE, IW, IN, midx)
-                    chk, _ = _weighted(t, c, s, width, rsplit, epoch, 1, dma, SH, IE, IW, IN,
+                    chk, _ = _weighted(t, c, s, width, rsplit, ep, 1, dma, SH, IE, IW, IN,
                                        odo, ext, side, cwork, MK, MV)
                     code = 0 if chk == 0 or code == 0 else max(code, chk)
-                ck[0], ck[1] = epoch, code
+                ck[0], ck[1] = ep, code
             if ck[1] == 1:
                 continue
             fbd[b, c, t], ffx[b, c, t], dbd[b, c, t], dfx[b, c, t] = _level_bds(
-                t, c, s, a, rsplit, epoch, 2 if ck[1] == 2 else 0, copies, parts, psum,
+                t, c, s, a, rsplit, ep, 2 if ck[1] == 2 else 0, copies, parts, psum,
                 tbytes, oth, count_a, cnt_s, pos, row_word, dma, groups, lists, core_lists, bw)
 
 
