@@ -88,6 +88,39 @@ def _cell(op, x, packed, lay, base, stream, rounds) -> dict:
         "new_over_base": float(np.median(t["base"] / t["new"])), "rounds": rounds}
 
 
+def measure(only, base_rev: str, base_dir, rounds: int, cell=None) -> list[dict]:
+    """Time every cell ``only`` admits, pack and unpack, with ``cell`` (default :func:`_cell`):
+    the base revision exported (into ``base_dir``, else a temporary directory) against this
+    tree; prints a line per cell and returns the rows."""
+    cell_fn = _cell if cell is None else cell
+    rows = []
+    print(f"{'op':6} {'dtype':4} {'size':>5} {'tile':>8}  {'base':>5} {'new':>5}  new/base"
+          f"   (ratios to the fastest copy, per-round medians)")
+    with tempfile.TemporaryDirectory() as tmp:
+        where = Path(base_dir or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        base = _base_module(base_rev, where)
+        stream = StreamingCopy()
+        try:
+            for c in cells(only):
+                if stream.nbytes != c.nbytes:
+                    stream.alloc(c.nbytes)
+                x, packed = c.tensors()
+                lay = c.layout
+                for op in ("pack", "unpack"):
+                    if not only.admits("ops", op):
+                        continue
+                    res = cell_fn(op, x, packed, lay, base, stream, rounds)
+                    rows.append(dict(op=op, dtype=c.dt, bytes=c.nbytes, layout=lay.label,
+                                     **res))
+                    print(f"{op:6} {c.dt:4} {_size(c.nbytes):>5} {lay.label:>8}  "
+                          f"{res['base_to_fastest']:5.2f} {res['new_to_fastest']:5.2f}  "
+                          f"{res['new_over_base']:8.2f}", flush=True)
+        finally:
+            stream.close()
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="main", help="git revision to compare against")
@@ -99,31 +132,7 @@ def main() -> None:
                          "runs (default: a temporary directory)")
     args = ap.parse_args()
     only = parse_only(args.only)
-    rows = []
-    print(f"{'op':6} {'dtype':4} {'size':>5} {'tile':>8}  {'base':>5} {'new':>5}  new/base"
-          f"   (ratios to the fastest copy, per-round medians)")
-    with tempfile.TemporaryDirectory() as tmp:
-        where = Path(args.base_dir or tmp)
-        where.mkdir(parents=True, exist_ok=True)
-        base = _base_module(args.base, where)
-        stream = StreamingCopy()
-        try:
-            for cell in cells(only):
-                if stream.nbytes != cell.nbytes:
-                    stream.alloc(cell.nbytes)
-                x, packed = cell.tensors()
-                lay = cell.layout
-                for op in ("pack", "unpack"):
-                    if not only.admits("ops", op):
-                        continue
-                    res = _cell(op, x, packed, lay, base, stream, args.rounds)
-                    rows.append(dict(op=op, dtype=cell.dt, bytes=cell.nbytes, layout=lay.label,
-                                     **res))
-                    print(f"{op:6} {cell.dt:4} {_size(cell.nbytes):>5} {lay.label:>8}  "
-                          f"{res['base_to_fastest']:5.2f} {res['new_to_fastest']:5.2f}  "
-                          f"{res['new_over_base']:8.2f}", flush=True)
-        finally:
-            stream.close()
+    rows = measure(only, args.base, args.base_dir, args.rounds)
     n = len(rows)
     above = {k: sum(r[f"{k}_to_fastest"] >= 0.7 for r in rows) for k in ("base", "new")}
     print(f"{n} cells; >= 0.7 of the fastest copy: base {above['base']}, new {above['new']}; "

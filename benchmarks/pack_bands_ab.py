@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 import tilewise.layout.pack as current
-from copy_baseline import StreamingCopy
-from pack_ab import ROOT, _base_module, _calls
-from pack_sweep import _evict, _size, cells, parse_only
+from pack_ab import ROOT, _calls, measure
+from pack_sweep import _evict, parse_only
 
 
 def _timed(f) -> float:
@@ -72,31 +70,7 @@ def main() -> None:
     ap.add_argument("--base-dir", default=None, help="keep the exported base revision here")
     args = ap.parse_args()
     only = parse_only(args.only)
-    rows = []
-    print(f"{'op':6} {'dtype':4} {'size':>5} {'tile':>8}  {'base':>5} {'new':>5}  new/base"
-          f"   (ratios to the fastest copy, per-round medians)")
-    with tempfile.TemporaryDirectory() as tmp:
-        where = Path(args.base_dir or tmp)
-        where.mkdir(parents=True, exist_ok=True)
-        base = _base_module(args.base, where)
-        stream = StreamingCopy()
-        try:
-            for cell in cells(only):
-                if stream.nbytes != cell.nbytes:
-                    stream.alloc(cell.nbytes)
-                x, packed = cell.tensors()
-                lay = cell.layout
-                for op in ("pack", "unpack"):
-                    if not only.admits("ops", op):
-                        continue
-                    res = _cell(op, x, packed, lay, base, stream, args.rounds)
-                    rows.append(dict(op=op, dtype=cell.dt, bytes=cell.nbytes, layout=lay.label,
-                                     **res))
-                    print(f"{op:6} {cell.dt:4} {_size(cell.nbytes):>5} {lay.label:>8}  "
-                          f"{res['base_to_fastest']:5.2f} {res['new_to_fastest']:5.2f}  "
-                          f"{res['new_over_base']:8.2f}", flush=True)
-        finally:
-            stream.close()
+    rows = measure(only, args.base, args.base_dir, args.rounds, _cell)
     above = {k: sum(r[f"{k}_to_fastest"] >= 0.7 for r in rows) for k in ("base", "new")}
     print(f"{len(rows)} cells; >= 0.7 of the fastest copy: base {above['base']}, new "
           f"{above['new']}; new/base median {np.median([r['new_over_base'] for r in rows]):.2f}")
