@@ -132,13 +132,16 @@ def main() -> None:
                          "runs (default: a temporary directory)")
     args = ap.parse_args()
     only = parse_only(args.only)
-    rows = measure(only, args.base, args.base_dir, args.rounds)
-    n = len(rows)
+    report(measure(only, args.base, args.base_dir, args.rounds), args.base, args.out)
+
+
+def report(rows: list[dict], base_rev: str, out: str) -> None:
+    """Print how many cells reach 0.7 of the fastest copy, base and new, and write ``out``."""
     above = {k: sum(r[f"{k}_to_fastest"] >= 0.7 for r in rows) for k in ("base", "new")}
-    print(f"{n} cells; >= 0.7 of the fastest copy: base {above['base']}, new {above['new']}; "
-          f"new/base median {np.median([r['new_over_base'] for r in rows]):.2f}")
-    Path(args.out).write_text(json.dumps(dict(base=args.base, rows=rows), indent=1) + "\n")
-    print(f"wrote {args.out}")
+    print(f"{len(rows)} cells; >= 0.7 of the fastest copy: base {above['base']}, new "
+          f"{above['new']}; new/base median {np.median([r['new_over_base'] for r in rows]):.2f}")
+    Path(out).write_text(json.dumps(dict(base=base_rev, rows=rows), indent=1) + "\n")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

@@ -15,14 +15,12 @@ against the faster copy of the same round. Results: ``results/pack_bands_ab.json
 from __future__ import annotations
 
 import argparse
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 
 import tilewise.layout.pack as current
-from pack_ab import ROOT, _calls, measure
+from pack_ab import ROOT, _calls, measure, report
 from pack_sweep import _evict, parse_only
 
 
@@ -70,12 +68,7 @@ def main() -> None:
     ap.add_argument("--base-dir", default=None, help="keep the exported base revision here")
     args = ap.parse_args()
     only = parse_only(args.only)
-    rows = measure(only, args.base, args.base_dir, args.rounds, _cell)
-    above = {k: sum(r[f"{k}_to_fastest"] >= 0.7 for r in rows) for k in ("base", "new")}
-    print(f"{len(rows)} cells; >= 0.7 of the fastest copy: base {above['base']}, new "
-          f"{above['new']}; new/base median {np.median([r['new_over_base'] for r in rows]):.2f}")
-    Path(args.out).write_text(json.dumps(dict(base=args.base, rows=rows), indent=1) + "\n")
-    print(f"wrote {args.out}")
+    report(measure(only, args.base, args.base_dir, args.rounds, _cell), args.base, args.out)
 
 
 if __name__ == "__main__":
