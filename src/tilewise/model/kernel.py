@@ -315,7 +315,8 @@ def evaluate_into(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, co
     RD = np.zeros((T, L), np.int64)
     rnd = np.zeros((T, L), np.bool_)
     rkey = np.full((T, L, 2), -1, np.int64)       # (epoch, granules and packing) of RP
-    bw = work_arrays(T, L, D, M, dma, dims.sizes, groups.axes, groups.gi)  # BDs (kernel_bds)
+    bw = work_arrays(T, L, D, M, dma, dims.sizes, groups.axes, groups.gi,
+                     (ME, WC * ME, max_x))  # BDs (kernel_bds)
     # the candidate loop runs without reference counting (``_nrt=False``): numba's
     # increfs and decrefs of the arrays passed to the inlined steps were half its time
     _evaluate_rows(tiles, orders, bypass, dbuf, rows_dim, rows_ways, cols_dim, cols_ways, only,

@@ -77,10 +77,13 @@ def transitions(t, k, q, oth, pos, count):
 
 
 @njit(cache=True, error_model="numpy")
-def work_arrays(T, L, D, M, dma, sizes, axes, gi):
+def work_arrays(T, L, D, M, dma, sizes, axes, gi, widths):
     """The scratch arrays :func:`bd_traffic` takes (allocated once per batch; tiny where no
     level declares DMA limits). Items per axis: at most its distinct extents, below the
-    largest window an axis can have (its members' whole sizes) plus one word's rounding.
+    largest window an axis can have (its members' whole sizes) plus one word's rounding, and
+    at most one per :func:`_add` call (:func:`item_calls`, from the tile lists' ``widths``):
+    numba zero-fills the lists, so a bound by extents alone (2 x 10^6 for a 10^6 dim) cost
+    a memset of 100 MB per batch.
     ``TD [T, D]``: the dims a tensor's BD counts depend on (its plain axes' dims, its windows'
     members)."""
     A = dma.shape.shape[1] if dma.active else 1
@@ -104,7 +107,7 @@ def work_arrays(T, L, D, M, dma, sizes, axes, gi):
             for i in range(M):
                 cs += axes[x, 2 + i]
             coef = max(coef, cs)
-        MI = 64 + big * (coef + 1)
+        MI = min(64 + big * (coef + 1), item_calls(L, M, widths))
     return (np.zeros((T, L, A + 1), np.int64),     # SH: buffer extents per level (+ lanes)
             np.full((T, 2), -1, np.int64),          # SK: (epoch, rows split) of SH
             np.full((T, L, L, 2, 2), -1, np.int64),  # CK [t, c, src, rows split]: (epoch, code)
@@ -129,6 +132,18 @@ def work_arrays(T, L, D, M, dma, sizes, axes, gi):
             np.zeros(1, np.int64))                  # GEN: the last epoch handed out
 
 
+@njit(cache=True)
+def item_calls(L, M, widths):
+    """The most :func:`_add` calls one axis list takes (so the most items it can hold), with
+    ``widths = (ME, WC * ME, max_x)`` the widths of the tile lists (``LE``, ``LSE``) and of the
+    border tiles (``X``): over the prefix levels ``0 .. c`` (at most ``L``), a plain axis adds
+    one item per listed tile, an affine one per combination of its (at most ``M``) members'
+    listed tiles, plus two per combination of their border tiles (:func:`_window_items`)."""
+    me, mse, mx = widths
+    m = max(M, 1)
+    return L * max(mse, me ** m + 2 * mx ** m) + 1
+
+
 @njit(cache=True, inline="always", error_model="numpy")
 def _add(IE, IW, IN, p, e, w):
     """Add item ``(extent e, weight w)`` to axis ``p``'s list, merging equal extents."""
@@ -136,6 +151,8 @@ def _add(IE, IW, IN, p, e, w):
         if IE[p, i] == e:
             IW[p, i] += w
             return
+    if IN[p] == IE.shape[1]:  # never, by item_calls; a guard, not a silent overrun
+        raise IndexError("kernel_bds: an axis' item list is full (item_calls is too low)")
     IE[p, IN[p]] = e
     IW[p, IN[p]] = w
     IN[p] += 1
