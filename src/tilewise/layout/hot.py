@@ -65,10 +65,9 @@ class Plan:
 
     def move(self, src: np.ndarray, dst: np.ndarray) -> int:
         """Run the kernel on C-contiguous ``src`` and ``dst``; the kernel's status."""
-        if self.typed:
-            a, b = src.ravel(), dst.ravel()
-        else:
-            a, b = src.reshape(-1).view(np.uint8), dst.reshape(-1).view(np.uint8)
+        a, b = src.ravel(), dst.ravel()  # contiguous: a strided source is copied
+        if not self.typed:
+            a, b = a.view(np.uint8), b.view(np.uint8)
         if self.entry is not None:
             return self.entry(a, b, *self.args)
         status = self.kernel(a, b, *self.args)
@@ -91,15 +90,12 @@ class Plan:
 
     def last(self, tiles, pos, perm, extra) -> tuple | None:
         """``LAST_PACK``/``LAST_UNPACK``'s entry for a call with these objects, or None when
-        the plan has no lean entry. Its last field says whether an unpack's ``shape``
-        (``extra``) may be matched by value: an equal tuple whose ``sum`` is an ``int`` has
-        no float, no numpy scalar, and -- no dim being 0 or 1 -- no bool, so it holds the
-        exact ints the checked path accepts (a cheaper test than the types, one by one)."""
+        the plan has no lean entry. Its last field says how an unpack's ``shape``
+        (``extra``) may be matched by value (``shape_match``)."""
         if self.lean is None:
             return None
-        by_value = type(extra) is tuple and 0 not in extra and 1 not in extra
         return (tiles, pos, perm, extra, self.dtype, self.src_ndim, self.ndim, self.lean,
-                self.record, self, by_value)
+                self.record, self, shape_match(extra))
 
     def fast(self, src: np.ndarray, out):
         """The result through the lean entry (one compiled call: the kernel checks shapes,
@@ -115,6 +111,11 @@ class Plan:
                   and out.ndim == self.ndim):
             return None
         return out if lean(src, out, self.record) == 0 else None
+
+    def fast_or_run(self, src: np.ndarray, out):
+        """``fast``, else ``run``: the result, or None when the slow path must decide."""
+        done = self.fast(src, out)
+        return self.run(src, out) if done is None else done
 
     def run(self, src: np.ndarray, out):
         """The result, or None when the slow path must decide (a bad ``out=``, an overlap,
@@ -133,6 +134,22 @@ class Plan:
         else:
             status = self.move(src, out)
         return out if status == 0 else None
+
+
+# How ``unpack``'s previous-call test may match an equal ``shape`` (``Plan.last``).
+BY_IDENTITY, BY_SUM, BY_TYPES = 0, 1, 2
+
+
+def shape_match(extra) -> int:
+    """How an unpack's remembered ``shape`` (``extra``) may match an equal one: only as the
+    same object (``BY_IDENTITY``: None, or not a tuple); ``BY_SUM``: an equal tuple whose
+    ``sum`` is an ``int`` has no float, no numpy scalar and -- no dim being 0 or 1 -- no
+    bool, so it holds the exact ints the checked path accepts (the cheapest test);
+    ``BY_TYPES``: a dim is 0 or 1 (``True == 1``), so every dim's type is tested
+    (``exact_ints``)."""
+    if type(extra) is not tuple:
+        return BY_IDENTITY
+    return BY_TYPES if 0 in extra or 1 in extra else BY_SUM
 
 
 def _flags_offset() -> int | None:

@@ -37,7 +37,7 @@ from numpy import ndarray
 
 from ..dtypes import DType, from_mlir, from_numpy
 from ..errors import DTypeError, PackError, ParseError
-from .hot import (BY_ID, LAST_PACK, LAST_UNPACK, Plan, by_value, exact_ints, pad_key,
+from .hot import (BY_ID, BY_SUM, LAST_PACK, LAST_UNPACK, Plan, by_value, exact_ints, pad_key,
                   remember, value_key)
 
 _DIM = re.compile(r"\s*(\d+)\s*x")
@@ -504,7 +504,7 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
             vkey = value_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm, extra)
             plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
             keys = (vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
-        if plan is not None and (done := plan.run(x, out)) is not None:
+        if plan is not None and (done := plan.fast_or_run(x, out)) is not None:
             return done
     x = np.asarray(x)
     packing = verify(x.shape, inner_dims_pos, inner_tiles, outer_dims_perm)
@@ -533,7 +533,8 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
             and last[2] is outer_dims_perm and p.__class__ is ndarray and p.dtype is last[4]
             and p.ndim == last[5] and out.__class__ is ndarray and out.dtype is last[4]
             and out.ndim == last[6]
-            and (last[3] is shape or last[10] and last[3] == shape and sum(shape).__class__ is int)
+            and (last[3] is shape or last[10] and last[3] == shape
+                 and (sum(shape).__class__ is int if last[10] == BY_SUM else exact_ints(shape)))
             and last[7](p, out, last[8]) == 0):
         return out  # the lean entry checked the shapes, contiguity and writeability
     given = shape  # as passed: what ``LAST_UNPACK`` compares
@@ -553,7 +554,7 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
             vkey = value_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
             plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
             keys = (vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
-        if plan is not None and (done := plan.run(p, out)) is not None:
+        if plan is not None and (done := plan.fast_or_run(p, out)) is not None:
             return done
     p = np.asarray(p)
     packing = unpack_packing(p.shape, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
