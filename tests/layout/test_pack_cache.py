@@ -207,3 +207,20 @@ def test_the_sequence_check_fails_when_a_key_part_is_cut(part, monkeypatch):
         monkeypatch.undo()
         _forget_last()
     assert check_sequence(_TEETH[part], repeat=3) == []  # the uncut cache passes it
+
+
+def test_the_previous_call_without_out_allocates_a_new_result_of_the_planned_shape():
+    x = _source((30, 14), np.float32, "c", 3)
+    p = pack_reference(x, POS, TILES, padding_value=0)
+    small = np.empty(x.shape, np.float32)
+    for _ in range(3):  # no shape=: out= decides the unpacked shape, (30, 14)
+        assert unpack(p, POS, TILES, out=small).tobytes() == x.tobytes()
+    whole = unpack(p, POS, TILES)  # neither: whole tiles, (32, 16)
+    assert whole.tobytes() == unpack_reference(p, POS, TILES).tobytes()
+    shape = x.shape
+    got = [unpack(p, POS, TILES, shape=shape) for _ in range(3)]
+    got += [pack(x, POS, TILES, padding_value=0) for _ in range(3)]
+    assert len({id(a) for a in got}) == len(got)  # a new array every call
+    assert all(a.tobytes() == x.tobytes() for a in got[:3])
+    assert all(a.tobytes() == p.tobytes() for a in got[3:])
+    assert hot.LAST_PACK[0] is not None and hot.LAST_PACK[0][9].shape == p.shape

@@ -28,10 +28,11 @@ BY_ID: dict = {}
 SIZE = 512
 # The most recent ``BY_ID`` hit of each op whose plan has a lean entry, with the objects it
 # was found by (kept alive), as ``Plan.last`` builds it: ``(tiles, pos, perm, padding or
-# unpacked shape, dtype, source rank, destination rank, lean entry, its record, plan, shape
-# matched by value)``. A
-# call with the same objects (a loop) skips building and hashing the key: identity tests,
-# then the lean entry (a plain tuple: the fewest steps for ``pack``/``unpack`` to read it).
+# unpacked shape, dtype, source rank, destination rank, lean entry, its record, plan, how the
+# shape matches (``shape_match``), result shape)``. A call with the same objects (a loop)
+# skips building and hashing the key: identity tests, then the lean entry (a plain tuple: the
+# fewest steps for ``pack``/``unpack`` to read it); without ``out=`` it allocates the result
+# (an unpack only when ``shape=`` is given: else ``out=`` decided the plan's shape).
 LAST_PACK: list = [None]
 LAST_UNPACK: list = [None]
 
@@ -95,7 +96,7 @@ class Plan:
         if self.lean is None:
             return None
         return (tiles, pos, perm, extra, self.dtype, self.src_ndim, self.ndim, self.lean,
-                self.record, self, shape_match(extra))
+                self.record, self, shape_match(extra), self.shape)
 
     def fast(self, src: np.ndarray, out):
         """The result through the lean entry (one compiled call: the kernel checks shapes,
