@@ -224,3 +224,27 @@ def test_the_previous_call_without_out_allocates_a_new_result_of_the_planned_sha
     assert all(a.tobytes() == x.tobytes() for a in got[:3])
     assert all(a.tobytes() == p.tobytes() for a in got[3:])
     assert hot.LAST_PACK[0] is not None and hot.LAST_PACK[0][9].shape == p.shape
+
+
+@pytest.mark.parametrize("bad", [[True, 8], [1.0, 8], [np.True_, 8]])
+def test_a_plan_found_by_value_still_rejects_bool_and_float_attributes(bad):
+    # [True, 8] == [1, 8]: the value key must not let a bool reach the plan for [1, 8]
+    # (operator.index(True) is 1).
+    x = np.ones((8, 16), np.float32)
+    for _ in range(3):
+        pack(x, [0, 1], [1, 8])
+        unpack(pack_reference(x, (0, 1), (1, 8)), [0, 1], [1, 8], shape=(8, 16))
+    with pytest.raises(PackError, match="inner_tiles must be a list of integers"):
+        pack(x, [0, 1], bad)
+    with pytest.raises(PackError, match="inner_tiles must be a list of integers"):
+        unpack(pack_reference(x, (0, 1), (1, 8)), [0, 1], bad, shape=(8, 16))
+
+
+def test_numpy_integer_attributes_find_the_plan_by_value():
+    x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    ref = pack_reference(x, (0, 1), (4, 8))
+    for _ in range(3):
+        got = pack(x, np.array([0, 1]), [np.int64(4), np.int32(8)])
+        assert got.tobytes() == ref.tobytes()
+    assert hot.value_key("pack", x, np.array([0, 1]), [np.int64(4), 8], (), None) == \
+        hot.value_key("pack", x, [0, 1], (4, 8), [], None)

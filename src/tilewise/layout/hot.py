@@ -222,14 +222,32 @@ def pad_key(value):
 
 def value_key(op: str, x: np.ndarray, pos, tiles, perm, extra):
     """``BY_VALUE``'s key, or None when an attribute is not a list of integers or ``extra``
-    is unhashable (the slow path reports it)."""
+    is unhashable (the slow path reports it). Lists or tuples of exact ints (the common
+    case) are tested in one pass and copied as they are; anything else goes through
+    ``operator.index`` (numpy integers; a bool or a float is then no key)."""
     try:
-        key = (op, x.shape, x.dtype, tuple(map(operator.index, pos)),
-               tuple(map(operator.index, tiles)), tuple(map(operator.index, perm)), extra)
+        if _INT.issuperset(map(type, (*pos, *tiles, *perm))):
+            key = (op, x.shape, x.dtype, tuple(pos), tuple(tiles), tuple(perm), extra)
+        else:
+            key = (op, x.shape, x.dtype, _indices(pos), _indices(tiles), _indices(perm), extra)
         hash(key)
     except TypeError:
         return None
     return key
+
+
+def _indices(values) -> tuple[int, ...]:
+    """``values`` as a tuple of ints (``operator.index``); TypeError for bools, which the
+    checked path rejects while ``operator.index`` takes them."""
+    if any(type(v) is bool or isinstance(v, np.bool_) for v in values):
+        raise TypeError("a bool is not a dim or a size")
+    return tuple(map(operator.index, values))
+
+
+def tuples(pos, tiles, perm) -> bool:
+    """Whether the three attributes are tuples: only tuples are remembered by identity
+    (``BY_ID``), so other containers skip building and probing its key."""
+    return pos.__class__ is tuple and tiles.__class__ is tuple and perm.__class__ is tuple
 
 
 _INT = frozenset({int})

@@ -38,7 +38,7 @@ from numpy import empty, ndarray
 from ..dtypes import DType, from_mlir, from_numpy
 from ..errors import DTypeError, PackError, ParseError
 from .hot import (BY_ID, BY_SUM, LAST_PACK, LAST_UNPACK, Plan, by_value, exact_ints, pad_key,
-                  remember, value_key)
+                  remember, tuples, value_key)
 
 _DIM = re.compile(r"\s*(\d+)\s*x")
 
@@ -490,9 +490,11 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
     if type(x) is np.ndarray:
         try:
             extra = padding_value if padding_value is None else pad_key(padding_value)
-            idk = ("pack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), x.shape,
-                   x.dtype, extra)
-            hit = BY_ID.get(idk)
+            hit = idk = None
+            if tuples(inner_dims_pos, inner_tiles, outer_dims_perm):  # else not in BY_ID
+                idk = ("pack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm),
+                       x.shape, x.dtype, extra)
+                hit = BY_ID.get(idk)
         except TypeError:  # an unhashable padding value: the slow path
             hit = idk = None
         if hit is not None:
@@ -546,9 +548,11 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
         shape = out.shape
     keys = None
     if type(p) is np.ndarray and (shape is None or exact_ints(shape)):
-        idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), p.shape,
-               p.dtype, shape)
-        hit = BY_ID.get(idk)
+        hit = idk = None
+        if tuples(inner_dims_pos, inner_tiles, outer_dims_perm):  # else not in BY_ID
+            idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm),
+                   p.shape, p.dtype, shape)
+            hit = BY_ID.get(idk)
         if hit is not None:
             plan = hit[0]
             if (done := plan.fast(p, out)) is not None:
