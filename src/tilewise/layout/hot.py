@@ -28,11 +28,12 @@ BY_ID: dict = {}
 SIZE = 512
 # The most recent ``BY_ID`` hit of each op whose plan has a lean entry, with the objects it
 # was found by (kept alive), as ``Plan.last`` builds it: ``(tiles, pos, perm, padding or
-# unpacked shape, dtype, source rank, destination rank, lean entry, its record, plan, how the
-# shape matches (``shape_match``), result shape)``. A call with the same objects (a loop)
-# skips building and hashing the key: identity tests, then the lean entry (a plain tuple: the
-# fewest steps for ``pack``/``unpack`` to read it); without ``out=`` it allocates the result
-# (an unpack only when ``shape=`` is given: else ``out=`` decided the plan's shape).
+# unpacked shape, dtype, source rank, destination rank, lean entry, its record's address,
+# plan (which keeps the record alive), how the shape matches (``shape_match``), result
+# shape)``. A call with the same objects (a loop) skips building and hashing the key:
+# identity tests, then the lean entry (a plain tuple: the fewest steps for
+# ``pack``/``unpack`` to read it); without ``out=`` it allocates the result (an unpack only
+# when ``shape=`` is given: else ``out=`` decided the plan's shape).
 LAST_PACK: list = [None]
 LAST_UNPACK: list = [None]
 
@@ -47,7 +48,7 @@ class Plan:
     ``kernels.move_address``'s."""
 
     __slots__ = ("shape", "dtype", "kernel", "args", "typed", "entry", "lean", "unit",
-                 "record", "src_shape", "ndim", "src_ndim", "mover")
+                 "record", "record_at", "src_shape", "ndim", "src_ndim", "mover")
 
     def __init__(self, shape, dtype, kernel, args, typed, unit=0, src_shape=None, mover=None):
         self.shape = shape
@@ -61,7 +62,8 @@ class Plan:
         self.src_ndim = -1 if src_shape is None else len(src_shape)
         self.unit = unit if src_shape is not None and FLAGS_AT is not None else 0
         self.src_shape = src_shape
-        self.record = None  # ``kernels.lean``'s record of the call
+        self.record = None  # ``kernels.lean``'s record of the call (kept alive here)
+        self.record_at = 0  # its address: what ``lean`` takes
         self.mover = mover
 
     def move(self, src: np.ndarray, dst: np.ndarray) -> int:
@@ -86,8 +88,9 @@ class Plan:
                                           self.shape)
         if self.mover is not None:
             self.record[kernels._FN] = self.mover(unit)
+        self.record_at = self.record.ctypes.data
         self.lean = _lean_entry(kernels.lean, self.dtype, self.src_ndim, self.ndim,
-                                (self.record,))
+                                (self.record_at,))
 
     def last(self, tiles, pos, perm, extra) -> tuple | None:
         """``LAST_PACK``/``LAST_UNPACK``'s entry for a call with these objects, or None when
@@ -96,7 +99,7 @@ class Plan:
         if self.lean is None:
             return None
         return (tiles, pos, perm, extra, self.dtype, self.src_ndim, self.ndim, self.lean,
-                self.record, self, shape_match(extra), self.shape)
+                self.record_at, self, shape_match(extra), self.shape)
 
     def fast(self, src: np.ndarray, out):
         """The result through the lean entry (one compiled call: the kernel checks shapes,
@@ -111,7 +114,7 @@ class Plan:
         elif not (out.__class__ is np.ndarray and out.dtype is self.dtype
                   and out.ndim == self.ndim):
             return None
-        return out if lean(src, out, self.record) == 0 else None
+        return out if lean(src, out, self.record_at) == 0 else None
 
     def fast_or_run(self, src: np.ndarray, out):
         """``fast``, else ``run``: the result, or None when the slow path must decide."""
