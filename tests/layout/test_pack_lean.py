@@ -102,17 +102,20 @@ def test_unpack_shape_by_value_keeps_the_exact_int_rule():
         unpack(p, POS, TILES, shape=(30, 48), out=out)
 
 
-def test_unpack_shape_with_unit_dims_is_matched_by_identity_only():
-    # True == 1: a shape holding a 1 is never matched by value, so (True, ...) is rejected.
+def test_unpack_shape_with_unit_dims_is_matched_by_value_and_type():
+    # True == 1: a shape holding a 1 is matched by value only with every dim's type tested
+    # (NCHW's N = 1, passed as a new ``x.shape`` each call), so (True, ...) is rejected.
     x = np.arange(64 * 8, dtype=np.float32).reshape(1, 64, 8)
     pos, tiles = (1,), (16,)
     p = pack_reference(x, pos, tiles)
     out = np.empty(x.shape, np.float32)
     for _ in range(3):
         assert unpack(p, pos, tiles, shape=tuple([1, 64, 8]), out=out).tobytes() == x.tobytes()
-    assert not hot.LAST_UNPACK[0][10]
-    with pytest.raises(PackError, match="shape must be a list of integers"):
-        unpack(p, pos, tiles, shape=(True, 64, 8), out=out)
+    assert hot.LAST_UNPACK[0][10] == hot.BY_TYPES
+    for bad in ((True, 64, 8), (1.0, 64, 8)):
+        with pytest.raises(PackError, match="shape must be a list of integers"):
+            unpack(p, pos, tiles, shape=bad, out=out)
+    assert hot.shape_match((32, 48)) == hot.BY_SUM and hot.shape_match(None) == hot.BY_IDENTITY
 
 
 @pytest.mark.parametrize("unit_dtype", [np.uint8, np.uint16, np.uint32, np.uint64])

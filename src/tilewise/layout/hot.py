@@ -28,10 +28,12 @@ BY_ID: dict = {}
 SIZE = 512
 # The most recent ``BY_ID`` hit of each op whose plan has a lean entry, with the objects it
 # was found by (kept alive), as ``Plan.last`` builds it: ``(tiles, pos, perm, padding or
-# unpacked shape, dtype, source rank, destination rank, lean entry, its record, plan, shape
-# matched by value)``. A
-# call with the same objects (a loop) skips building and hashing the key: identity tests,
-# then the lean entry (a plain tuple: the fewest steps for ``pack``/``unpack`` to read it).
+# unpacked shape, dtype, source rank, destination rank, lean entry, its record's address,
+# plan (which keeps the record alive), how the shape matches (``shape_match``), result
+# shape)``. A call with the same objects (a loop) skips building and hashing the key:
+# identity tests, then the lean entry (a plain tuple: the fewest steps for
+# ``pack``/``unpack`` to read it); without ``out=`` it allocates the result (an unpack only
+# when ``shape=`` is given: else ``out=`` decided the plan's shape).
 LAST_PACK: list = [None]
 LAST_UNPACK: list = [None]
 
@@ -46,7 +48,7 @@ class Plan:
     ``kernels.move_address``'s."""
 
     __slots__ = ("shape", "dtype", "kernel", "args", "typed", "entry", "lean", "unit",
-                 "record", "src_shape", "ndim", "src_ndim", "mover")
+                 "record", "record_at", "src_shape", "ndim", "src_ndim", "mover")
 
     def __init__(self, shape, dtype, kernel, args, typed, unit=0, src_shape=None, mover=None):
         self.shape = shape
@@ -60,15 +62,15 @@ class Plan:
         self.src_ndim = -1 if src_shape is None else len(src_shape)
         self.unit = unit if src_shape is not None and FLAGS_AT is not None else 0
         self.src_shape = src_shape
-        self.record = None  # ``kernels.lean``'s record of the call
+        self.record = None  # ``kernels.lean``'s record of the call (kept alive here)
+        self.record_at = 0  # its address: what ``lean`` takes
         self.mover = mover
 
     def move(self, src: np.ndarray, dst: np.ndarray) -> int:
         """Run the kernel on C-contiguous ``src`` and ``dst``; the kernel's status."""
-        if self.typed:
-            a, b = src.ravel(), dst.ravel()
-        else:
-            a, b = src.reshape(-1).view(np.uint8), dst.reshape(-1).view(np.uint8)
+        a, b = src.ravel(), dst.ravel()  # contiguous: a strided source is copied
+        if not self.typed:
+            a, b = a.view(np.uint8), b.view(np.uint8)
         if self.entry is not None:
             return self.entry(a, b, *self.args)
         status = self.kernel(a, b, *self.args)
@@ -86,20 +88,18 @@ class Plan:
                                           self.shape)
         if self.mover is not None:
             self.record[kernels._FN] = self.mover(unit)
+        self.record_at = self.record.ctypes.data
         self.lean = _lean_entry(kernels.lean, self.dtype, self.src_ndim, self.ndim,
-                                (self.record,))
+                                (self.record_at,))
 
     def last(self, tiles, pos, perm, extra) -> tuple | None:
         """``LAST_PACK``/``LAST_UNPACK``'s entry for a call with these objects, or None when
-        the plan has no lean entry. Its last field says whether an unpack's ``shape``
-        (``extra``) may be matched by value: an equal tuple whose ``sum`` is an ``int`` has
-        no float, no numpy scalar, and -- no dim being 0 or 1 -- no bool, so it holds the
-        exact ints the checked path accepts (a cheaper test than the types, one by one)."""
+        the plan has no lean entry. Its last field says how an unpack's ``shape``
+        (``extra``) may be matched by value (``shape_match``)."""
         if self.lean is None:
             return None
-        by_value = type(extra) is tuple and 0 not in extra and 1 not in extra
         return (tiles, pos, perm, extra, self.dtype, self.src_ndim, self.ndim, self.lean,
-                self.record, self, by_value)
+                self.record_at, self, shape_match(extra), self.shape)
 
     def fast(self, src: np.ndarray, out):
         """The result through the lean entry (one compiled call: the kernel checks shapes,
@@ -114,7 +114,12 @@ class Plan:
         elif not (out.__class__ is np.ndarray and out.dtype is self.dtype
                   and out.ndim == self.ndim):
             return None
-        return out if lean(src, out, self.record) == 0 else None
+        return out if lean(src, out, self.record_at) == 0 else None
+
+    def fast_or_run(self, src: np.ndarray, out):
+        """``fast``, else ``run``: the result, or None when the slow path must decide."""
+        done = self.fast(src, out)
+        return self.run(src, out) if done is None else done
 
     def run(self, src: np.ndarray, out):
         """The result, or None when the slow path must decide (a bad ``out=``, an overlap,
@@ -133,6 +138,22 @@ class Plan:
         else:
             status = self.move(src, out)
         return out if status == 0 else None
+
+
+# How ``unpack``'s previous-call test may match an equal ``shape`` (``Plan.last``).
+BY_IDENTITY, BY_SUM, BY_TYPES = 0, 1, 2
+
+
+def shape_match(extra) -> int:
+    """How an unpack's remembered ``shape`` (``extra``) may match an equal one: only as the
+    same object (``BY_IDENTITY``: None, or not a tuple); ``BY_SUM``: an equal tuple whose
+    ``sum`` is an ``int`` has no float, no numpy scalar and -- no dim being 0 or 1 -- no
+    bool, so it holds the exact ints the checked path accepts (the cheapest test);
+    ``BY_TYPES``: a dim is 0 or 1 (``True == 1``), so every dim's type is tested
+    (``exact_ints``)."""
+    if type(extra) is not tuple:
+        return BY_IDENTITY
+    return BY_TYPES if 0 in extra or 1 in extra else BY_SUM
 
 
 def _flags_offset() -> int | None:
@@ -204,14 +225,32 @@ def pad_key(value):
 
 def value_key(op: str, x: np.ndarray, pos, tiles, perm, extra):
     """``BY_VALUE``'s key, or None when an attribute is not a list of integers or ``extra``
-    is unhashable (the slow path reports it)."""
+    is unhashable (the slow path reports it). Lists or tuples of exact ints (the common
+    case) are tested in one pass and copied as they are; anything else goes through
+    ``operator.index`` (numpy integers; a bool or a float is then no key)."""
     try:
-        key = (op, x.shape, x.dtype, tuple(map(operator.index, pos)),
-               tuple(map(operator.index, tiles)), tuple(map(operator.index, perm)), extra)
+        if _INT.issuperset(map(type, (*pos, *tiles, *perm))):
+            key = (op, x.shape, x.dtype, tuple(pos), tuple(tiles), tuple(perm), extra)
+        else:
+            key = (op, x.shape, x.dtype, _indices(pos), _indices(tiles), _indices(perm), extra)
         hash(key)
     except TypeError:
         return None
     return key
+
+
+def _indices(values) -> tuple[int, ...]:
+    """``values`` as a tuple of ints (``operator.index``); TypeError for bools, which the
+    checked path rejects while ``operator.index`` takes them."""
+    if any(type(v) is bool or isinstance(v, np.bool_) for v in values):
+        raise TypeError("a bool is not a dim or a size")
+    return tuple(map(operator.index, values))
+
+
+def tuples(pos, tiles, perm) -> bool:
+    """Whether the three attributes are tuples: only tuples are remembered by identity
+    (``BY_ID``), so other containers skip building and probing its key."""
+    return pos.__class__ is tuple and tiles.__class__ is tuple and perm.__class__ is tuple
 
 
 _INT = frozenset({int})

@@ -33,12 +33,12 @@ from math import gcd, prod
 
 import ml_dtypes
 import numpy as np
-from numpy import ndarray
+from numpy import empty, ndarray
 
 from ..dtypes import DType, from_mlir, from_numpy
 from ..errors import DTypeError, PackError, ParseError
-from .hot import (BY_ID, LAST_PACK, LAST_UNPACK, Plan, by_value, exact_ints, pad_key,
-                  remember, value_key)
+from .hot import (BY_ID, BY_SUM, LAST_PACK, LAST_UNPACK, Plan, by_value, exact_ints, pad_key,
+                  remember, tuples, value_key)
 
 _DIM = re.compile(r"\s*(\d+)\s*x")
 
@@ -481,17 +481,20 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
     last = LAST_PACK[0]  # the previous call's objects and lean entry (``hot.Plan.last``)
     if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
             and last[2] is outer_dims_perm and last[3] is padding_value
-            and x.__class__ is ndarray and x.dtype is last[4] and x.ndim == last[5]
-            and out.__class__ is ndarray and out.dtype is last[4] and out.ndim == last[6]
-            and last[7](x, out, last[8]) == 0):
-        return out  # the lean entry checked the shapes, contiguity and writeability
+            and x.__class__ is ndarray and x.dtype is last[4] and x.ndim == last[5]):
+        dst = empty(last[11], last[4]) if out is None else out  # a new array fits the plan
+        if (dst.__class__ is ndarray and dst.dtype is last[4] and dst.ndim == last[6]
+                and last[7](x, dst, last[8]) == 0):
+            return dst  # the lean entry checked the shapes, contiguity and writeability
     keys = None
     if type(x) is np.ndarray:
         try:
             extra = padding_value if padding_value is None else pad_key(padding_value)
-            idk = ("pack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), x.shape,
-                   x.dtype, extra)
-            hit = BY_ID.get(idk)
+            hit = idk = None
+            if tuples(inner_dims_pos, inner_tiles, outer_dims_perm):  # else not in BY_ID
+                idk = ("pack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm),
+                       x.shape, x.dtype, extra)
+                hit = BY_ID.get(idk)
         except TypeError:  # an unhashable padding value: the slow path
             hit = idk = None
         if hit is not None:
@@ -504,7 +507,7 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
             vkey = value_key("pack", x, inner_dims_pos, inner_tiles, outer_dims_perm, extra)
             plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
             keys = (vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
-        if plan is not None and (done := plan.run(x, out)) is not None:
+        if plan is not None and (done := plan.fast_or_run(x, out)) is not None:
             return done
     x = np.asarray(x)
     packing = verify(x.shape, inner_dims_pos, inner_tiles, outer_dims_perm)
@@ -531,19 +534,25 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
     last = LAST_UNPACK[0]  # the previous call's objects and lean entry (``hot.Plan.last``)
     if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
             and last[2] is outer_dims_perm and p.__class__ is ndarray and p.dtype is last[4]
-            and p.ndim == last[5] and out.__class__ is ndarray and out.dtype is last[4]
-            and out.ndim == last[6]
-            and (last[3] is shape or last[10] and last[3] == shape and sum(shape).__class__ is int)
-            and last[7](p, out, last[8]) == 0):
-        return out  # the lean entry checked the shapes, contiguity and writeability
+            and p.ndim == last[5]
+            and (last[3] is shape or last[10] and last[3] == shape
+                 and (sum(shape).__class__ is int if last[10] == BY_SUM else exact_ints(shape)))):
+        dst = out
+        if dst is None and shape is not None:  # the shape decides the plan (else out= did)
+            dst = empty(last[11], last[4])
+        if (dst.__class__ is ndarray and dst.dtype is last[4] and dst.ndim == last[6]
+                and last[7](p, dst, last[8]) == 0):
+            return dst  # the lean entry checked the shapes, contiguity and writeability
     given = shape  # as passed: what ``LAST_UNPACK`` compares
     if shape is None and out is not None and isinstance(out, np.ndarray):
         shape = out.shape
     keys = None
     if type(p) is np.ndarray and (shape is None or exact_ints(shape)):
-        idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm), p.shape,
-               p.dtype, shape)
-        hit = BY_ID.get(idk)
+        hit = idk = None
+        if tuples(inner_dims_pos, inner_tiles, outer_dims_perm):  # else not in BY_ID
+            idk = ("unpack", id(inner_dims_pos), id(inner_tiles), id(outer_dims_perm),
+                   p.shape, p.dtype, shape)
+            hit = BY_ID.get(idk)
         if hit is not None:
             plan = hit[0]
             if (done := plan.fast(p, out)) is not None:
@@ -553,7 +562,7 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
             vkey = value_key("unpack", p, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
             plan = by_value(vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
             keys = (vkey, idk, inner_dims_pos, inner_tiles, outer_dims_perm)
-        if plan is not None and (done := plan.run(p, out)) is not None:
+        if plan is not None and (done := plan.fast_or_run(p, out)) is not None:
             return done
     p = np.asarray(p)
     packing = unpack_packing(p.shape, inner_dims_pos, inner_tiles, outer_dims_perm, shape)
