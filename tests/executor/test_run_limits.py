@@ -96,3 +96,29 @@ def test_ctrl_c_ends_a_forced_run_with_one_line(tmp_path):
     assert proc.wait(timeout=60) == 130, text[-500:]
     assert "executing 524,288 tiles" in text and "Traceback" not in text
     assert text.strip().splitlines()[-1] == "error: interrupted (Ctrl-C)"
+
+
+def test_a_swallowed_ctrl_c_is_raised_again(monkeypatch):
+    """A KeyboardInterrupt dropped on the way (Python raises it at the next bytecode, which
+    after a long C call can be a finalizer that only prints it) still ends the command:
+    ``interrupt.check`` raises it again from ordinary code, and ``main`` exits 130."""
+    import signal
+
+    import tilewise.cli as cli
+    from tilewise.cli import interrupt
+
+    def swallow():
+        try:
+            signal.raise_signal(signal.SIGINT)
+        except KeyboardInterrupt:
+            pass  # swallowed, as a finalizer does
+
+    with interrupt.caught():
+        swallow()
+        with pytest.raises(KeyboardInterrupt):
+            interrupt.check()
+    interrupt.check()  # cleared on the way out, the old handler back
+    assert signal.getsignal(signal.SIGINT) is not interrupt._on_sigint
+
+    monkeypatch.setattr(cli.app, "main", lambda **kw: swallow() or 0)  # a command that ends well
+    assert cli.main(["--version"]) == 130

@@ -15,6 +15,7 @@ import click
 
 from .._version import __version__
 from ..errors import TilewiseError
+from . import interrupt
 
 
 @click.group(
@@ -37,7 +38,9 @@ for _name in _COMMAND_MODULES:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``tilewise`` console script; returns (and exits with) the exit code."""
     try:
-        rv = app.main(args=argv, standalone_mode=False, prog_name="tilewise")
+        with interrupt.caught():
+            rv = app.main(args=argv, standalone_mode=False, prog_name="tilewise")
+            interrupt.check()  # a Ctrl-C whose KeyboardInterrupt was swallowed on the way
     except click.exceptions.Exit as e:
         code = e.exit_code
     except click.ClickException as e:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from ..errors import ParseError, TilewiseError
+from . import interrupt
 
 
 def output_path(path: str | None, option: str) -> str | None:
@@ -70,4 +71,8 @@ def progress(what: str):
     bar = Progress(console=console(stderr=True), transient=True)
     task = bar.add_task(what, total=None)
     bar.start()
-    return bar, lambda done, total: bar.update(task, completed=done, total=total)
+    def update(done, total):
+        interrupt.check()  # a Ctrl-C during a long call below ends the work here
+        bar.update(task, completed=done, total=total)
+
+    return bar, update

@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from ..errors import TilewiseError
+from . import interrupt
 from ._util import console, progress
 
 
@@ -32,9 +33,11 @@ def verify_with_progress(workload, mapping, arch, seed: int, size):
 
     bar, update = progress(f"executing {size.tiles:,} tiles" if size.tiles else "executing")
     try:
-        return verify(workload, mapping, seed=seed, arch=arch,
-                      progress=None if update is None else
-                      (lambda done: update(done, size.tiles)))
+        report = verify(workload, mapping, seed=seed, arch=arch,
+                        progress=None if update is None else
+                        (lambda done: update(done, size.tiles)))
+        interrupt.check()  # Ctrl-C during the reference: no report
+        return report
     finally:
         if bar is not None:
             bar.stop()

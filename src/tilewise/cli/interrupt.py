@@ -1,0 +1,45 @@
+"""Ctrl-C that is never lost.
+
+Python turns SIGINT into ``KeyboardInterrupt`` at the next bytecode boundary. After a long C or
+numba call (a reference matmul, a compile) that boundary can be a finalizer or a gc callback,
+where the exception is printed as "Exception ignored" and dropped: a forced ``tilewise run``
+then ran on to PASS under Ctrl-C in a cold CI clone. :func:`caught` keeps a flag that the
+handler sets before raising, and :func:`check` (called where long work reports progress and
+where it returns) raises again from ordinary code, so the command ends with exit code 130.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+
+_INTERRUPTED = threading.Event()
+
+
+def _on_sigint(signum, frame) -> None:
+    _INTERRUPTED.set()
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def caught():
+    """Within: SIGINT sets the flag and raises ``KeyboardInterrupt`` (the main thread only;
+    elsewhere nothing changes). The previous handler and a clear flag come back after."""
+    _INTERRUPTED.clear()
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+        _INTERRUPTED.clear()
+
+
+def check() -> None:
+    """Raise ``KeyboardInterrupt`` if Ctrl-C came since :func:`caught` began, even when the
+    first one was swallowed (module doc)."""
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
