@@ -38,7 +38,7 @@ for _name in _COMMAND_MODULES:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``tilewise`` console script; returns (and exits with) the exit code."""
     try:
-        with interrupt.caught():
+        with interrupt.caught(exiting=argv is None):
             rv = app.main(args=argv, standalone_mode=False, prog_name="tilewise")
             interrupt.check()  # a Ctrl-C whose KeyboardInterrupt was swallowed on the way
     except click.exceptions.Exit as e:

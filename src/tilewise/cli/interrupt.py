@@ -23,9 +23,12 @@ def _on_sigint(signum, frame) -> None:
 
 
 @contextmanager
-def caught():
+def caught(exiting: bool = False):
     """Within: SIGINT sets the flag and raises ``KeyboardInterrupt`` (the main thread only;
-    elsewhere nothing changes). The previous handler and a clear flag come back after."""
+    elsewhere nothing changes). The previous handler and a clear flag come back after, except
+    when ``exiting`` (the process ends right after) and Ctrl-C came: then further presses are
+    ignored, so a second Ctrl-C while the command ends cannot turn its exit code 130 and
+    one-line message into a death by SIGINT."""
     _INTERRUPTED.clear()
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -34,7 +37,7 @@ def caught():
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        signal.signal(signal.SIGINT, signal.SIG_IGN if exiting and _INTERRUPTED.is_set() else old)
         _INTERRUPTED.clear()
 
 
