@@ -122,3 +122,19 @@ def test_a_swallowed_ctrl_c_is_raised_again(monkeypatch):
 
     monkeypatch.setattr(cli.app, "main", lambda **kw: swallow() or 0)  # a command that ends well
     assert cli.main(["--version"]) == 130
+
+
+def test_a_ctrl_c_in_deferred_work_waits_for_the_next_check():
+    """Inside ``deferred`` (a run whose progress callback checks), Ctrl-C sets the flag only:
+    nothing is raised where Python could drop it, and the next check raises it."""
+    import signal
+
+    from tilewise.cli import interrupt
+
+    with interrupt.caught():
+        with interrupt.deferred():
+            signal.raise_signal(signal.SIGINT)  # no KeyboardInterrupt here
+            with pytest.raises(KeyboardInterrupt):
+                interrupt.check()
+        with pytest.raises(KeyboardInterrupt):  # outside deferred, the handler raises again
+            signal.raise_signal(signal.SIGINT)

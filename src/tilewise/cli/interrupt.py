@@ -5,7 +5,8 @@ numba call (a reference matmul, a compile) that boundary can be a finalizer or a
 where the exception is printed as "Exception ignored" and dropped: a forced ``tilewise run``
 then ran on to PASS under Ctrl-C in a cold CI clone. :func:`caught` keeps a flag that the
 handler sets before raising, and :func:`check` (called where long work reports progress and
-where it returns) raises again from ordinary code, so the command ends with exit code 130.
+where it returns) raises again from ordinary code, so the command ends with exit code 130;
+inside :func:`deferred` the handler only sets the flag.
 """
 
 from __future__ import annotations
@@ -15,11 +16,25 @@ import threading
 from contextlib import contextmanager
 
 _INTERRUPTED = threading.Event()
+_DEFERRED = [0]  # depth of deferred() blocks: there the handler only sets the flag
 
 
 def _on_sigint(signum, frame) -> None:
     _INTERRUPTED.set()
-    raise KeyboardInterrupt
+    if not _DEFERRED[0]:
+        raise KeyboardInterrupt
+
+
+@contextmanager
+def deferred():
+    """Within (work that calls :func:`check` as it goes, e.g. a run reporting its tiles):
+    Ctrl-C only sets the flag, and the next :func:`check` raises from ordinary code, never
+    from a finalizer where Python would print a traceback and drop it."""
+    _DEFERRED[0] += 1
+    try:
+        yield
+    finally:
+        _DEFERRED[0] -= 1
 
 
 @contextmanager

@@ -7,6 +7,8 @@ result against the reference and times it against IREE's default tiling of the s
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import click
 
 from ..errors import TilewiseError
@@ -33,9 +35,11 @@ def verify_with_progress(workload, mapping, arch, seed: int, size):
 
     bar, update = progress(f"executing {size.tiles:,} tiles" if size.tiles else "executing")
     try:
-        report = verify(workload, mapping, seed=seed, arch=arch,
-                        progress=None if update is None else
-                        (lambda done: update(done, size.tiles)))
+        # with a bar, its callback (and the line below) raise Ctrl-C from ordinary code
+        with interrupt.deferred() if update is not None else nullcontext():
+            report = verify(workload, mapping, seed=seed, arch=arch,
+                            progress=None if update is None else
+                            (lambda done: update(done, size.tiles)))
         interrupt.check()  # Ctrl-C during the reference: no report
         return report
     finally:
