@@ -121,18 +121,21 @@ def measure(only, base_rev: str, base_dir, rounds: int, cell=None) -> list[dict]
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(doc: str = __doc__, out_name: str = "pack_ab.json", cell=None) -> None:
+    """The A/B command line (``doc``'s first line as its description), results to
+    ``benchmarks/results/<out_name>`` by default, each cell timed by ``cell`` (default
+    :func:`_cell`); ``pack_bands_ab.py`` runs it with its own cell timing."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--base", default="main", help="git revision to compare against")
     ap.add_argument("--only", default="", help="sweep filter (see pack.py --only)")
     ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pack_ab.json"))
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / out_name))
     ap.add_argument("--base-dir", default=None,
                     help="keep the exported base revision (and its numba cache) here between "
                          "runs (default: a temporary directory)")
     args = ap.parse_args()
     only = parse_only(args.only)
-    report(measure(only, args.base, args.base_dir, args.rounds), args.base, args.out)
+    report(measure(only, args.base, args.base_dir, args.rounds, cell), args.base, args.out)
 
 
 def report(rows: list[dict], base_rev: str, out: str) -> None:

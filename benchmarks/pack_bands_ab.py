@@ -14,14 +14,14 @@ against the faster copy of the same round. Results: ``results/pack_bands_ab.json
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 
 import tilewise.layout.pack as current
-from pack_ab import ROOT, _calls, measure, report
-from pack_sweep import _evict, parse_only
+import pack_ab
+from pack_ab import _calls
+from pack_sweep import _evict
 
 
 def _timed(f) -> float:
@@ -60,15 +60,7 @@ def _cell(op, x, packed, lay, base, stream, rounds) -> dict:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--base", default="main", help="git revision to compare against")
-    ap.add_argument("--only", default="", help="sweep filter (see pack.py --only)")
-    ap.add_argument("--rounds", type=int, default=15)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pack_bands_ab.json"))
-    ap.add_argument("--base-dir", default=None, help="keep the exported base revision here")
-    args = ap.parse_args()
-    only = parse_only(args.only)
-    report(measure(only, args.base, args.base_dir, args.rounds, _cell), args.base, args.out)
+    pack_ab.main(__doc__, "pack_bands_ab.json", _cell)
 
 
 if __name__ == "__main__":
