@@ -288,6 +288,7 @@ def _window_items(t, c, kq, union, p, g, x, kkd, dma, gi, axes, LE, LM, LN, X, X
 def _buffers(t, L, rsplit, row_pts, dma, gi, axes, lists, core_lists, X, XN, kkd, SH, IE, IW,
              IN, midx):
     """``SH[t, l]``: the extents of ``t``'s buffer at each level (module doc), lanes last."""
+    no, zero = np.bool_(False), np.int64(0)  # typed, not literals: one compiled _items
     n_ax = dma.n_axes[t]
     for p in range(n_ax):
         SH[t, 0, p] = dma.shape[t, p]
@@ -300,7 +301,7 @@ def _buffers(t, L, rsplit, row_pts, dma, gi, axes, lists, core_lists, X, XN, kkd
     for c in range(1, L):
         for j in range(kkd.shape[0]):
             kkd[j] = c
-        _items(t, c, kkd, False, 0, False, row_pts if rsplit else 0, dma, gi, axes, lists,
+        _items(t, c, kkd, no, zero, no, row_pts if rsplit else zero, dma, gi, axes, lists,
                core_lists, X, XN, IE, IW, IN, midx)
         for p in range(n_ax):
             mx = 0
@@ -494,6 +495,7 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
     fall below the transfers, which the search's bounds count). ``groups = (gi, axes, X,
     XN)``, ``bw`` :func:`work_arrays`."""
     gi, axes, X, XN = groups
+    yes, one_bd = np.bool_(True), np.int64(1)  # typed, not literals (one compiled callee each)
     SH, SK, CK, IE, IW, IN, odo, ext, side, cwork, MK, MV, midx, kkd, TK, TV, AK, AV = bw[:18]
     TD, SNAP, TEP, GEN = bw[18], bw[19], bw[20], bw[21]
     fills, drains, fbd, dbd = out.fills, out.drains, out.fill_bds, out.drain_bds
@@ -508,7 +510,7 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
     for t in range(T):
         fbd[b, 0, t] = ffx[b, 0, t] = 0
         dbd[b, 0, t] = dfx[b, 0, t] = 0
-        src = 0
+        src = np.int64(0)  # typed, not a literal: one compiled _level_bds, not two
         counted = dma.active and dma.n_axes[t] > 0 and (one < 0 or one == t)
         ep = _tensor_epoch(t, epoch, last, TD, SNAP, TEP, GEN) if counted else 0
         rsplit = 0
@@ -543,9 +545,9 @@ def bd_traffic(b, one, bypass, copies, parts, a, psum, tbytes, oth, count_a, cnt
                             code = 2 if code else 0
                         continue
                     pts = granule_points(row_word, width) if rsplit else 0
-                    _items(t, c, kkd, per_core, a, True, pts, dma, gi, axes, lists, core_lists,
+                    _items(t, c, kkd, per_core, a, yes, pts, dma, gi, axes, lists, core_lists,
                            X, XN, IE, IW, IN, midx)
-                    chk, _ = _weighted(t, c, s, width, rsplit, ep, 1, dma, SH, IE, IW, IN,
+                    chk, _ = _weighted(t, c, s, width, rsplit, ep, one_bd, dma, SH, IE, IW, IN,
                                        odo, ext, side, cwork, MK, MV)
                     code = 0 if chk == 0 or code == 0 else max(code, chk)
                 ck[0], ck[1] = ep, code
@@ -603,8 +605,8 @@ def _term(t, c, s, width, rsplit, epoch, mode, per_core, a, row_word, dma, group
     if mode == 2:
         return _axis_sums(t, c, width, rsplit, epoch, per_core, a, pts, dma, groups, lists,
                           core_lists, bw)
-    _items(t, c, kkd, per_core, a, False, pts, dma, gi, axes, lists, core_lists, X, XN, IE, IW,
-           IN, midx)
+    _items(t, c, kkd, per_core, a, np.bool_(False), pts, dma, gi, axes, lists, core_lists, X,
+           XN, IE, IW, IN, midx)  # a typed False: the same compiled _items as the others
     return _weighted(t, c, s, width, rsplit, epoch, mode, dma, SH, IE, IW, IN, odo, ext, side,
                      cwork, MK, MV)
 

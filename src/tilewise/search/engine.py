@@ -546,6 +546,8 @@ class Engine:
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
         rfl, wfl = (np.zeros((m, self.L)), np.zeros((m, self.L))) if fl is None else fl
+        # C-contiguous always: one compiled best_variant, not one per layout (3 s each, cold)
+        rfl, wfl = np.ascontiguousarray(rfl), np.ascontiguousarray(wfl)
         calls = si.calls if si.calls is not None else self._calls(run, s, si, inner)
 
         need = []   # the base objectives to bound, each once
