@@ -288,17 +288,27 @@ def test_streamed_runs_either_side_of_the_line_threshold(run):
 
 
 @pytest.mark.parametrize("packed_is_src", [False, True])
-def test_split_streams_only_for_streamed_destinations(packed_is_src):
-    # f32 T(16,32) of a [32, 4096] tensor: 128-byte runs 2 KiB (unpack) or 16 KiB (pack)
-    # apart are read 8 at a time when streamed; written through the cache, the nest is
-    # walked unsplit (``Nest.in_cache``). Both forms bit-exact, at both store kinds.
-    x = np.random.default_rng(3).standard_normal((32, 4096)).astype(np.float32)
-    packing = verify(x.shape, (0, 1), (16, 32))
-    nest = _nest(packing, 4, 8, packed_is_src)
+@pytest.mark.parametrize("long_runs, at_a_time", [(1024, 8), (2048, 16)])  # AMD, Intel
+def test_split_streams_only_for_streamed_destinations(packed_is_src, long_runs, at_a_time,
+                                                       monkeypatch):
+    # f32 T(32,32) of a [64, 4096] tensor: 128-byte runs 2 KiB (unpack) or 16 KiB (pack)
+    # apart are read SEGMENT_LONG_RUNS // 128 at a time when streamed; written through the
+    # cache, the nest is walked unsplit (``Nest.in_cache``). Both forms bit-exact, at both
+    # store kinds.
+    monkeypatch.setattr(kernels, "SEGMENT_LONG_RUNS", long_runs)
+    x = np.random.default_rng(3).standard_normal((64, 4096)).astype(np.float32)
+    packing = verify(x.shape, (0, 1), (32, 32))
+    nest = _nest.__wrapped__(packing, 4, 8, packed_is_src)  # planned now, not cached
     assert nest.in_cache is not None and len(nest.table) == len(nest.in_cache) + 1
+    assert nest.table[-2, 0] == at_a_time and nest.table[-1, 0] == 128 // 8  # runs, units
     assert nest.kernel_args(False)[0] is nest.in_cache
     assert nest.kernel_args(True)[0] is nest.table
-    _check_both_ways(x, (0, 1), (16, 32), (), 0, offsets=(0, 16))
+    _check_both_ways(x, (0, 1), (32, 32), (), 0, offsets=(0, 16))
+
+
+def test_long_runs_are_read_16_at_a_time_on_intel_only():
+    intel = kernels._cpu_vendor() == "GenuineIntel"
+    assert kernels.SEGMENT_LONG_RUNS == (2048 if intel else kernels.SEGMENT)
 
 
 def test_word_gathers_stream_from_a_smaller_size():

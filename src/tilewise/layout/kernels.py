@@ -89,6 +89,26 @@ _WORDS_STREAM_BYTES = 2 << 20
 # T(32,32) ran at 0.3 of memcpy, with 1024 bytes (8 streams) at 1.0-1.3
 # (benchmarks/pack.py --sweep); the earlier Intel Xeon VM was tuned at 4096.
 SEGMENT = 1024
+
+
+def _cpu_vendor() -> str:
+    """``vendor_id`` of /proc/cpuinfo ("GenuineIntel", "AuthenticAMD"; "" when unknown)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
+
+
+# Runs of 128 bytes or more on Intel: 16 streams at a time, not 8. Emerald Rapids VM (2 MiB
+# L2, 260 MiB L3), benchmarks/pack_ab.py 16-256 MiB, 9 rounds, of the fastest copy: f32
+# T(32,32) pack/unpack 0.50-0.59 -> 0.69-1.38 (1.3-2.2x) at every size, T(16,32) 1.2-1.4x
+# at 16 and 256 MiB, bf16 T(64,64) 1.3x at 64 and 256 MiB; 32 streams (SEGMENT 4096) lost
+# 64-byte runs (bf16 T(16,32), T(32,32): 0.8-0.9x) and f32 T(32,32) pack at 256 MiB (0.66x).
+SEGMENT_LONG_RUNS = 2048 if _cpu_vendor() == "GenuineIntel" else SEGMENT
 # Runs of a line or more at least this far apart (shorter runs: a page) count as separate
 # source streams (``_split_streams``): unpacking bf16 T(32,32) (2 KiB tiles) read 128 tiles
 # at a time and ran at 0.15 of the fastest copy at 16 MiB, split at 0.53; i8 T(32,32) (32-byte
@@ -1507,7 +1527,8 @@ def _coalesce(dims: list[_Dim]) -> list[_Dim]:
 
 
 def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
-    """Read runs that are ``_SPLIT_BYTES`` or more apart ``SEGMENT // run`` (8 to 32) at a time: the
+    """Read runs that are ``_SPLIT_BYTES`` or more apart ``SEGMENT // run`` (8 to 32;
+    ``SEGMENT_LONG_RUNS`` for runs of two lines or more) at a time: the
     outer part of the run loop is hoisted above the next outer loop (unclipped nests only);
     ``dims`` itself when nothing is split. For streamed destinations only: written through
     the cache, the nest unsplit measured as fast or faster at every cell tried (``plans``
@@ -1518,7 +1539,8 @@ def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
     if len(dims) < 3 or any(d[4] is not None for d in dims):
         return dims
     (n2, s2, d2, k2, _, _), (n1, s1, d1, k1, _, _), (n0, s0, d0, k0, _, _) = dims[-3:]
-    c = max(8, min(32, SEGMENT // (n0 * unit)))
+    run = n0 * unit
+    c = max(8, min(32, (SEGMENT_LONG_RUNS if run >= 2 * _LINE else SEGMENT) // run))
     apart = s1 * unit >= (_SPLIT_BYTES if n0 * unit >= _LINE else _PAGE)
     if not (s0 == 1 and d0 == 1 and n1 > c and n1 % c == 0 and apart):
         return dims
