@@ -59,13 +59,35 @@ def console(stderr: bool = False):
     return Console(stderr=stderr, highlight=False, soft_wrap=True)
 
 
+def first_run_notice() -> None:
+    """One line on stderr, when it is a terminal, if the cost model's compiled kernels are not
+    in numba's cache for this machine yet (:func:`tilewise.model.cache.kernel_cached`): the
+    command then compiles them first, for minutes, with nothing else to show."""
+    import sys
+
+    if not sys.stderr.isatty():
+        return
+    from ..model.cache import kernel_cached
+
+    if kernel_cached() is False:
+        print(f"note: first run on this machine (or after an update): compiling the cost "
+              f"model's kernels into numba's cache, {COLD_COMPILE}; later runs start at once",
+              file=sys.stderr, flush=True)
+
+
+# measured from a fresh clone on the 2-core development VM (README, Quickstart)
+COLD_COMPILE = "about 3-4 minutes"
+
+
 def progress(what: str):
     """``(bar, callback(done, total))``: a rich progress bar on stderr when it is a terminal,
-    else ``(None, None)`` (never in tests or CI logs). Stop the bar with ``bar.stop()``."""
+    else ``(None, None)`` (never in tests or CI logs). Stop the bar with ``bar.stop()``.
+    Says first when the kernels must be compiled (:func:`first_run_notice`)."""
     import sys
 
     if not sys.stderr.isatty():
         return None, None
+    first_run_notice()
     from rich.progress import Progress
 
     bar = Progress(console=console(stderr=True), transient=True)

@@ -20,7 +20,7 @@ import math
 
 import click
 
-from ._util import console
+from ._util import console, first_run_notice
 from ._workload import workload_group
 
 
@@ -47,6 +47,7 @@ def _run(workload, arch_spec: str, mapping_text: str, as_json: bool, simulate: b
 
     arch = load_arch(arch_spec, "--arch")
     mapping = Mapping.parse(mapping_text)
+    first_run_notice()
     cost = evaluate(workload, arch, mapping)
     mismatches = None
     if simulate:
