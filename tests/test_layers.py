@@ -21,7 +21,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # package (or module) prefix -> layer; a module belongs to its longest matching prefix
 LAYERS = {
-    "tilewise.errors": 0, "tilewise.textfile": 0, "tilewise.dtypes": 0, "tilewise._version": 0,
+    "tilewise.errors": 0, "tilewise.textfile": 0, "tilewise.cpuinfo": 0, "tilewise.dtypes": 0, "tilewise._version": 0,
     "tilewise.ir": 1, "tilewise.arch": 1,
     "tilewise.mapping": 2, "tilewise.importers": 2,
     "tilewise.model": 3,

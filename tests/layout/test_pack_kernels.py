@@ -2,6 +2,9 @@
 streaming stores, every unit width, clipped (padded) nests, register transposes with
 remainders, column-chunked gathers, and the cached fast path of repeated calls."""
 
+import subprocess
+import sys
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -306,9 +309,19 @@ def test_split_streams_only_for_streamed_destinations(packed_is_src, long_runs, 
     _check_both_ways(x, (0, 1), (32, 32), (), 0, offsets=(0, 16))
 
 
-def test_long_runs_are_read_16_at_a_time_on_intel_only():
-    intel = kernels._cpu_vendor() == "GenuineIntel"
-    assert kernels.SEGMENT_LONG_RUNS == (2048 if intel else kernels.SEGMENT)
+@pytest.mark.parametrize("vendor, long_runs", [("GenuineIntel", 2048), ("AuthenticAMD", 1024),
+                                               (None, 1024)])
+def test_long_runs_are_read_16_at_a_time_on_intel_only(vendor, long_runs, tmp_path):
+    # the module's own choice, made at import from a stand-in /proc/cpuinfo (None: unreadable)
+    fake = tmp_path / "cpuinfo"
+    if vendor:
+        fake.write_text(f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: 6\n")
+    code = ("import pathlib, tilewise.cpuinfo as c; c.CPUINFO = pathlib.Path(%r); "
+            "import tilewise.layout.kernels as k; print(k.SEGMENT_LONG_RUNS)" % str(fake))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout) == long_runs
 
 
 def test_word_gathers_stream_from_a_smaller_size():

@@ -34,10 +34,11 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import cpuinfo
+from ..cpuinfo import field as cpuinfo_field
 from ..errors import SpecError
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
-CPUINFO = Path("/proc/cpuinfo")
 FMA_PIPES = 2  # assumption: two fused multiply-add pipes per core (x86 since Haswell / Zen)
 
 
@@ -121,13 +122,6 @@ def read_caches(cpus: set[int], root: Path = SYSFS_CPU) -> tuple[Cache, ...]:
     return tuple(sorted(found, key=lambda c: -c.level))
 
 
-def cpuinfo_field(name: str, text: str | None = None) -> str:
-    """The first ``name : value`` of /proc/cpuinfo ('' when absent)."""
-    text = _read(CPUINFO) if text is None else text
-    m = re.search(rf"^{re.escape(name)}\s*:\s*(.*)$", text, re.MULTILINE)
-    return m.group(1).strip() if m else ""
-
-
 def vector_unit(flags: set[str]) -> Vector:
     """SIMD width, registers and MACs per cycle per input dtype from the CPU flags.
 
@@ -170,7 +164,7 @@ def clock(text: str | None = None) -> tuple[float, str]:
 def probe() -> HostCPU:
     """This CPU as the operating system describes it (no benchmark)."""
     cpus = set(os.sched_getaffinity(0))
-    text = _read(CPUINFO)
+    text = cpuinfo.text()
     flags = set(cpuinfo_field("flags", text).split())
     hz, source = clock(text)
     return HostCPU(cpuinfo_field("model name", text) or "unknown CPU", len(cpus),

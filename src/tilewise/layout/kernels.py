@@ -73,6 +73,8 @@ from numba import carray, cfunc, njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
+from .. import cpuinfo
+
 # Destinations at least this large (bytes) bypass the cache. Below it, source and
 # destination stay in the last-level cache between uses and plain stores keep up with
 # memcpy and numpy (which also store through the cache at these sizes); above it, streaming
@@ -91,24 +93,12 @@ _WORDS_STREAM_BYTES = 2 << 20
 SEGMENT = 1024
 
 
-def _cpu_vendor() -> str:
-    """``vendor_id`` of /proc/cpuinfo ("GenuineIntel", "AuthenticAMD"; "" when unknown)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
-
-
 # Runs of 128 bytes or more on Intel: 16 streams at a time, not 8. Emerald Rapids VM (2 MiB
 # L2, 260 MiB L3), benchmarks/pack_ab.py 16-256 MiB, 9 rounds, of the fastest copy: f32
 # T(32,32) pack/unpack 0.50-0.59 -> 0.69-1.38 (1.3-2.2x) at every size, T(16,32) 1.2-1.4x
 # at 16 and 256 MiB, bf16 T(64,64) 1.3x at 64 and 256 MiB; 32 streams (SEGMENT 4096) lost
 # 64-byte runs (bf16 T(16,32), T(32,32): 0.8-0.9x) and f32 T(32,32) pack at 256 MiB (0.66x).
-SEGMENT_LONG_RUNS = 2048 if _cpu_vendor() == "GenuineIntel" else SEGMENT
+SEGMENT_LONG_RUNS = 2048 if cpuinfo.field("vendor_id") == "GenuineIntel" else SEGMENT
 # Runs of a line or more at least this far apart (shorter runs: a page) count as separate
 # source streams (``_split_streams``): unpacking bf16 T(32,32) (2 KiB tiles) read 128 tiles
 # at a time and ran at 0.15 of the fastest copy at 16 MiB, split at 0.53; i8 T(32,32) (32-byte
@@ -1541,7 +1531,7 @@ def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
     (n2, s2, d2, k2, _, _), (n1, s1, d1, k1, _, _), (n0, s0, d0, k0, _, _) = dims[-3:]
     run = n0 * unit
     c = max(8, min(32, (SEGMENT_LONG_RUNS if run >= 2 * _LINE else SEGMENT) // run))
-    apart = s1 * unit >= (_SPLIT_BYTES if n0 * unit >= _LINE else _PAGE)
+    apart = s1 * unit >= (_SPLIT_BYTES if run >= _LINE else _PAGE)
     if not (s0 == 1 and d0 == 1 and n1 > c and n1 % c == 0 and apart):
         return dims
     return dims[:-3] + [(n1 // c, s1 * c, d1 * c, k1, None, 0), (n2, s2, d2, k2, None, 0),
