@@ -84,6 +84,11 @@ def _exact(eng, w, m):
     return best, cost
 
 
+def _inv_ratio(eng, cost):
+    """1/𝔽 as the search ranks it: the slowest link's seconds over the compute-bound time."""
+    return max(cost.transfer_s.values(), default=0.0) / eng.min_time_s
+
+
 @pytest.mark.parametrize("w", WORKLOADS, ids=lambda w: w.name)
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
@@ -91,7 +96,7 @@ def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
     eng, ms = _mappings(w)
     eng.space.db_mode = "any"  # bound over every double-buffer choice
     eng.set_db_variants(eng.space.db_variants())
-    run = eng.config(("latency", "traffic", "energy"))
+    run = eng.config(("latency", "traffic", "energy", "ratio"))
     m = data.draw(st.sampled_from(ms))
     try:
         validate(w, ARCH, m)
@@ -108,7 +113,9 @@ def test_node_bounds_never_exceed_the_exact_cost_below(w, data):
         assert lb[0] <= lat * (1 + 1e-12), (stage, eng.stages[stage - 1] if stage else "root")
         assert lb[1] <= cost.offchip_bytes * (1 + 1e-12)
         assert lb[2] <= energy * (1 + 1e-12)
+        assert lb[3] <= _inv_ratio(eng, cost)  # bit for bit: the search trusts it without slack
     assert lb[0] == pytest.approx(lat, rel=1e-12)  # a leaf's bound is its exact least latency
+    assert lb[3] == _inv_ratio(eng, cost)  # and its 1/𝔽, the same float
 
 
 @pytest.mark.parametrize("w", WORKLOADS[:5], ids=lambda w: w.name)
@@ -123,7 +130,8 @@ def test_bounds_with_floors_never_exceed_the_exact_cost_below(w, data):
     eng, ms = _mappings(w)
     eng.space.db_mode = "any"
     eng.set_db_variants(eng.space.db_variants())
-    run = replace(eng.config(("latency", "traffic", "energy")), floor_levels=(True,) * eng.L)
+    run = replace(eng.config(("latency", "traffic", "energy", "ratio")),
+                  floor_levels=(True,) * eng.L)
     m = data.draw(st.sampled_from(ms))
     try:
         validate(w, ARCH, m)
@@ -139,6 +147,7 @@ def test_bounds_with_floors_never_exceed_the_exact_cost_below(w, data):
         assert lb[0] <= lat * (1 + 1e-12), (stage, eng.stages[stage - 1] if stage else "root")
         assert lb[1] <= cost.offchip_bytes * (1 + 1e-12)
         assert lb[2] <= cost.energy_j * (1 + 1e-12)
+        assert lb[3] <= _inv_ratio(eng, cost)
 
 
 def test_favorable_orders_put_each_tensors_dims_outermost():
@@ -215,11 +224,14 @@ def test_node_and_partial_order_bounds_on_the_aie_preset(w, seed):
             break
     else:
         return
-    run = eng.config(("latency",))
+    run = eng.config(("latency", "ratio"))
+    inv = _inv_ratio(eng, c)  # 1/𝔽 does not depend on double buffering
     stats = eng.new_stats()
     for stage in range(len(eng.stages) + 1):
         nd = _node(eng, m, stage)
-        assert eng.bound(nd, stage, run, stats)[0, 0] <= lat * (1 + 1e-12), stage
+        lb = eng.bound(nd, stage, run, stats)[0]
+        assert lb[0] <= lat * (1 + 1e-12), stage
+        assert lb[1] <= inv, stage  # bit for bit
         if stage < len(eng.stages) and eng.stages[stage][0] == "order":
             k = eng.stages[stage][1]
             tt = eng.assemble(nd.group, stage)[0]
@@ -227,8 +239,9 @@ def test_node_and_partial_order_bounds_on_the_aie_preset(w, seed):
             order = [eng.st.dims.index(d) for d in m.levels[k].order]
             rep = np.array([[j for j in order if real[j]] + [j for j in range(eng.D) if not real[j]]])
             for n_free in range(int(real.sum())):
-                lb = partial_order_bound(eng, nd, stage, rep, n_free, run, stats)[0, 0]
-                assert lb <= lat * (1 + 1e-12), (stage, n_free)
+                lb = partial_order_bound(eng, nd, stage, rep, n_free, run, stats)[0]
+                assert lb[0] <= lat * (1 + 1e-12), (stage, n_free)
+                assert lb[1] <= inv, (stage, n_free)
     leaf = eng.bound(nd, len(eng.stages), run, stats)[0, 0]
     # tight at the leaf where every transfer is one BD; the bound counts transfers, the cost
     # charges a transfer of several BDs for each (the search ranks its leaves by the cost)

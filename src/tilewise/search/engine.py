@@ -854,12 +854,13 @@ class Engine:
         lat = variant_latencies(cb.compute_s, self.link_traffic(tr), rbw, wbw, self.xfs[s],
                                 iterations, self._fold(self.db) if self.folded else self.db)
         lat += cb.pack_s[:, None]  # the pack passes do not overlap the operator
-        ratio = cb.ratio[:, 1:]
-        F = np.where(np.isfinite(ratio), ratio, np.inf).min(1) if L > 1 else np.full(B, np.inf)
+        # 1/𝔽 as the bound computes it (best_variant: the slowest link / compute.ideal), bit
+        # for bit: ties on 𝔽 then prune exactly (pool module doc)
+        inv_ratio = (cb.transfer_s[:, 1:].max(1) if L > 1 else np.zeros(B)) / self.min_time_s
         traffic = cb.offchip_bytes.astype(float)
         energy = cb.energy_j
         pool = Pool(objective=np.zeros(len(bi)), volume=np.prod(tiles[bi, L - 1, :], axis=1).astype(float),
-                    min_ratio=F[bi], latency_s=lat[bi, vi], traffic=traffic[bi],
+                    inv_ratio=inv_ratio[bi], latency_s=lat[bi, vi], traffic=traffic[bi],
                     energy=energy[bi], space=space[bi, vi], tiles=tiles[bi], orders=nd.orders[bi],
                     double_buffer=self.db[vi], split=spb[bi], pack=pack[bi])
         return replace(pool, objective=np.asarray(pool.metric(run.rank), float))

@@ -29,8 +29,14 @@ upper bound of it). A kept ``s`` ranks before every mapping ``m`` with ``f(m) >=
   g)``; or
 - (B) ``lf > (1 + tol) * min kept f`` (``m`` is certainly outside the band) and ``f(s) < lf``.
 
-Bounds of float metrics (latency, energy, edp, ratio) are trusted only to ``SLACK`` (relative)
-for rounding; byte counts (traffic, space) are exact.
+Bounds of float metrics (latency, energy, edp) are trusted only to ``SLACK`` (relative) for
+rounding; byte counts (traffic, space) are exact, and so is ``ratio`` (1/𝔽, ``max_l T_l / T_u``):
+its bound is the model's own expression (:func:`tilewise.model.rules.link_time` of each link,
+the largest, over ``compute.ideal``) on integer lower bounds of the bytes and transfers, with the
+same bandwidth and per-transfer numbers, and every IEEE operation in it is monotone, so the bound
+is never above the value bit for bit and a node that ties the kept 𝔽 can be ranked by the
+secondary keys (with a slack, every tie on 𝔽, common: the slowest link is often the off-chip
+one, fixed by the outer tiles, had to be expanded to its leaves).
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from numba import njit
 from .custom import Custom
 
 SLACK = 1e-9        # relative: a float bound within rounding of a kept value is not trusted
-EXACT = ("traffic", "space")  # integer bytes: compared exactly
+EXACT = ("traffic", "space", "ratio")  # bounds never above the value (module doc): no slack
 
 # every metric a search ranks or bounds by, minimized ("ratio": 1/𝔽, 𝔽 maximized)
 METRICS = ("latency", "traffic", "energy", "edp", "space", "ratio")
@@ -52,7 +58,7 @@ METRICS = ("latency", "traffic", "energy", "edp", "space", "ratio")
 @dataclass(frozen=True)
 class Pool:
     """Kept candidates ``[n]``: ``objective`` (the run's objective's unit), ``volume`` the
-    innermost tile's elements, ``min_ratio`` 𝔽, ``latency_s`` seconds, ``traffic`` off-chip
+    innermost tile's elements, ``inv_ratio`` 1/𝔽 (``max_l T_l / T_u``, 0 where nothing moves), ``latency_s`` seconds, ``traffic`` off-chip
     bytes, ``energy`` joules (nan without energy numbers), ``space`` bytes of the on-chip
     footprints (sum over levels 1 .. L-1 of the model's footprint per level), ``tiles [n, L,
     D]`` elements, ``orders [n, L-1, D]``, ``double_buffer [n, L, T]``, ``split [n, 4]`` (rows
@@ -60,7 +66,7 @@ class Pool:
 
     objective: np.ndarray | None = None
     volume: np.ndarray | None = None
-    min_ratio: np.ndarray | None = None
+    inv_ratio: np.ndarray | None = None
     latency_s: np.ndarray | None = None
     traffic: np.ndarray | None = None
     energy: np.ndarray | None = None
@@ -92,18 +98,18 @@ class Pool:
         """``name`` per candidate, minimized: "latency" s, "traffic" bytes, "energy" J, "edp"
         J·s, "space" bytes, "ratio" 1/𝔽 (0 where nothing moves)."""
         return metric_of(name, self.latency_s, self.traffic, self.energy, self.space,
-                         self.min_ratio)
+                         self.inv_ratio)
 
     def ranked(self, *primary) -> np.ndarray:
         """Indices in rank order: by the ``primary`` keys (first most significant; default
         the objective), then more work per subvolume, higher 𝔽, then :meth:`identity`."""
         primary = primary or (self.objective,)
-        return np.lexsort(self.identity()[::-1] + (-self.min_ratio, -self.volume) + primary[::-1])
+        return np.lexsort(self.identity()[::-1] + (self.inv_ratio, -self.volume) + primary[::-1])
 
     def tie_rank(self) -> np.ndarray:
         """``[n]`` each candidate's position under the tie-breaks alone (module doc)."""
         pos = np.empty(len(self), np.int64)
-        pos[np.lexsort(self.identity()[::-1] + (-self.min_ratio, -self.volume))] = np.arange(len(self))
+        pos[np.lexsort(self.identity()[::-1] + (self.inv_ratio, -self.volume))] = np.arange(len(self))
         return pos
 
     def identity(self) -> tuple:
@@ -157,13 +163,12 @@ def _row_hash(rows: np.ndarray) -> np.ndarray:
     return (rows.astype(np.uint64) * mult[None, :]).sum(1)
 
 
-def metric_of(name: str, latency, traffic, energy, space, min_ratio):
+def metric_of(name: str, latency, traffic, energy, space, inv_ratio):
     """The minimized form of metric ``name`` from the candidates' numbers (arrays of any
-    shape): ``ratio`` is ``1/𝔽`` (``𝔽 = inf``, nothing moved: 0); a :class:`.custom.Custom`
+    shape): ``ratio`` is ``inv_ratio``, ``1/𝔽`` (nothing moved: 0); a :class:`.custom.Custom`
     its function of those."""
     if isinstance(name, Custom):
-        return name(latency, traffic, energy, space,
-                    metric_of("ratio", latency, traffic, energy, space, min_ratio))
+        return name(latency, traffic, energy, space, inv_ratio)
     if name == "latency":
         return latency
     if name == "traffic":
@@ -175,8 +180,7 @@ def metric_of(name: str, latency, traffic, energy, space, min_ratio):
     if name == "space":
         return space
     if name == "ratio":
-        with np.errstate(divide="ignore"):
-            return 1.0 / min_ratio
+        return inv_ratio
     raise KeyError(name)
 
 
