@@ -309,19 +309,41 @@ def test_split_streams_only_for_streamed_destinations(packed_is_src, long_runs, 
     _check_both_ways(x, (0, 1), (32, 32), (), 0, offsets=(0, 16))
 
 
-@pytest.mark.parametrize("vendor, long_runs", [("GenuineIntel", 2048), ("AuthenticAMD", 1024),
-                                               (None, 1024)])
-def test_long_runs_are_read_16_at_a_time_on_intel_only(vendor, long_runs, tmp_path):
-    # the module's own choice, made at import from a stand-in /proc/cpuinfo (None: unreadable)
+@pytest.mark.parametrize("vendor, long_runs, early", [("GenuineIntel", 2048, 3 << 20),
+                                                      ("AuthenticAMD", 1024, 6 << 20),
+                                                      (None, 1024, 6 << 20)])
+def test_intel_reads_long_runs_16_at_a_time_and_streams_earlier(vendor, long_runs, early,
+                                                                tmp_path):
+    # the module's own choices, made at import from a stand-in /proc/cpuinfo (None: unreadable)
     fake = tmp_path / "cpuinfo"
     if vendor:
         fake.write_text(f"processor\t: 0\nvendor_id\t: {vendor}\ncpu family\t: 6\n")
     code = ("import pathlib, tilewise.cpuinfo as c; c.CPUINFO = pathlib.Path(%r); "
-            "import tilewise.layout.kernels as k; print(k.SEGMENT_LONG_RUNS)" % str(fake))
+            "import tilewise.layout.kernels as k; "
+            "print(k.SEGMENT_LONG_RUNS, k._EARLY_STREAM_BYTES, k.STREAMING_BYTES)" % str(fake))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert out.returncode == 0, out.stderr
-    assert int(out.stdout) == long_runs
+    assert [int(v) for v in out.stdout.split()] == [long_runs, early, 6 << 20]
+
+
+@pytest.mark.parametrize("tiles, dt, packed_is_src, start", [
+    ((16, 32), np.float32, False, "STREAMING_BYTES"),   # whole 128-byte tile rows
+    ((16, 32), np.float32, True, "STREAMING_BYTES"),
+    ((64, 64), np.float32, True, "STREAMING_BYTES"),
+    ((8, 8), np.float32, False, "STREAMING_BYTES"),
+    ((8, 8), np.float32, True, "_EARLY_STREAM_BYTES"),   # an unpack walked as panels
+    ((16, 32), np.int8, True, "_EARLY_STREAM_BYTES"),
+    ((16, 2), np.float32, False, "_EARLY_STREAM_BYTES"),  # a transpose of 8-byte words
+    ((16, 2), np.int8, False, "STREAMING_BYTES"),  # ... of 2-byte units
+    ((16, 2), np.float32, True, "_WORDS_STREAM_BYTES"),   # a word gather
+])
+def test_where_streaming_starts(tiles, dt, packed_is_src, start):
+    # Nest.stream_from by the tile row (kernels._stream_from), and streams() at the boundary
+    nest = _nest(verify((512, 2048), (0, 1), tiles), np.dtype(dt).itemsize, 8, packed_is_src)
+    limit = min(getattr(kernels, start), kernels.STREAMING_BYTES)
+    assert nest.stream_from == getattr(kernels, start)
+    assert nest.streams(limit) and not nest.streams(limit - 64)
 
 
 def test_word_gathers_stream_from_a_smaller_size():

@@ -34,8 +34,8 @@ In-cache destinations (below ``STREAMING_BYTES``), plain stores:
   lines on the strided side, started on its lines), or by square register transposes
   (``_gather_sq``) when the block is smaller than one zip.
 
-Destinations of ``STREAMING_BYTES`` or more (unpacks gathering 8-byte words: 2 MiB,
-``Nest.streams``) are written with non-temporal stores, as memcpy does for large copies. Packs of tile rows shorter than a line and of single elements
+Destinations of ``STREAMING_BYTES`` or more (unpacks gathering 8-byte words: 2 MiB; on Intel
+3 MiB for transposes of units and unpacked panels: ``Nest.streams``, ``_stream_from``) are written with non-temporal stores, as memcpy does for large copies. Packs of tile rows shorter than a line and of single elements
 (NCHW -> NCHWc) are *staged* (``_stage``, ``_walk_staged``): each chunk of up to
 ``CHUNK_BYTES`` of the packed tensor is built in a stack scratch by the in-cache kernels and
 streamed out as whole lines. Unpacks of units narrower than 8 bytes (NCHW16c -> NCHW) are
@@ -85,6 +85,23 @@ from .. import cpuinfo
 STREAMING_BYTES = 6 << 20
 # Unpacks gathering single 8-byte words stream from this size on (``_gathers_words``).
 _WORDS_STREAM_BYTES = 2 << 20
+# On Intel, nests that transpose units of 4 or 8 bytes (the innermost loop strided on one
+# side: f32 T(16,2) and NCHW16c packs, i8 T(8,8) packs) and unpacks walked as panels (bf16
+# T(8,8), T(16,32), i8 T(16,32), T(32,32)) stream from this size on (``_stream_from``); nests
+# that copy whole tile rows, and those never streamed, keep STREAMING_BYTES. Emerald Rapids
+# VM (2 MiB L2, 260 MiB L3 shared with other tenants), benchmarks/pack_ab.py at 4 MiB,
+# new/base per cell over eight
+# runs of 9-15 rounds (five with every nest at 3 MiB, two with this rule, one A/A run of the
+# same code, which read 0.98-1.42, median 1.06: the harness leans to the new tree): f32
+# T(8,8) unpack 1.53-1.98, T(16,2) pack 1.23-1.63, NCHW16c pack 1.09-1.82; bf16 T(8,8) unpack
+# 1.42-2.23, T(16,32) unpack 1.00-2.09; i8 T(8,8) pack 1.24-1.84, T(16,32) unpack 1.01-1.65.
+# Streaming the row copies lost or tied (f32 T(16,32) unpack 0.72-1.06, T(32,32) pack
+# 0.79-1.34, i8 T(32,32) pack 0.84-1.32), and the never-streamed bf16 NCHW16c unpack read
+# 0.77-0.85 under the rule (its band choice follows the flag); transposes of 1- and 2-byte
+# units tied or lost (i8 T(16,2) pack 0.87-1.29, i8 NCHW16c pack 0.84-1.17, bf16 NCHW16c pack
+# 0.87-1.26). Three runs of the final rule: see the README. AMD keeps STREAMING_BYTES (its
+# measurements above).
+_EARLY_STREAM_BYTES = 3 << 20 if cpuinfo.field("vendor_id") == "GenuineIntel" else STREAMING_BYTES
 # Source runs at least ``_SPLIT_BYTES`` apart are read this many bytes of destination at a time (at
 # least 8 and at most 32 runs). Fewer concurrent source streams are better on AMD Zen 4
 # (EPYC, 1 MiB L2): with 4096 bytes (32 streams of 128 B runs) pack/unpack f32 4096^2
@@ -1649,7 +1666,23 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
     badly = _streams_badly(split, unit, fill)
     return Nest(unit, _table(split), fill, _is_panel(split, unit), staged_table, outer, badly,
                 None if split is udims else _table(udims),
-                _WORDS_STREAM_BYTES if _gathers_words(split, unit, fill) else STREAMING_BYTES)
+                STREAMING_BYTES if badly else _stream_from(split, udims, unit, fill))
+
+
+def _stream_from(split: list[_Dim], udims: list[_Dim], unit: int, fill: bool) -> int:
+    """Bytes of destination from which a nest that may stream (not ``_streams_badly``) streams
+    (``Nest.stream_from``): word gathers from ``_WORDS_STREAM_BYTES``; nests whose innermost
+    loop is strided on one side, in units of 4 or 8 bytes, and unpacks walked as panels from
+    ``_EARLY_STREAM_BYTES``;
+    nests copying contiguous rows from ``STREAMING_BYTES``."""
+    if _gathers_words(split, unit, fill):
+        return _WORDS_STREAM_BYTES
+    if not udims:
+        return STREAMING_BYTES
+    ss0, ds0 = udims[-1][1:3]
+    transposes = not ss0 == ds0 == 1 and unit >= 4
+    early = transposes or (_is_panel(split, unit) and not fill)
+    return _EARLY_STREAM_BYTES if early else STREAMING_BYTES
 
 
 def _gathers_words(dims: list[_Dim], unit: int, fill: bool) -> bool:
