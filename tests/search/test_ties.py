@@ -1,6 +1,7 @@
 """Ties and tolerances: the search's top-k under (objective, secondary keys, tolerance band)
 equals brute force over the unpruned space; the space and ratio objectives; the statistics."""
 
+import json
 import math
 
 import numpy as np
@@ -169,6 +170,35 @@ def test_the_stats_line_ranked_count_is_never_negative(capsys):
     out = capsys.readouterr().out
     ranked = int(out.split("(ranked ")[1].split(",")[0].replace(",", "").split()[0])
     assert ranked >= 0 and "by traffic, latency (within 0.01 tied)" in out
+
+
+@pytest.mark.parametrize("objective, header", [
+    (["--objective", "ratio"], "𝔽"), (["--objective", "traffic"], "off-chip B"),
+    (["--objective", "space"], "on-chip B"), (["--custom", "latency * traffic", "--monotone"],
+                                             "latency * traffic"),
+    (["--objective", "latency"], None)])
+def test_the_table_shows_the_value_ranked_by(objective, header, capsys):
+    # the objective's own column beside the time (latency has the time column itself),
+    # each row's value the same as the solution's, computed independently here
+    args = ["search", "gemm", "--m", "64", "--n", "96", "--k", "80", "--arch", "aie-4x2",
+            "--top", "2", "--json"]
+    assert main(args + objective) == 0
+    top = json.loads(capsys.readouterr().out)["top"]
+    assert main(args[:-1] + objective + ["--wide"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = [c.strip() for c in lines[2].split("┃")[1:-1]]
+    assert (header in head) == (header is not None) and "time µs" in head
+    if header is None:
+        return
+    col = head.index(header)
+    assert col == head.index("time µs") + 1
+    cells = [[c.strip() for c in line.split("│")[1:-1]][col] for line in lines[4:6]]
+    for cell, sol in zip(cells, top):
+        ratio = min(v for v in sol["ratio"].values())
+        want = {"𝔽": f"{ratio:.4f}", "off-chip B": f"{sol['offchip_bytes']:,}",
+                "on-chip B": f"{sum(list(sol['footprint'].values())[1:]):,}",
+                "latency * traffic": f"{sol['latency_s'] * sol['offchip_bytes']:.4g}"}[header]
+        assert cell == want
 
 
 @pytest.mark.parametrize("text, value", [("0.5%", 0.005), ("0.005", 0.005), ("0", 0.0), (0.02, 0.02),

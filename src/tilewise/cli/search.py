@@ -14,6 +14,7 @@ ratio to the compute-bound minimum; utilization; bytes moved into each level) an
 
 from __future__ import annotations
 
+import math
 import sys
 
 import click
@@ -175,6 +176,12 @@ def print_result(result, wide: bool = False) -> None:
     columns = [Column("#", 0, True), *(Column(lv.name) for lv in arch.levels),
                *(Column(*c) for c in _RESULT_COLUMNS)]
     rows = [solution_row(i, sol, wl, arch) for i, sol in enumerate(result.top, 1)]
+    shown = _objective_column(result)
+    if shown is not None:  # the ranked-by value beside the time
+        at = 1 + len(arch.levels) + [c[0] for c in _RESULT_COLUMNS].index("time µs") + 1
+        columns.insert(at, Column(shown[0], 0, True))
+        for row, sol in zip(rows, result.top):
+            row.insert(at, shown[1](sol))
     out = console()
     print_table(out, f"{wl}  on {arch.name}: top {len(result.top)} by {by}{tol}", columns, rows,
                 wide)
@@ -197,6 +204,29 @@ def print_result(result, wide: bool = False) -> None:
         out.print(f"[bold]not proven optimal[/]: {result.objective} was not stated monotone, so "
                   "these are the best of the latency optimum's top 200 ranked by it",
                   soft_wrap=not out.is_terminal)
+
+
+def _objective_column(result):
+    """``(header, text of a solution's value)`` for the objective a search ranked by, when it
+    is not latency (the time column shows that), else None: 𝔽 (higher is better), off-chip or
+    on-chip bytes, energy µJ, EDP J·s, or a custom expression's value."""
+    obj = result.objective
+    builtin = {"ratio": ("𝔽", lambda s: f"{s.ratio:.4f}"),
+               "traffic": ("off-chip B", lambda s: f"{s.offchip_bytes:,}"),
+               "space": ("on-chip B", lambda s: f"{s.space_bytes:,}"),
+               "energy": ("energy µJ", lambda s: f"{s.energy_j * 1e6:,.3f}"),
+               "edp": ("EDP J·s", lambda s: f"{s.edp:.4g}")}
+    if obj == "latency":
+        return None
+    if obj in builtin:
+        return builtin[obj]
+    from ..search.custom import as_custom
+
+    fn = as_custom(obj)
+    value = lambda s: float(fn(s.latency_s, s.offchip_bytes,
+                               math.nan if s.energy_j is None else s.energy_j, s.space_bytes,
+                               math.inf if s.ratio == 0 else 1.0 / s.ratio))
+    return obj, lambda s: f"{value(s):.4g}"
 
 
 def _metric_text(objective: str, value: float) -> str:
