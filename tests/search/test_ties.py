@@ -174,8 +174,9 @@ def test_the_stats_line_ranked_count_is_never_negative(capsys):
 
 @pytest.mark.parametrize("objective, header", [
     (["--objective", "ratio"], "𝔽"), (["--objective", "traffic"], "off-chip B"),
-    (["--objective", "space"], "on-chip B"), (["--custom", "latency * traffic", "--monotone"],
-                                             "latency * traffic"),
+    (["--objective", "space"], "on-chip B"), (["--objective", "energy"], "energy µJ"),
+    (["--objective", "edp"], "EDP J·s"),
+    (["--custom", "latency * traffic", "--monotone"], "latency * traffic"),
     (["--objective", "latency"], None)])
 def test_the_table_shows_the_value_ranked_by(objective, header, capsys):
     # the objective's own column beside the time (latency has the time column itself),
@@ -197,6 +198,8 @@ def test_the_table_shows_the_value_ranked_by(objective, header, capsys):
         ratio = min(v for v in sol["ratio"].values())
         want = {"𝔽": f"{ratio:.4f}", "off-chip B": f"{sol['offchip_bytes']:,}",
                 "on-chip B": f"{sum(list(sol['footprint'].values())[1:]):,}",
+                "energy µJ": f"{(sol['energy_j'] or 0) * 1e6:,.3f}",
+                "EDP J·s": f"{(sol['edp'] or 0):.4g}",
                 "latency * traffic": f"{sol['latency_s'] * sol['offchip_bytes']:.4g}"}[header]
         assert cell == want
 
