@@ -89,18 +89,17 @@ _WORDS_STREAM_BYTES = 2 << 20
 # side: f32 T(16,2) and NCHW16c packs, i8 T(8,8) packs) and unpacks walked as panels (bf16
 # T(8,8), T(16,32), i8 T(16,32), T(32,32)) stream from this size on (``_stream_from``); nests
 # that copy whole tile rows, and those never streamed, keep STREAMING_BYTES. Emerald Rapids
-# VM (2 MiB L2, 260 MiB L3 shared with other tenants), benchmarks/pack_ab.py at 4 MiB,
-# new/base per cell over eight
-# runs of 9-15 rounds (five with every nest at 3 MiB, two with this rule, one A/A run of the
-# same code, which read 0.98-1.42, median 1.06: the harness leans to the new tree): f32
-# T(8,8) unpack 1.53-1.98, T(16,2) pack 1.23-1.63, NCHW16c pack 1.09-1.82; bf16 T(8,8) unpack
-# 1.42-2.23, T(16,32) unpack 1.00-2.09; i8 T(8,8) pack 1.24-1.84, T(16,32) unpack 1.01-1.65.
-# Streaming the row copies lost or tied (f32 T(16,32) unpack 0.72-1.06, T(32,32) pack
-# 0.79-1.34, i8 T(32,32) pack 0.84-1.32), and the never-streamed bf16 NCHW16c unpack read
-# 0.77-0.85 under the rule (its band choice follows the flag); transposes of 1- and 2-byte
-# units tied or lost (i8 T(16,2) pack 0.87-1.29, i8 NCHW16c pack 0.84-1.17, bf16 NCHW16c pack
-# 0.87-1.26). Three runs of the final rule: see the README. AMD keeps STREAMING_BYTES (its
-# measurements above).
+# VM (2 MiB L2, 260 MiB L3 shared with other tenants), benchmarks/pack_ab.py at 4 MiB, 9-15
+# rounds, new/base per cell over nine runs (five with every nest at 3 MiB, three with earlier
+# forms of this rule, one with this rule) against an A/A run of the same code, which read
+# 0.98-1.42, median 1.06 (the harness leans to the new tree): f32 T(8,8) unpack 1.53-1.98,
+# T(16,2) pack 1.23-1.63, NCHW16c pack 1.09-1.82; bf16 T(8,8) unpack 1.42-2.23, T(16,32)
+# unpack 1.00-2.09; i8 T(8,8) pack 1.20-1.84, T(16,32) unpack 1.01-1.65. In the five runs
+# streaming every nest, the row copies lost or tied (f32 T(16,32) unpack 0.72-1.06, T(32,32)
+# pack 0.79-1.34, i8 T(32,32) pack 0.86-1.32) and transposes of 1- and 2-byte units tied or
+# lost (i8 T(16,2) pack 0.87-1.29, i8 NCHW16c pack 0.87-1.17, bf16 NCHW16c pack 0.88-1.26);
+# the never-streamed bf16 NCHW16c unpack read 0.77-0.85 under two earlier forms of the rule
+# (its band choice follows the flag). AMD keeps STREAMING_BYTES (its measurements above).
 _EARLY_STREAM_BYTES = 3 << 20 if cpuinfo.field("vendor_id") == "GenuineIntel" else STREAMING_BYTES
 # Source runs at least ``_SPLIT_BYTES`` apart are read this many bytes of destination at a time (at
 # least 8 and at most 32 runs). Fewer concurrent source streams are better on AMD Zen 4

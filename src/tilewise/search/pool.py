@@ -35,8 +35,8 @@ its bound is the model's own expression (:func:`tilewise.model.rules.link_time` 
 the largest, over ``compute.ideal``) on integer lower bounds of the bytes and transfers, with the
 same bandwidth and per-transfer numbers, and every IEEE operation in it is monotone, so the bound
 is never above the value bit for bit and a node that ties the kept 𝔽 can be ranked by the
-secondary keys (with a slack, every tie on 𝔽, common: the slowest link is often the off-chip
-one, fixed by the outer tiles, had to be expanded to its leaves).
+secondary keys. Such ties are common (the slowest link is often the off-chip one, fixed by the
+outer tiles); with a slack, every one of them was expanded to its leaves.
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ METRICS = ("latency", "traffic", "energy", "edp", "space", "ratio")
 @dataclass(frozen=True)
 class Pool:
     """Kept candidates ``[n]``: ``objective`` (the run's objective's unit), ``volume`` the
-    innermost tile's elements, ``inv_ratio`` 1/𝔽 (``max_l T_l / T_u``, 0 where nothing moves), ``latency_s`` seconds, ``traffic`` off-chip
-    bytes, ``energy`` joules (nan without energy numbers), ``space`` bytes of the on-chip
-    footprints (sum over levels 1 .. L-1 of the model's footprint per level), ``tiles [n, L,
-    D]`` elements, ``orders [n, L-1, D]``, ``double_buffer [n, L, T]``, ``split [n, 4]`` (rows
+    innermost tile's elements, ``inv_ratio`` 1/𝔽 (``max_l T_l / T_u``, 0 where nothing
+    moves), ``latency_s`` seconds, ``traffic`` off-chip bytes, ``energy`` joules (nan
+    without energy numbers), ``space`` bytes of the on-chip footprints (sum over levels 1 ..
+    L-1 of the model's footprint per level), ``tiles [n, L, D]`` elements, ``orders [n, L-1, D]``, ``double_buffer [n, L, T]``, ``split [n, 4]`` (rows
     dim, ways, cols dim, ways), ``pack [n, T]`` the tensors packed at the outermost level. An empty pool has no arrays (every field None)."""
 
     objective: np.ndarray | None = None
