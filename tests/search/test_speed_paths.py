@@ -105,3 +105,23 @@ def test_call_floors_equal_the_least_over_every_combo():
             calls = np.where(c >= small[b], -(-padded[b] // t), 0).astype(float)
             v = np.prod(np.where(c >= small[b], calls, np.inf)[:, mask[0]], axis=1)
             assert got[b, u, 0] == (v.min() if len(v) else np.inf)
+
+
+def test_op_points_equal_numpys_products():
+    """:func:`tilewise.search.bound.op_points` (compiled) against the numpy products it
+    replaced in the bound: per op the int64 product of padded extents and of calls per dim
+    ``ceil(padded / inner)``, converted to float once (equal bit for bit, sizes up to 10^6)."""
+    from tilewise.search.bound import op_points
+
+    rng = np.random.default_rng(3)
+    n, D = 500, 5
+    padded = rng.integers(1, 10**6, (n, D))
+    inner = np.minimum(padded, rng.integers(0, 5000, (n, D)))   # 0 counts as 1
+    mask = np.array([[1, 1, 0, 1, 0], [1, 1, 1, 0, 0], [0, 0, 1, 1, 1]], bool)
+    points, steps = np.empty((n, 3)), np.empty((n, 3))
+    op_points(padded, inner, mask, points, steps)
+    for o in range(3):
+        ix = np.nonzero(mask[o])[0]
+        assert np.array_equal(points[:, o], np.prod(padded[:, ix], axis=1).astype(float))
+        calls = -(-padded // np.maximum(inner, 1))
+        assert np.array_equal(steps[:, o], np.prod(calls[:, ix], axis=1).astype(float))

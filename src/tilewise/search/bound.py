@@ -195,6 +195,25 @@ def _variant_latencies(cs, tr, rbw, wbw, xfs, it, db, out):
 
 
 @njit(cache=True)
+def op_points(padded, inner, mask, points, steps):
+    """Per node and op (``mask [O, D]`` its dims) into ``points, steps [n, O]``: the product
+    of the op's padded extents ``padded [n, D]`` and of its calls per dim ``ceil(padded /
+    inner)`` (``inner [n, D]`` the innermost tiles, at least 1), each an int64 product
+    converted once (numpy's ``prod`` then ``astype(float)``)."""
+    n, D = padded.shape
+    for i in range(n):
+        for o in range(mask.shape[0]):
+            p = 1
+            c = 1
+            for d in range(D):
+                if mask[o, d]:
+                    p *= padded[i, d]
+                    c *= -(-padded[i, d] // max(inner[i, d], 1))
+            points[i, o] = float(p)
+            steps[i, o] = float(c)
+
+
+@njit(cache=True)
 def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, it, bufs, fixed,
                  subs, nsub, var_sub, moved, levels, compute, out, nfit, calls=None):
     """Per node ``b`` and objective ``objs[k]`` (codes, :data:`OBJ_CODE`), into ``out [n,

@@ -29,7 +29,7 @@ from ..model.batch import MappingBatch
 from ..model.cost import evaluate_batch
 from ..model.rules import link_instances, require_energy
 from .bound import (OBJ_CODE, Traffic, best_variant, favorable_orders, level_subsets,
-                    variant_latencies)
+                    op_points, variant_latencies)
 from .buffers import BufferTable
 from .calls import CallFloors
 from .chain_rules import ChainRules
@@ -106,6 +106,9 @@ class Engine:
         self.bound_problem = self.problem.exact_bytes()
         self.min_time_s = self.problem.compute.ideal  # the compute-bound minimum (s)
         self.op_dims = [[st.dims.index(d) for d in op.dims] for op in workload.ops]
+        self.op_mask = np.zeros((len(self.op_dims), len(st.dims)), np.bool_)   # [O, D]
+        for o, ix in enumerate(self.op_dims):
+            self.op_mask[o, ix] = True
         # bytes the buffers of a level summed may take (the model's rule; memory="max": a
         # relaxation, Problem.summed_levels, the leaves checked by the rule itself)
         self.prune_levels = self.problem.summed_levels()
@@ -536,13 +539,18 @@ class Engine:
         from the least padded extents over all cores ``si.padded_all``. ``fl``: floors of the
         bytes per level (:meth:`floors`; None: none)."""
         m = len(s)
-        per_op = lambda a: np.stack([np.prod(a[:, ix], axis=1) for ix in self.op_dims], 1).astype(float)
-        points = per_op(si.padded)
-        steps = per_op(-(-si.padded // np.maximum(inner, 1)))
+        O = len(self.op_dims)
+        points, steps = np.empty((m, O)), np.empty((m, O))
+        pad = np.ascontiguousarray(si.padded, np.int64)
+        op_points(pad, np.ascontiguousarray(inner, np.int64), self.op_mask, points, steps)
         it = np.prod(si.counts, axis=2).astype(float)
         custom = any(isinstance(o, Custom) for o in run.objectives)
         energy = custom or any(o in ("energy", "edp") for o in run.objectives)
-        points_all = per_op(si.padded_all) if energy else points
+        points_all = points
+        if energy:
+            points_all = np.empty((m, O))
+            op_points(np.ascontiguousarray(si.padded_all, np.int64), pad, self.op_mask,
+                      points_all, np.empty((m, O)))
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
         rfl, wfl = (np.zeros((m, self.L)), np.zeros((m, self.L))) if fl is None else fl
