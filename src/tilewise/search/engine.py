@@ -36,7 +36,7 @@ from .chain_rules import ChainRules
 from .custom import BASE, Custom
 from .floors import MAX_ORDERS, maximal_combos
 from .groups import prefix_groups
-from .nodes import Nodes, Stage, StandIns
+from .nodes import Nodes, Stage, StandIns, expand_ranges
 from .order_trie import OrderTrie
 from .pool import SLACK, Pool, Ranking
 from .space import Space
@@ -753,12 +753,14 @@ class Engine:
                 v_lo[:, j] = off + np.arange(n)
                 v_hi[:, j] = v_lo[:, j] + 1
                 off += n
-            else:             # open: the level-l tiles of the node's child groups (ascending)
-                g, ch = self.groups[j][l - 1], self.groups[j][l]
-                vals.append(ch.whole[:, l])
-                v_lo[:, j] = off + g.child_lo[gid[:, j]]
-                v_hi[:, j] = off + g.child_hi[gid[:, j]]
-                off += len(ch.whole)
+            else:             # open: the level-l tiles of the node's child groups (ascending),
+                g, ch = self.groups[j][l - 1], self.groups[j][l]   # gathered node by node
+                lo, hi = g.child_lo[gid[:, j]], g.child_hi[gid[:, j]]
+                _, at = expand_ranges(lo, hi)
+                vals.append(ch.whole[at, l])
+                v_lo[:, j] = off + np.cumsum(hi - lo) - (hi - lo)
+                v_hi[:, j] = v_lo[:, j] + (hi - lo)
+                off += len(at)
         owner, combos = maximal_combos(np.concatenate(vals), v_lo, v_hi, l, self.cap[l],
                                        self.buf.sizes, self.buf.desc)
         rfl, wfl = np.zeros((n, self.L)), np.zeros((n, self.L))
