@@ -106,9 +106,6 @@ class Engine:
         self.bound_problem = self.problem.exact_bytes()
         self.min_time_s = self.problem.compute.ideal  # the compute-bound minimum (s)
         self.op_dims = [[st.dims.index(d) for d in op.dims] for op in workload.ops]
-        self.op_mask = np.zeros((len(self.op_dims), len(st.dims)), np.bool_)   # [O, D]
-        for o, ix in enumerate(self.op_dims):
-            self.op_mask[o, ix] = True
         # bytes the buffers of a level summed may take (the model's rule; memory="max": a
         # relaxation, Problem.summed_levels, the leaves checked by the rule itself)
         self.prune_levels = self.problem.summed_levels()
@@ -542,15 +539,16 @@ class Engine:
         O = len(self.op_dims)
         points, steps = np.empty((m, O)), np.empty((m, O))
         pad = np.ascontiguousarray(si.padded, np.int64)
-        op_points(pad, np.ascontiguousarray(inner, np.int64), self.op_mask, points, steps)
+        mask = self.problem.compute.op_mask   # [O, D], the model's per-op dims
+        op_points(pad, np.ascontiguousarray(inner, np.int64), mask, points, steps)
         it = np.prod(si.counts, axis=2).astype(float)
         custom = any(isinstance(o, Custom) for o in run.objectives)
         energy = custom or any(o in ("energy", "edp") for o in run.objectives)
         points_all = points
         if energy:
             points_all = np.empty((m, O))
-            op_points(np.ascontiguousarray(si.padded_all, np.int64), pad, self.op_mask,
-                      points_all, np.empty((m, O)))
+            op_points(np.ascontiguousarray(si.padded_all, np.int64), pad, mask, points_all,
+                      np.empty((m, O)))
         sub = np.empty((m, len(run.objectives)))
         nfit = np.zeros(m, np.int64)
         rfl, wfl = (np.zeros((m, self.L)), np.zeros((m, self.L))) if fl is None else fl
@@ -758,8 +756,8 @@ class Engine:
                 lo, hi = g.child_lo[gid[:, j]], g.child_hi[gid[:, j]]
                 _, at = expand_ranges(lo, hi)
                 vals.append(ch.whole[at, l])
-                v_lo[:, j] = off + np.cumsum(hi - lo) - (hi - lo)
-                v_hi[:, j] = v_lo[:, j] + (hi - lo)
+                v_hi[:, j] = off + np.cumsum(hi - lo)
+                v_lo[:, j] = v_hi[:, j] - (hi - lo)
                 off += len(at)
         owner, combos = maximal_combos(np.concatenate(vals), v_lo, v_hi, l, self.cap[l],
                                        self.buf.sizes, self.buf.desc)
