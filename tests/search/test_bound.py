@@ -161,7 +161,9 @@ def test_favorable_orders_put_each_tensors_dims_outermost():
 
 PRESET_CASES = [tw.gemm(64, 64, 64), tw.conv2d(1, 8, 8, 8, 16, 3, 3, padding=1),
                 tw.mha(64, 64, 16, dtype="i16"),
-                tw.gemm(256, 1024, 384, dtype="i8")]  # the core's banks bind: capped stand-ins
+                tw.gemm(256, 1024, 384, dtype="i8"),  # the core's banks bind: capped stand-ins
+                tw.gemm(200, 360, 520, dtype="i8"),  # ragged: padding and calls together
+                tw.mha(96, 80, 24, dtype="i16")]     # ... for several ops
 _PRESET: dict = {}
 
 

@@ -71,7 +71,9 @@ it. Three facts of the model make one cheap to compute:
    with the innermost tiles open, the fewest calls come from the maximal innermost combos that
    fit the innermost level under each double-buffer set there (jointly, not one dim at a time),
    raising the compute term of the choices with that set (4096^3 GEMM on aie-4x2: root bound
-   1.000x -> 1.015x the compute bound, the optimum 1.017x; 137 K -> 15 K nodes).
+   1.000x -> 1.015x the compute bound, the optimum 1.017x; 137 K -> 15 K nodes). Where a
+   dim's last slice is ragged, its padding and its calls are floored together (a small tile
+   pads least, a large one calls least; :mod:`.calls`, "padding and calls together").
 
 The tests check bound <= exact cost for random nodes and completions (property test), and the
 search against brute force.

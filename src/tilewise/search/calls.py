@@ -28,9 +28,34 @@ combo above ``s`` cannot fit: its bound is ``inf`` for that choice.
 Only where calls cost something (``compute.call > 0``) and the objective counts latency; an
 split whose enumeration would exceed :data:`MAX_PREFIXES` fitting prefixes keeps
 the per-dim bound (still valid).
+
+**Padding and calls together.** The compute term is ``k_pt * points + k_call * calls`` per
+op, and the bound took the least padded points (from the node's smallest tiles, which pad
+least where a ladder's last slice is ragged) and the fewest calls (from its largest tiles)
+apart. Per dim ``d`` a tile ``t`` has its own padded extent ``p(t)`` and ``p(t) / t`` calls
+(the ladders below the node, :attr:`.groups.TileGroups.inner`). For a mapping with tiles
+``t <= c`` (a listed combo), ``k`` the calls one padded point costs and ``P`` the node's
+least padded extents,
+
+    points * k + calls - k prod P  >=  k (p(t_d) - P_d) prod_{e != d} P_e
+                                       + p(t_d) / t_d * prod_{e != d} ceil(P_e / min(c_e, w_e))
+
+for every dim ``d``, so the least over the tiles ``t_d <= min(c_d, w_d)`` of the right side
+(the largest :data:`COUPLED_EXACT` one by one, the smaller ones together: their least
+padding with their fewest calls), the most over the dims, and the least over the combos
+bound the calls *in excess of padding*, which the compute term adds to the least padded
+points as it adds the plain calls (never fewer than those). A GEMM of 10^6 x 10^6 x 10^6 on
+aie-4x2 pads ``k`` under a ragged memtile slice by up to 448 elements with 256-wide core
+tiles and by none with 16-wide ones: apart, the two floors left every node with a core tile
+open 3 x 10^-4 under its optimum, inside the ties of its top five (151,006 nodes); together,
+61,998. Where a dim has more than :data:`MAX_COUPLED` ladders below a node (shallow nodes),
+or a node's padding does not vary, the plain floor stands; a tile stage's first filter uses
+the plain floor and only the children it keeps get the coupled one.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -39,6 +64,8 @@ from ..model.rules import buffer_bytes
 from .rows import unique_rows
 
 MAX_PREFIXES = 1 << 15   # fitting prefixes per (split, double-buffer set); beyond: no floor
+MAX_COUPLED = 64         # ladders of a dim below a node that the coupled floor scans; more: none
+COUPLED_EXACT = 4        # tiles under a combo's value taken one by one; the rest together
 OWN_AFTER = 64           # nodes a split bounds on the union's lists before it gets its own
 
 
@@ -288,38 +315,179 @@ class CallFloors:
         for d in range(D):
             self.combo_idx[:, d] = self.value_lo[d] + np.searchsorted(uv[d], combos[:, d])
 
-    def steps(self, s, padded, small, whole, op_mask) -> np.ndarray:
+    def steps(self, s, padded, small, whole, op_mask, coupling: "Coupling | None" = None
+              ) -> np.ndarray:
         """``[n, U, O]`` the fewest kernel calls per op of nodes of splits ``s [n]`` with least
         padded extents ``padded [n, D]`` and smallest / largest innermost tiles ``small,
         whole [n, D]`` under each innermost double-buffer set (``inf``: none fits; 0 for a split
-        whose combos are too many to list: no floor)."""
+        whose combos are too many to list: no floor). With ``coupling`` (:class:`Coupling`),
+        the calls *in excess of padding*: per op, the least of ``k (points - P) + calls`` over
+        the innermost tiles below each node (module doc, "padding and calls together")."""
         n, U = len(s), self.lo.shape[1]
         self._ensure(*np.unique(np.asarray(s, np.int64), return_counts=True))
-        key = np.ascontiguousarray(np.concatenate(
-            [np.asarray(s, np.int64)[:, None], padded, small, whole], 1).astype(np.int64))
+        cols = [np.asarray(s, np.int64)[:, None], padded, small, whole]
+        if coupling is not None:
+            cols.append(coupling.ladders.reshape(n, -1))
+        key = np.ascontiguousarray(np.concatenate(cols, 1).astype(np.int64))
         # nodes that differ only in their loop orders (an order stage's children) share it
         first, inv = unique_rows(key)
         D = padded.shape[1]
         uk = key[first]
         out = np.empty((len(first), U, op_mask.shape[0]))
+        if coupling is None:
+            lad = np.zeros((len(first), D, 2), np.int64)
+            inner = lpad = loff = np.zeros(D + 1, np.int64)
+            kpp = np.zeros(op_mask.shape[0])
+        else:
+            lad = np.ascontiguousarray(coupling.ladders[first], np.int64)
+            inner, lpad, loff, kpp = coupling.inner, coupling.padded, coupling.offset, coupling.k
         _steps(uk[:, 0].copy(), uk[:, 1:1 + D].copy(), uk[:, 1 + D:1 + 2 * D].copy(),
-               uk[:, 1 + 2 * D:].copy(), op_mask, self.combo_idx, self.values, self.value_lo,
-               self.lo, self.hi, self.u_order, self.sub_of, self.volume, out)
+               uk[:, 1 + 2 * D:1 + 3 * D].copy(), op_mask, self.combo_idx, self.values,
+               self.value_lo, self.lo, self.hi, self.u_order, self.sub_of, self.volume,
+               lad, inner, lpad, loff, kpp, out)
         out = out[inv]
         out[~self.floored[np.asarray(s)]] = 0.0   # over MAX_PREFIXES: no floor (0 raises nothing)
         return out
 
 
+class Coupling(NamedTuple):
+    """What couples a node's padding with its calls (:meth:`CallFloors.steps`): per node and
+    dim the range of its ladders ``ladders [n, D, 2]`` (indices into dim ``d``'s part of
+    ``inner`` and ``padded``, which starts at ``offset[d]``): each ladder's innermost tile and
+    the padded extent one core computes with it (elements); ``k [O]`` the kernel calls one
+    padded point of each op costs (cycles per point / cycles per call)."""
+
+    ladders: np.ndarray
+    inner: np.ndarray
+    padded: np.ndarray
+    offset: np.ndarray
+    k: np.ndarray
+
+
+# rows of the per-node ladder table (:func:`_ladder_tables`): per dim and tile, ascending
+_PAD, _CALLS, _LEAST_PAD, _FEWEST = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def _ladder_tables(b, lad, inner, lpad, loff, padded, whole, tab_t, tab, tab_n, var):
+    """Node ``b``'s ladders per dim ``d`` (``lad [n, D, 2]``, at most ``tab_t.shape[1]`` of
+    them; more: none listed) as innermost tiles ``t`` no larger than ``whole[b, d]``,
+    ascending (``tab_t [D, Q]``, ``tab_n [D]`` of them; a run of one tile kept once, with
+    its least padded extent ``p``), and in ``tab [4, D, Q]``: ``p - P_d`` (``_PAD``; ``P_d =
+    padded[b, d]`` the node's least), the calls ``p / t`` (``_CALLS``), the least ``p - P_d``
+    of the tiles up to ``t`` (``_LEAST_PAD``) and ``ceil(P_d / t)`` (``_FEWEST``: at most the
+    calls of any of them). ``var[d]``: some ``p`` is over ``P_d`` (else the coupling adds
+    nothing there)."""
+    D = padded.shape[1]
+    for d in range(D):
+        tab_n[d] = 0
+        var[d] = False
+        a, z = lad[b, d, 0], lad[b, d, 1]
+        if z - a > tab_t.shape[1]:
+            continue
+        P = padded[b, d]
+        for i in range(loff[d] + a, loff[d] + z):
+            t, p = inner[i], lpad[i]
+            if t > whole[b, d]:
+                continue
+            q = tab_n[d]   # insert by tile (a group's ladders already run by it where only
+            while q > 0 and tab_t[d, q - 1] > t:   # the innermost tile is open)
+                q -= 1
+            if q > 0 and tab_t[d, q - 1] == t:
+                if p - P < tab[_PAD, d, q - 1]:
+                    tab[_PAD, d, q - 1], tab[_CALLS, d, q - 1] = p - P, p // t
+                continue
+            for r in range(tab_n[d], q, -1):
+                tab_t[d, r] = tab_t[d, r - 1]
+                tab[_PAD, d, r], tab[_CALLS, d, r] = tab[_PAD, d, r - 1], tab[_CALLS, d, r - 1]
+            tab_t[d, q], tab[_PAD, d, q], tab[_CALLS, d, q] = t, p - P, p // t
+            tab_n[d] += 1
+        least = np.inf
+        for q in range(tab_n[d]):
+            var[d] |= tab[_PAD, d, q] > 0
+            least = min(least, tab[_PAD, d, q])
+            tab[_LEAST_PAD, d, q] = least
+            tab[_FEWEST, d, q] = (P + tab_t[d, q] - 1) // tab_t[d, q]
+
+
+@njit(cache=True)
+def _value_tiles(b, values, value_lo, whole, tab_t, tab_n, var, jv):
+    """``jv[v]``: per combo value of a dim whose padding varies, the last tile of node
+    ``b``'s table (:func:`_ladder_tables`) under ``min(value, whole[b, d])`` (-1: none)."""
+    for d in range(var.shape[0]):
+        if var[d]:
+            for v in range(value_lo[d], value_lo[d + 1]):
+                x = min(values[v], whole[b, d])
+                j = tab_n[d] - 1
+                while j >= 0 and tab_t[d, j] > x:
+                    j -= 1
+                jv[v] = j
+
+
 @njit(cache=True, inline="always")
-def _least_calls(calls, cidx, lo, hi, mask, least, volume, points):
+def _coupled(i, cidx, jv, calls, mask, padded, tab, var, k, v):
+    """The calls in excess of padding of one op (dims ``mask``) over the tiles below combo
+    ``i``, at least its plain calls ``v``: per dim ``d`` with a padding that varies, the least
+    over its tiles ``t <= min(c_d, w_d)`` (the first ``jv[value] + 1`` of its table) of
+    ``k (p(t) - P_d) prod_{e != d} P_e + p(t) / t prod_{e != d} calls_e`` (module doc), the
+    largest :data:`COUPLED_EXACT` tiles one by one and the smaller ones together (their least
+    padding with their fewest calls); the most of those over the dims."""
+    D = cidx.shape[1]
+    e = v
+    for d in range(D):
+        if not (mask[d] and var[d]):
+            continue
+        prest = k
+        crest = 1.0
+        for f in range(D):
+            if f != d and mask[f]:
+                prest *= padded[f]
+                crest *= calls[cidx[i, f]]
+        bd = np.inf
+        j = jv[cidx[i, d]]
+        stop = max(j - COUPLED_EXACT, -1)
+        for q in range(j, stop, -1):
+            bd = min(bd, prest * tab[_PAD, d, q] + tab[_CALLS, d, q] * crest)
+            if tab[_PAD, d, q] == 0:   # pads no more than the least: fewer calls and no
+                stop = -1              # more padding than any smaller tile
+                break
+        if stop >= 0:
+            bd = min(bd, prest * tab[_LEAST_PAD, d, stop] + tab[_FEWEST, d, stop] * crest)
+        if bd < np.inf:
+            e = max(e, bd)
+    return e
+
+
+@njit(cache=True, inline="always")
+def _least_calls(calls, cidx, lo, hi, mask, least, volume, points, jv, padded, tab, var, k,
+                 coupled):
     """One op's fewest calls over the combos ``lo .. hi``: the product of each combo's calls
     per dim of the op (``inf`` where a dim's value is under the node's smallest), each
     product cut short once it reaches the best so far, the scan once that is ``least`` or,
     where the op has every dim (``points`` its padded points, else 0), once ``points`` over
     the combo's ``volume`` is above it: the combos come largest first, and a combo's calls
     are at least that quotient, so none after it makes fewer (a margin of 1e-9 covers the
-    rounding of the float products)."""
-    best = np.inf
+    rounding of the float products). Where ``coupled``, the calls in excess of padding
+    (:func:`_coupled`, never below a combo's calls): first the fewest calls and the combo
+    that makes them, then that combo's excess, then a second scan that raises only the
+    combos whose calls are under the least excess so far."""
+    best, at = _scan(calls, cidx, lo, hi, mask, least, volume, points, np.inf, jv, padded,
+                     tab, var, k, False)
+    if not coupled or at < 0:
+        return best
+    e = _coupled(at, cidx, jv, calls, mask, padded, tab, var, k, best)
+    if e == best:
+        return best
+    return _scan(calls, cidx, lo, hi, mask, least, volume, points, e, jv, padded, tab, var, k,
+                 True)[0]
+
+
+@njit(cache=True, inline="always")
+def _scan(calls, cidx, lo, hi, mask, least, volume, points, best, jv, padded, tab, var, k,
+          coupled):
+    """:func:`_least_calls`' scan from ``best`` down: the least and the combo giving it
+    (-1: none under ``best``)."""
+    at = -1
     D = cidx.shape[1]
     for i in range(lo, hi):
         if points > best * (1.0 + 1e-9) * volume[i]:
@@ -333,31 +501,45 @@ def _least_calls(calls, cidx, lo, hi, mask, least, volume, points):
                 v *= x
             if v >= best:
                 break
+        if v < best and coupled:
+            v = _coupled(i, cidx, jv, calls, mask, padded, tab, var, k, v)
         if v < best:
-            best = v
+            best, at = v, i
             if best <= least:
                 break
-    return best
+    return best, at
 
 
 @njit(cache=True)
 def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_order, sub_of,
-           volume, out):
+           volume, lad, inner, lpad, loff, kpp, out):
     """Fill ``out [n, U, O]`` (:meth:`CallFloors.steps`). Per node, first the calls per dim
     of each distinct combo value ``calls[v] = ceil(P_d / min(value, w_d))`` (``inf`` where
     the value is under the node's smallest tile ``s_d``: such a combo holds no mapping
     below the node), then per combo the product over the op's dims of looked-up counts,
     stopping once every op is at the calls of the node's largest tiles (none fewer) or, for
     one op, at the fewest of a set of tensors double-buffered that is a subset of this one
-    (those fit every combo this one fits: ``sub_of [u, u2]``, sets in ``u_order`` by size)."""
+    (those fit every combo this one fits: ``sub_of [u, u2]``, sets in ``u_order`` by size).
+    With ladder ranges ``lad`` (:class:`Coupling`; empty ranges: none), each op's fewest calls
+    are raised to its least calls in excess of padding (:func:`_coupled`)."""
     n, U, O = out.shape
     D = padded.shape[1]
     calls = np.empty(values.shape[0])
     least = np.empty(O)
+    tab_t = np.empty((D, MAX_COUPLED), np.int64)
+    tab = np.empty((4, D, MAX_COUPLED))
+    tab_n = np.zeros(D, np.int64)
+    var = np.zeros(D, np.bool_)
+    at = np.empty(O, np.int64)
+    jv = np.empty(values.shape[0], np.int64)
     every = O == 1   # one op over every dim: a node's calls are at least points / volume
     for d in range(D):
         every &= op_mask[0, d]
     for b in range(n):
+        _ladder_tables(b, lad, inner, lpad, loff, padded, whole, tab_t, tab, tab_n, var)
+        coupled = var.any()
+        if coupled:
+            _value_tiles(b, values, value_lo, whole, tab_t, tab_n, var, jv)
         points = 0.0
         if every:
             points = 1.0
@@ -379,13 +561,15 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_o
         for u in u_order:
             for o in range(O):
                 out[b, u, o] = np.inf
+                at[o] = -1
             if O == 1:
                 floor = least[0]
                 for u2 in range(U):   # subsets come earlier in u_order
                     if sub_of[u, u2]:
                         floor = max(floor, out[b, u2, 0])
                 out[b, u, 0] = _least_calls(calls, cidx, lo[s[b], u], hi[s[b], u], op_mask[0],
-                                            floor, volume, points)
+                                            floor, volume, points, jv, padded[b], tab, var,
+                                            kpp[0], coupled)
                 continue
             for i in range(lo[s[b], u], hi[s[b], u]):
                 ok = True
@@ -403,6 +587,39 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_o
                             v *= calls[cidx[i, d]]
                     if v < out[b, u, o]:
                         out[b, u, o] = v
+                        at[o] = i
                     at_least += out[b, u, o] <= least[o]
                 if at_least == O:
                     break
+            if coupled:
+                _raise_ops(b, u, out, at, calls, cidx, jv, lo[s[b], u], hi[s[b], u], op_mask,
+                           padded[b], tab, var, kpp)
+
+
+@njit(cache=True)
+def _raise_ops(b, u, out, at, calls, cidx, jv, lo, hi, op_mask, padded, tab, var, kpp):
+    """Several ops: each op's fewest calls ``out[b, u, o]`` (made by combo ``at[o]``)
+    raised to its least calls in excess of padding (:func:`_coupled`): that combo's excess,
+    then every combo whose calls are under the least so far."""
+    D = cidx.shape[1]
+    for o in range(out.shape[2]):
+        if at[o] < 0:
+            continue
+        best = _coupled(at[o], cidx, jv, calls, op_mask[o], padded, tab, var, kpp[o],
+                        out[b, u, o])
+        if best == out[b, u, o]:
+            continue
+        for i in range(lo, hi):
+            v = 1.0
+            for d in range(D):
+                x = calls[cidx[i, d]]
+                if x == np.inf:
+                    v = np.inf
+                elif op_mask[o, d]:
+                    v *= x
+                if v >= best:
+                    break
+            if v < best:
+                best = min(best, _coupled(i, cidx, jv, calls, op_mask[o], padded, tab, var,
+                                          kpp[o], v))
+        out[b, u, o] = best

@@ -31,7 +31,7 @@ from ..model.rules import link_instances, require_energy
 from .bound import (OBJ_CODE, Traffic, best_variant, favorable_orders, level_subsets,
                     op_points, variant_latencies)
 from .buffers import BufferTable
-from .calls import CallFloors
+from .calls import CallFloors, Coupling
 from .chain_rules import ChainRules
 from .custom import BASE, Custom
 from .floors import MAX_ORDERS, maximal_combos
@@ -188,6 +188,11 @@ class Engine:
         self.n_ladders = np.array([[len(self.ladders[s][j].padded) for j in range(D)]
                                    for s in range(S)], np.int64).reshape(S, D)
         self.groups = [prefix_groups([self.ladders[s][j] for s in range(S)], L) for j in range(D)]
+        # every ladder's innermost tile and padded extent, dim after dim (:class:`.calls.Coupling`)
+        n_lad = [len(self.groups[j][0].inner) for j in range(D)]
+        self.ladder_offset = np.concatenate([[0], np.cumsum(n_lad)]).astype(np.int64)
+        self.ladder_inner = np.concatenate([g[0].inner for g in self.groups]).astype(np.int64)
+        self.ladder_padded = np.concatenate([g[0].padded for g in self.groups]).astype(np.int64)
 
     def _order_tables(self) -> None:
         """Per moved tensor its favourable order (``fav``) and ranks for completing partial
@@ -343,9 +348,12 @@ class Engine:
                 tt, nd.split, stage), self.ways[nd.split], self.st.array_level)
             fixed[:, -1] = self.buffers(pm)[1][:, -1]
         pall = np.empty_like(pad)
+        lad = np.empty((len(nd), self.D, 2), np.int64)
         for j in range(self.D):
-            pall[:, j] = self.groups[j][self.depth[stage, j]].min_padded_all[nd.group[:, j]]
-        return StandIns(tt, tm, cnt, pad, bufs, fixed, padded_all=pall)
+            g = self.groups[j][self.depth[stage, j]]
+            pall[:, j] = g.min_padded_all[nd.group[:, j]]
+            lad[:, j, 0], lad[:, j, 1] = g.lo[nd.group[:, j]], g.hi[nd.group[:, j]]
+        return StandIns(tt, tm, cnt, pad, bufs, fixed, padded_all=pall, ladders=lad)
 
     def capped(self, si: StandIns, s: np.ndarray, stage: int, idx=None) -> np.ndarray:
         """The traffic stand-ins of ``si`` (nodes at ``stage`` of splits ``s``; rows ``idx``,
@@ -577,24 +585,33 @@ class Engine:
                 sub[:, i] = col[o]
         return sub, nfit
 
-    def _calls(self, run: RunConfig, s, si: StandIns, inner) -> np.ndarray | None:
+    def _calls(self, run: RunConfig, s, si: StandIns, inner, coupled: bool = True
+               ) -> np.ndarray | None:
         """The fewest kernel calls ``[n, U, O]`` (:mod:`.calls`) of nodes of splits ``s``
         with stand-ins ``si`` and largest innermost tiles ``inner``, or None where they do
         not bound ``run``: they raise latency bounds, and where latency is only a secondary
         key (ties on the objective are rare) the per-dim calls bound it well enough for
-        their cost."""
+        their cost. ``coupled``: in excess of padding (:class:`.calls.Coupling`), where
+        ``si`` has its ladder ranges."""
         first = run.objectives[0]
         cf = self.call_floors() if isinstance(first, Custom) or first in ("latency", "edp") \
             else None
-        return None if cf is None else cf.steps(s, si.padded, si.small[:, -1], inner,
-                                                self.problem.compute.op_mask)
+        if cf is None:
+            return None
+        comp = self.problem.compute
+        coupling = None if si.ladders is None or not coupled else Coupling(
+            si.ladders, self.ladder_inner, self.ladder_padded, self.ladder_offset,
+            np.asarray(comp.op_pp / comp.op_rate / comp.call, float))
+        return cf.steps(s, si.padded, si.small[:, -1], inner, comp.op_mask, coupling)
 
-    def with_calls(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig) -> StandIns:
+    def with_calls(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig,
+                   coupled: bool = True) -> StandIns:
         """``si`` (nodes at ``stage`` of splits ``s``) capped (:meth:`with_capped`) and with
-        their fewest kernel calls kept, for nodes bounded more than once with the same
-        stand-ins (a tile stage's children: a first filter, then the model)."""
+        their fewest kernel calls kept (``coupled``: in excess of padding, :meth:`_calls`),
+        for nodes bounded more than once with the same stand-ins (a tile stage's children:
+        a first filter, then the model)."""
         si = self.with_capped(si, s, stage)
-        calls = self._calls(run, s, si, si.capped[:, -1, :])
+        calls = self._calls(run, s, si, si.capped[:, -1, :], coupled)
         return si if calls is None else replace(si, calls=calls)
 
     def with_visits(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig) -> StandIns:

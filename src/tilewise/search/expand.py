@@ -16,7 +16,7 @@ What is kept, dropped or deferred is the walk's (:class:`Pruning`, :mod:`.walk`)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Protocol
 
 import numpy as np
@@ -79,8 +79,8 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     # the parent's traffic bounds (kept from its own bound, else worked out) hold
     rw = nd.traffic if nd.traffic is not None else eng.node_traffic(nd, stage)[0]
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
-        on_time(deadline)
-        si = eng.with_calls(eng.stand_ins(ch, stage + 1), ch.split, stage + 1, run)
+        on_time(deadline)   # (the plain call floors: the coupled ones only for those kept)
+        si = eng.with_calls(eng.stand_ins(ch, stage + 1), ch.split, stage + 1, run, False)
         lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si, visits=False)
         m = prune.keep_partial(lb)   # beaten already: no visit floors needed
         done += float(ch.weight[~m].sum())
@@ -97,6 +97,7 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
         ch, si, parent = ch.take(m), si.take(m), parent[m]
         if not len(ch):
             continue
+        si = eng.with_calls(si, ch.split, stage + 1, run)
         si = eng.with_visits(si, ch.split, stage + 1, run)
         if si.visits is not None:   # no visit floors: this bound would be the first one
             lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
@@ -108,6 +109,9 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
             if not len(ch):
                 continue
         ch = ch.with_bound(*_own_bound(eng, ch, stage + 1, run, stats, si, prune))
+        if si.calls is not None and stage + 1 < len(eng.stages) \
+                and eng.stages[stage + 1].kind == "order":
+            ch = replace(ch, calls=si.calls)   # for its loop-order children
         m, later = prune.split(ch.bound)
         if later.any():
             done -= prune.defer(stage + 1, ch.take(later))
@@ -200,7 +204,10 @@ def _order_expansion(eng: Engine, nd: Nodes, stage: int,
     """The shared tables of the expansion of ``nd`` and its root partial orders (no loop fixed)."""
     k = eng.stages[stage].level
     # the level-k order changes no tile: one set of stand-ins (and call floors) for all children
-    si = eng.with_calls(eng.stand_ins(nd, stage), nd.split, stage, run)
+    if nd.calls is not None:   # kept from the nodes' own bound
+        si = replace(eng.with_capped(eng.stand_ins(nd, stage), nd.split, stage), calls=nd.calls)
+    else:
+        si = eng.with_calls(eng.stand_ins(nd, stage), nd.split, stage, run)
     real_all = eng.space.real_loops(si.whole, eng.ways[nd.split])
     keys = np.packbits(real_all[:, k], axis=1, bitorder="little")
     _, first, tid = np.unique(keys, axis=0, return_index=True, return_inverse=True)

@@ -21,7 +21,9 @@ class TileGroups:
     deepest), and the stand-ins for its open levels: ``whole`` / ``small [G, L]`` the largest
     and smallest tile per level (elements), ``max_counts [G, L]`` the most tiles visited per
     level, ``min_padded [G]`` the least padded extent one core computes, ``min_padded_all
-    [G]`` the least all cores compute (elements)."""
+    [G]`` the least all cores compute (elements). ``inner`` and ``padded [N]`` (the same
+    arrays at every depth): per ladder, in the order ``lo``/``hi`` index, its innermost tile
+    and the padded extent one core computes with it (elements)."""
 
     lo: np.ndarray
     hi: np.ndarray
@@ -33,6 +35,8 @@ class TileGroups:
     max_counts: np.ndarray
     min_padded: np.ndarray
     min_padded_all: np.ndarray
+    inner: np.ndarray
+    padded: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -40,13 +44,16 @@ class _SplitGroups:
     """The groups of one split's ladders (:class:`.space.TileLadders`) at depths 1 .. L-1,
     in local indices (ladders sorted by tiles, level 1 first): per depth ``lo``, ``hi`` and
     the stand-ins of :class:`TileGroups` (``stats``: whole, small, max_counts, min_padded,
-    min_padded_all); ``top`` those stand-ins over every ladder (depth 0; 1 where none)."""
+    min_padded_all); ``top`` those stand-ins over every ladder (depth 0; 1 where none);
+    ``inner``, ``padded`` per sorted ladder its innermost tile and padded extent."""
 
     n: int
     lo: list
     hi: list
     stats: list
     top: tuple
+    inner: np.ndarray
+    padded: np.ndarray
 
 
 def _split_groups(ch, L: int) -> _SplitGroups:
@@ -65,7 +72,7 @@ def _split_groups(ch, L: int) -> _SplitGroups:
         his.append(np.append(lo[1:], n) if n else lo)
         stats.append(tuple(f.reduceat(a, lo) if n else a[:0] for f, a in arrays))
     top = tuple(f.reduce(a, axis=0) if n else np.ones(a.shape[1:], np.int64) for f, a in arrays)
-    return _SplitGroups(n, los, his, stats, top)
+    return _SplitGroups(n, los, his, stats, top, tiles[:, L - 1].copy(), ch.padded[order])
 
 
 def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
@@ -84,6 +91,8 @@ def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
     n_groups = np.array([[1] + [len(p.lo[d]) for d in range(1, L)] for p in parts],
                         np.int64).reshape(len(parts), L)
     g_start = np.cumsum(n_groups, 0) - n_groups
+    inner = np.concatenate([p.inner for p in parts]) if parts else np.zeros(0, np.int64)
+    padded = np.concatenate([p.padded for p in parts]) if parts else np.zeros(0, np.int64)
     out = []
     for d in range(L):
         if d == 0:
@@ -101,5 +110,6 @@ def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
                                    for s, p in enumerate(parts)])
             c_hi = np.concatenate([np.searchsorted(p.lo[d + 1], p.hi[d]) + g_start[s, d + 1]
                                    for s, p in enumerate(parts)])
-        out.append(TileGroups(lo, hi, (hi - lo).astype(float), c_lo, c_hi, *stats))
+        out.append(TileGroups(lo, hi, (hi - lo).astype(float), c_lo, c_hi, *stats, inner,
+                              padded))
     return out
