@@ -1,7 +1,8 @@
 """Issue 13's shortcuts give the same tables as the plain computations they replace.
 
 - :func:`tilewise.search.groups.prefix_groups` groups each shared ladder set once;
-- :meth:`tilewise.search.calls.CallFloors.steps` stops a scan at points / volume.
+- :meth:`tilewise.search.calls.CallFloors.steps` stops a scan at points / volume, and its
+  floor of padding and calls together never passes the least over every completion.
 """
 
 import numpy as np
@@ -14,7 +15,7 @@ from tilewise.search.groups import prefix_groups
 from tilewise.search.space import TileLadders
 
 _FIELDS = ("lo", "hi", "n_ladders", "child_lo", "child_hi", "whole", "small", "max_counts",
-           "min_padded", "min_padded_all")
+           "min_padded", "min_padded_all", "inner", "padded")
 
 
 def reference_groups(ladders, L):
@@ -54,7 +55,8 @@ def reference_groups(ladders, L):
                         child_hi=None if deeper is None else np.searchsorted(deeper, hi),
                         whole=red(np.maximum, tiles), small=red(np.minimum, tiles),
                         max_counts=red(np.maximum, counts), min_padded=red(np.minimum, padded),
-                        min_padded_all=red(np.minimum, padded_all)))
+                        min_padded_all=red(np.minimum, padded_all), inner=tiles[:, L - 1],
+                        padded=padded))
     return out
 
 
@@ -125,3 +127,85 @@ def test_op_points_equal_numpys_products():
         assert np.array_equal(points[:, o], np.prod(padded[:, ix], axis=1).astype(float))
         calls = -(-padded // np.maximum(inner, 1))
         assert np.array_equal(steps[:, o], np.prod(calls[:, ix], axis=1).astype(float))
+
+
+def _ladders_under(eng, m, j, levels):
+    """Dim ``j``'s ladders of mapping ``m``'s split whose tiles at levels ``1 .. levels`` are
+    ``m``'s (``Engine.ladders``, not the groups' tables): their innermost tiles and padded
+    extents."""
+    from .test_bound import _node
+
+    lad = eng.ladders[int(_node(eng, m, 0).split[0])][j]
+    want = [lv.sizes[eng.st.dims[j]] for lv in m.levels][1:levels + 1]
+    keep = (lad.tiles[:, 1:levels + 1] == want).all(1)
+    return lad.tiles[keep, -1], lad.padded[keep]
+
+
+@pytest.mark.parametrize("workload", [tw.gemm(200, 360, 520, dtype="i8"),
+                                      tw.mha(96, 80, 24, dtype="i16")], ids=lambda w: w.name)
+def test_coupled_call_floors_stay_under_every_completion(workload):
+    """Nodes with only the innermost tiles open (ragged dims, aie-4x2): the floor of padding
+    and calls together (search.calls) lies between the plain fewest calls and the least,
+    over every combo of the node's own ladders (:func:`_ladders_under`; no smaller than the
+    chain rules let a tile be) that fits the core with each double-buffer set, of ``k
+    (points - P) + calls`` per op, ``k`` the model's cycles per point over its cycles per
+    call and ``P`` the node's least padded extents; that quantity is checked against the
+    model's own compute cycles on a legal full mapping; and some floor is raised above the
+    plain one."""
+    from tilewise.model.cost import evaluate
+    from tilewise.model.legality import validate
+    from tilewise.search.calls import _inner_bytes
+
+    from .test_bound import _node, _random_mapping
+
+    eng = Engine(workload, load_arch("aie-4x2"), {})
+    run, L, D = eng.config(("latency",)), eng.L, eng.D
+    stage = next(i for i, st in enumerate(eng.stages) if st.kind == "order" and st.level == 0)
+    assert (eng.depth[stage] >= L - 2).all()   # every tile fixed but the innermost
+    cf, comp = eng.call_floors(), eng.problem.compute
+    k = comp.op_pp / comp.op_rate / comp.call
+    subs, nsub, _ = eng.db_subs
+    cap = float(eng.problem.summed_levels().capacity[L - 1])
+    perm, nat = np.arange(D, dtype=np.int64), np.empty(D, np.int64)
+    rng = np.random.default_rng(1)
+    raised = checked = 0
+    for _ in range(12):
+        m = _random_mapping(eng, rng)
+        nd = _node(eng, m, stage)
+        si = eng.with_capped(eng.stand_ins(nd, stage), nd.split, stage)
+        plain = eng._calls(run, nd.split, si, si.capped[:, -1, :], coupled=False)[0]
+        coupled = eng._calls(run, nd.split, si, si.capped[:, -1, :])[0]
+        assert (coupled >= plain).all()
+        raised += int((coupled > plain).any())
+        own = [_ladders_under(eng, m, j, L - 2) for j in range(D)]
+        own = [(t[t >= si.small[0, -1, j]], p[t >= si.small[0, -1, j]])
+               for j, (t, p) in enumerate(own)]
+        P = si.padded[0]   # the node's least padded extents: what the excess is over
+        assert (P <= [p.min() for _, p in own]).all()
+        grid = np.stack(np.meshgrid(*[np.arange(len(t)) for t, _ in own], indexing="ij"),
+                        -1).reshape(-1, D)
+        t = np.stack([own[j][0][grid[:, j]] for j in range(D)], 1)
+        p = np.stack([own[j][1][grid[:, j]] for j in range(D)], 1)
+        if not cf.floored[nd.split[0]]:
+            continue
+        for u in range(nsub[L - 1]):
+            fits = np.array([_inner_bytes(row, perm, nat, eng.problem.dims.sizes,
+                                          eng.problem.buffers, eng.buf.slot, subs[L - 1, u])
+                             <= cap for row in t])
+            for o, mask in enumerate(comp.op_mask):
+                excess = (k[o] * (np.prod(p[fits][:, mask], 1) - np.prod(P[mask]))
+                          + np.prod(p[fits][:, mask] // t[fits][:, mask], 1))
+                assert coupled[u, o] <= excess.min(initial=np.inf) * (1 + 1e-12), (u, o)
+                checked += fits.any()
+    assert checked > 20 and raised > 0
+    while True:   # the quantity is the model's: a legal mapping's compute cycles / call
+        try:
+            validate(workload, eng.arch, m)
+            break
+        except tw.MappingError:
+            m = _random_mapping(eng, rng)
+    tile, pad = np.array([_ladders_under(eng, m, j, L - 1) for j in range(D)])[:, :, 0].T
+    c = evaluate(workload, eng.arch, m, check_capacity=False)
+    assert c.compute_cycles / comp.call == pytest.approx(
+        sum(k[o] * np.prod(pad[mask]) + np.prod((pad // tile)[mask])
+            for o, mask in enumerate(comp.op_mask)), rel=1e-9)

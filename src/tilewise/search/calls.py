@@ -467,13 +467,23 @@ def _least_calls(calls, cidx, lo, hi, mask, least, volume, points, jv, padded, t
     where the op has every dim (``points`` its padded points, else 0), once ``points`` over
     the combo's ``volume`` is above it: the combos come largest first, and a combo's calls
     are at least that quotient, so none after it makes fewer (a margin of 1e-9 covers the
-    rounding of the float products). Where ``coupled``, the calls in excess of padding
-    (:func:`_coupled`, never below a combo's calls): first the fewest calls and the combo
-    that makes them, then that combo's excess, then a second scan that raises only the
-    combos whose calls are under the least excess so far."""
+    rounding of the float products). Where ``coupled``, raised (:func:`_raise`)."""
     best, at = _scan(calls, cidx, lo, hi, mask, least, volume, points, np.inf, jv, padded,
                      tab, var, k, False)
-    if not coupled or at < 0:
+    if not coupled:
+        return best
+    return _raise(best, at, calls, cidx, lo, hi, mask, least, volume, points, jv, padded, tab,
+                  var, k)
+
+
+@njit(cache=True, inline="always")
+def _raise(best, at, calls, cidx, lo, hi, mask, least, volume, points, jv, padded, tab, var,
+           k):
+    """One op's fewest calls ``best`` (made by combo ``at``; -1: none) raised to its least
+    calls in excess of padding (:func:`_coupled`, never below a combo's calls): that combo's
+    excess, then a second scan (:func:`_scan`) that raises only the combos whose calls are
+    under the least excess so far."""
+    if at < 0:
         return best
     e = _coupled(at, cidx, jv, calls, mask, padded, tab, var, k, best)
     if e == best:
@@ -592,34 +602,7 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_o
                 if at_least == O:
                     break
             if coupled:
-                _raise_ops(b, u, out, at, calls, cidx, jv, lo[s[b], u], hi[s[b], u], op_mask,
-                           padded[b], tab, var, kpp)
-
-
-@njit(cache=True)
-def _raise_ops(b, u, out, at, calls, cidx, jv, lo, hi, op_mask, padded, tab, var, kpp):
-    """Several ops: each op's fewest calls ``out[b, u, o]`` (made by combo ``at[o]``)
-    raised to its least calls in excess of padding (:func:`_coupled`): that combo's excess,
-    then every combo whose calls are under the least so far."""
-    D = cidx.shape[1]
-    for o in range(out.shape[2]):
-        if at[o] < 0:
-            continue
-        best = _coupled(at[o], cidx, jv, calls, op_mask[o], padded, tab, var, kpp[o],
-                        out[b, u, o])
-        if best == out[b, u, o]:
-            continue
-        for i in range(lo, hi):
-            v = 1.0
-            for d in range(D):
-                x = calls[cidx[i, d]]
-                if x == np.inf:
-                    v = np.inf
-                elif op_mask[o, d]:
-                    v *= x
-                if v >= best:
-                    break
-            if v < best:
-                best = min(best, _coupled(i, cidx, jv, calls, op_mask[o], padded, tab, var,
-                                          kpp[o], v))
-        out[b, u, o] = best
+                for o in range(O):
+                    out[b, u, o] = _raise(out[b, u, o], at[o], calls, cidx, lo[s[b], u],
+                                          hi[s[b], u], op_mask[o], least[o], volume, 0.0, jv,
+                                          padded[b], tab, var, kpp[o])

@@ -188,11 +188,15 @@ class Engine:
         self.n_ladders = np.array([[len(self.ladders[s][j].padded) for j in range(D)]
                                    for s in range(S)], np.int64).reshape(S, D)
         self.groups = [prefix_groups([self.ladders[s][j] for s in range(S)], L) for j in range(D)]
-        # every ladder's innermost tile and padded extent, dim after dim (:class:`.calls.Coupling`)
+        # every ladder's innermost tile and padded extent, dim after dim, and the calls a
+        # padded point costs per op: what couples a node's padding with its calls
         n_lad = [len(self.groups[j][0].inner) for j in range(D)]
-        self.ladder_offset = np.concatenate([[0], np.cumsum(n_lad)]).astype(np.int64)
-        self.ladder_inner = np.concatenate([g[0].inner for g in self.groups]).astype(np.int64)
-        self.ladder_padded = np.concatenate([g[0].padded for g in self.groups]).astype(np.int64)
+        c = self.problem.compute
+        self.coupling = (np.concatenate([g[0].inner for g in self.groups]).astype(np.int64),
+                         np.concatenate([g[0].padded for g in self.groups]).astype(np.int64),
+                         np.concatenate([[0], np.cumsum(n_lad)]).astype(np.int64),
+                         np.asarray(c.op_pp / c.op_rate / c.call if c.call > 0
+                                    else np.zeros(len(c.op_pp)), float))
 
     def _order_tables(self) -> None:
         """Per moved tensor its favourable order (``fav``) and ranks for completing partial
@@ -598,11 +602,10 @@ class Engine:
             else None
         if cf is None:
             return None
-        comp = self.problem.compute
-        coupling = None if si.ladders is None or not coupled else Coupling(
-            si.ladders, self.ladder_inner, self.ladder_padded, self.ladder_offset,
-            np.asarray(comp.op_pp / comp.op_rate / comp.call, float))
-        return cf.steps(s, si.padded, si.small[:, -1], inner, comp.op_mask, coupling)
+        coupling = None if si.ladders is None or not coupled else Coupling(si.ladders,
+                                                                          *self.coupling)
+        return cf.steps(s, si.padded, si.small[:, -1], inner, self.problem.compute.op_mask,
+                        coupling)
 
     def with_calls(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig,
                    coupled: bool = True) -> StandIns:
