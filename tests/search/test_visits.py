@@ -13,7 +13,7 @@ from tilewise.mapping import Mapping
 from tilewise.model.cost import evaluate
 from tilewise.search.engine import Engine
 from tilewise.search.optimize import search
-from tilewise.search.visits import VisitMemo, node_floors, visit_floor, visit_lists
+from tilewise.search.visits import Runs, VisitMemo, node_floors, visit_floor, visit_lists
 
 from ..consistency.cases import arch as toy_arch, level as toy_level
 from ..model.archs import array_in_the_middle
@@ -23,11 +23,11 @@ from .test_exact import assert_top_matches
 GiB = 2**30
 
 
-def caches(l3=4096, l2=1024, l1=256) -> Arch:
+def caches(l3=4096, l2=1024, l1=256, block=1) -> Arch:
     """DRAM -> L3 -> L2 -> L1 (no L3 when ``l3`` is None), nothing double-buffered, slow
-    links (they decide the latency)."""
+    links (they decide the latency); caches of ``block``-byte lines."""
     lv = lambda name, cap, bw: Level(name, cap, read_bandwidth=bw * GiB, write_bandwidth=bw * GiB,
-                                     double_buffer=False)
+                                     double_buffer=False, block_bytes=block)
     mid = (lv("l3", l3, 1),) if l3 else ()
     return Arch(name="caches", levels=(Level("dram", None), *mid, lv("l2", l2, 2), lv("l1", l1, 4)),
                 compute=Compute(1e9, {"f32": 16, "i8": 32}, {"f32": 16, "i8": 64}))
@@ -92,27 +92,34 @@ def _fitting_mappings(rng, w, arch, draws: int):
 
 @pytest.mark.parametrize("w", [tw.gemm(12, 10, 16, dtype="f32"), tw.gemm(9, 20, 7, dtype="i8"),
                                tw.batched_gemm(3, 6, 5, 8, dtype="f32")], ids=["f32", "i8", "bgemm"])
-@pytest.mark.parametrize("split", [False, True], ids=["one-core", "cores"])
+@pytest.mark.parametrize("split", [False, True, "lines"], ids=["one-core", "cores", "lines"])
 def test_floors_are_below_the_model_on_random_mappings(w, split):
     """Every level ``k+1`` of an unsplit mapping; with a split across the array (in the
-    middle: L2 per core), every level but the array's (above it the split changes no visit;
-    below it each core's visits summed; the array level has its own test below)."""
-    arch = array_in_the_middle(rows=1, cols=3) if split else caches(l3=1536, l2=512, l1=160)
+    middle: L2 per core, L3 lines of 8 B), every level but the array's (above it the split
+    changes no visit; below it each core's visits summed; the array level has its own test
+    below); ``lines``: caches of 16 B lines, rows rounded (the floor's granule the model's)."""
+    arch = (array_in_the_middle(rows=1, cols=3) if split is True
+            else caches(l3=1536, l2=512, l1=160, block=16 if split else 1))
+    split = split is True
     eng = Engine(w, arch, {})
     table, dims = eng.visit_table, list(w.sizes)
     assert table is not None
     names = [lv.name for lv in arch.levels]
     rng = np.random.default_rng(len(dims))
-    checked = 0
+    checked = raised = 0
     for m, c, t in _fitting_mappings(rng, w, arch, 300):
         for k in [k for k in range(len(names) - 1) if not split or k + 1 != 2]:
             known = rng.random(len(dims)) < 0.5
-            r, wr = node_floors(table, eng.problem.dims.sizes, t, known, k, eng.cap, VisitMemo())
+            floor = lambda g: node_floors(table, eng.problem.dims.sizes, t, known, k, eng.cap,
+                                          VisitMemo(), granule=g)
+            r, wr = floor(eng.run_granule[k + 1])
             nxt = names[k + 1]
             assert r[0] <= sum(c.reads[nxt].values()) + 1e-9, (m, k, known)
             assert wr[0] <= sum(c.writes[nxt].values()) + 1e-9, (m, k, known)
             checked += 1
+            raised += int(r[0] + wr[0] > sum(x[0] for x in floor(1.0)))
     assert checked > 150
+    assert (raised > 20) == (eng.run_granule[1:] > 1).any(), raised   # the rounding counts
 
 
 def test_floors_are_tight_where_the_order_is_forced():
@@ -164,8 +171,10 @@ def _gemm_visit(e, cap, across):
     """One GEMM visit's floor (f32 A[m,k], B[k,n], C[m,n]) of tile ``e`` into ``cap`` bytes."""
     uses = np.array([[1, 0, 1], [0, 1, 1], [1, 1, 0]], np.bool_)
     width = np.full(3, 4.0)
+    runs = Runs(np.array([2, 1, 1]), np.array([e[2], e[1], e[1]]), 1.0)
     return visit_floor(np.array(e, np.int64), np.zeros(3, np.int64), uses, width,
-                       np.array([False, False, True]), np.ones(3, np.bool_), float(cap), across)
+                       np.array([False, False, True]), np.ones(3, np.bool_), runs, float(cap),
+                       across)
 
 
 def test_only_a_tensor_whose_visit_tile_fits_whole_is_kept_across_visits():
@@ -181,12 +190,14 @@ def test_only_a_tensor_whose_visit_tile_fits_whole_is_kept_across_visits():
     assert alone[0] - across[0] <= 8 * 8 * 4
 
 
-def _cores_without_broadcast(cols: int = 3) -> Arch:
+def _cores_without_broadcast(cols: int = 3, block: int = 1) -> Arch:
     """cpu-6core's shape (array_in_the_middle) with no broadcast and no merge along the array:
-    the bytes into the per-core L2 are the cores' sum."""
+    the bytes into the per-core L2 are the cores' sum; L2 and L1 of ``block``-byte lines."""
     import dataclasses
     arch = array_in_the_middle(rows=1, cols=cols)
-    return dataclasses.replace(arch, array=dataclasses.replace(
+    levels = tuple(dataclasses.replace(lv, block_bytes=block) if lv.name in ("l2", "l1") else lv
+                   for lv in arch.levels)
+    return dataclasses.replace(arch, levels=levels, array=dataclasses.replace(
         arch.array, broadcast_rows=False, broadcast_cols=False, reduce_cols=False))
 
 
@@ -194,12 +205,13 @@ def _cores_without_broadcast(cols: int = 3) -> Arch:
                                tw.gemm(64, 6, 40, dtype="f32"),
                                tw.batched_gemm(3, 6, 5, 8, dtype="f32")],
                          ids=["f32", "i8", "long-m", "bgemm"])
-def test_floors_into_the_array_level_are_below_the_cores_sum(w):
+@pytest.mark.parametrize("block", [1, 8], ids=["bytes", "lines"])
+def test_floors_into_the_array_level_are_below_the_cores_sum(w, block):
     """Into the array level (each core's L2, no broadcast) and the level below it: each visit
     of an L3 tile cut into the regions the cores walk (their core tiles known), each region a
     visit of one core's L2, or of its L1 with the L2 tiles taken as open; the floor is below
-    the model's bytes, every core's summed."""
-    arch = _cores_without_broadcast()
+    the model's bytes, every core's summed (``lines``: rows rounded to 8 B lines)."""
+    arch = _cores_without_broadcast(block=block)
     eng = Engine(w, arch, {})
     assert eng._cores_sum_at_array()
     dims = list(w.sizes)
@@ -213,7 +225,8 @@ def test_floors_into_the_array_level_are_below_the_cores_sum(w):
         known |= ways[0] > 1     # the core tiles of the split dims are known
         for into, name in ((2, "l2"), (3, "l1")):   # l1: through the core tiles, open
             r, wr = node_floors(eng.visit_table, eng.problem.dims.sizes, t, known, 1, eng.cap,
-                                VisitMemo(), into=into, cores=(t[:, 2], ways))
+                                VisitMemo(), into=into, cores=(t[:, 2], ways),
+                                granule=eng.run_granule[into])
             assert r[0] <= sum(c.reads[name].values()) + 1e-9, (m, known, name)
             assert wr[0] <= sum(c.writes[name].values()) + 1e-9, (m, known, name)
         checked += 1
@@ -250,15 +263,30 @@ def test_search_with_floors_into_the_array_level_equals_brute_force(objective):
     assert_top_matches([metric(s.cost) for s in r.top], [v for v, _, _ in brute])
 
 
-def _visit_bytes_by_hand(e, c, j, uses, width, output, held, cap, across):
+def _row_by_hand(ex, trips, full, w, g):
+    """Bytes per row of a sweep: each of ``trips`` runs at least one granule ``g``, the row at
+    least its bytes rounded up to granules; a tile spanning the whole axis (``full``) merges."""
+    if trips == 1 and ex >= full:
+        return ex * w
+    return max(-(-ex * w // g) * g, trips * g)
+
+
+def _sweep_by_hand(i, trips, e, uses, width, runs):
+    x = runs.last[i]
+    rest = np.prod([e[d] for d in range(len(e)) if uses[i, d] and d != x])
+    return _row_by_hand(e[x], trips, runs.full[i], width[i], runs.granule) * rest
+
+
+def _visit_bytes_by_hand(e, c, j, j_open, uses, width, output, held, runs, cap, across):
     """(reads, writes) of a visit of ``e`` with tiles ``c`` and innermost real loop ``j``
-    (None: no loop real) by the module doc's formula, less what may stay from the visit before."""
+    (None: no loop real; ``j_open``: an open dim, whose runs count as 2 tiles) by the module
+    doc's formula, less what may stay from the visit before."""
     D = len(e)
     trips = [-(-e[d] // c[d]) if c[d] < e[d] else 1 for d in range(D)]
     kept = 0.0
     if across:
         for a in range(D):   # the dim that advances between visits
-            kept = max(kept, sum(width[i] * np.prod([e[d] for d in range(D) if uses[i, d]])
+            kept = max(kept, sum(_sweep_by_hand(i, 1, e, uses, width, runs)
                                  for i in range(len(uses)) if held[i] and not uses[i, a]
                                  and all(c[d] >= e[d] for d in range(D) if uses[i, d])))
         kept = min(kept, cap)
@@ -266,7 +294,8 @@ def _visit_bytes_by_hand(e, c, j, uses, width, output, held, cap, across):
     for i in range(len(uses)):
         if not held[i]:
             continue
-        pts = width[i] * np.prod([e[d] for d in range(D) if uses[i, d]])
+        x = runs.last[i]
+        pts = _sweep_by_hand(i, 2 if (j_open and x == j) else trips[x], e, uses, width, runs)
         sweeps = j is not None and uses[i, j]
         f = np.prod([trips[d] for d in range(D) if not uses[i, d]]) if sweeps else 1
         if output[i]:
@@ -276,9 +305,10 @@ def _visit_bytes_by_hand(e, c, j, uses, width, output, held, cap, across):
     return max(r - kept, 0.0), max(w - kept, 0.0)
 
 
-def _visit_floor_by_hand(e, fixed, uses, width, output, held, cap, across):
+def _visit_floor_by_hand(e, fixed, uses, width, output, held, runs, cap, across):
     """The least over every tile (each open dim 1 .. e, fixed ones as given) that fits and
-    every real innermost loop of :func:`_visit_bytes_by_hand`: every choice enumerated."""
+    every real innermost loop of :func:`_visit_bytes_by_hand`: every choice enumerated (an
+    open innermost dim's footprint at its tile 1, its runs at 2 tiles)."""
     D = len(e)
     ranges = [range(1, e[d] + 1) if fixed[d] == 0 else (fixed[d],) for d in range(D)]
     best = [np.inf, np.inf]
@@ -289,7 +319,9 @@ def _visit_floor_by_hand(e, fixed, uses, width, output, held, cap, across):
             continue
         real = [d for d in range(D) if c[d] < e[d]]
         for j in real or [None]:
-            got = _visit_bytes_by_hand(e, c, j, uses, width, output, held, cap, across)
+            j_open = j is not None and fixed[j] == 0
+            got = _visit_bytes_by_hand(e, c, j, j_open, uses, width, output, held, runs, cap,
+                                       across)
             best = [min(best[0], got[0]), min(best[1], got[1])]
     return tuple(best)
 
@@ -299,7 +331,8 @@ def test_the_branch_and_bound_floor_equals_every_tile_enumerated():
     tiles largest first, smaller tiles dropped once the bytes with the rest whole reach the
     least so far) equals the least over every tile choice, on random contractions of 1-4 dims
     (open, fixed under or over the visit, every tensor held or not, with and without what
-    stays from the visit before), none past the step limit."""
+    stays from the visit before, rows rounded to granules of 1-16 bytes, the visit spanning
+    the tensor's innermost axis or not), none past the step limit."""
     rng = np.random.default_rng(13)
     checked = closed = 0
     for _ in range(300):
@@ -315,10 +348,13 @@ def test_the_branch_and_bound_floor_equals_every_tile_enumerated():
         fixed = np.where(rng.random(D) < 0.35, rng.integers(1, 15, D), 0)
         cap = float(rng.integers(1, 2 + int(sum(width[i] * np.prod(e[uses[i]]) for i in range(T)))))
         across = bool(rng.random() < 0.5)
+        last = np.array([rng.choice(np.nonzero(u)[0]) for u in uses])
+        full = e[last] + rng.integers(0, 2, T) * rng.integers(1, 9, T)
+        runs = Runs(last, full, float(rng.choice([1, 2, 4, 8, 16])))
         got = visit_floor(e.astype(np.int64), fixed.astype(np.int64), uses, width, output, held,
-                          cap, across)
-        want = _visit_floor_by_hand(e, fixed, uses, width, output, held, cap, across)
-        assert got == want, (e, fixed, uses, width, held, cap, across)
+                          runs, cap, across)
+        want = _visit_floor_by_hand(e, fixed, uses, width, output, held, runs, cap, across)
+        assert got == want, (e, fixed, uses, width, held, runs, cap, across)
         checked += np.isfinite(want[0])
         closed += int((fixed > 0).all())
     assert checked > 200 and closed > 5

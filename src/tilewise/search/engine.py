@@ -120,6 +120,10 @@ class Engine:
         self._tries: dict = {}
         self.buf = BufferTable(self.space, self.problem)
         self.visit_table = VisitTable.of(st, self.problem, self.space.moved)
+        # the visit floors round rows to each link's granule (search/visits.py), except where
+        # a tensor may be packed (a packed tile moves as one run)
+        packs = bool(self.space.pack_variants().any())
+        self.run_granule = np.ones(self.L) if packs else self.problem.levels.granule.astype(float)
         self._visit_memo: dict[int, VisitMemo] = {}
         self._held_tables()
         self._call_floors: tuple | None = None
@@ -694,7 +698,8 @@ class Engine:
             if not len(idx):
                 continue
             memo = self._visit_memo.setdefault(k, VisitMemo())
-            r, w = node_floors(self.visit_table, sizes, whole[idx], dep >= k + 1, k, self.cap, memo)
+            r, w = node_floors(self.visit_table, sizes, whole[idx], dep >= k + 1, k, self.cap, memo,
+                               granule=self.run_granule[k + 1])
             rfl[idx, k + 1], wfl[idx, k + 1] = r, w
         return rfl, wfl
 
@@ -726,7 +731,8 @@ class Engine:
             return
         memo = self._visit_memo.setdefault(("cores", into), VisitMemo())
         r, w = node_floors(self.visit_table, self.problem.dims.sizes, whole[idx], dep >= into,
-                           k, self.cap, memo, into=into, cores=(whole[idx, a], ways[idx]))
+                           k, self.cap, memo, into=into, cores=(whole[idx, a], ways[idx]),
+                           granule=self.run_granule[into])
         rfl[idx, into], wfl[idx, into] = r, w
 
     def floor_level(self, stage: int) -> int:
