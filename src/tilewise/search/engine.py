@@ -46,6 +46,7 @@ from .anytime import on_time
 
 ROWS = 1 << 14      # nodes bounded per model call (x moved tensors while orders are open)
 FLOOR_ROWS = 1 << 16  # tile combos per model call of the level floors (:meth:`Engine.floors`)
+TIMED_ROWS = 1 << 12  # the same under a deadline, checked between calls (up to ~25 us a row)
 # SLACK (relative, from .pool): a float bound within rounding of a kept value is kept
 
 
@@ -796,9 +797,10 @@ class Engine:
         rfl[:, l] = np.inf
         wfl[:, l] = np.inf
         nf = int(self.n_fixed[stage])
-        for a in range(0, len(owner), FLOOR_ROWS):   # a time limit is checked per chunk
+        step = FLOOR_ROWS if self.deadline is None else TIMED_ROWS
+        for a in range(0, len(owner), step):   # a time limit is checked per chunk
             on_time(self.deadline)
-            o, t = owner[a:a + FLOOR_ROWS], tiles[a:a + FLOOR_ROWS]
+            o, t = owner[a:a + step], tiles[a:a + step]
             tr = self.tensor_traffic(s[o], t, self.tensor_orders(ords[o], nf))
             np.minimum.at(rfl[:, l], o, tr.R[:, l].sum(1))
             np.minimum.at(wfl[:, l], o, tr.W[:, l].sum(1))
