@@ -60,7 +60,8 @@ def _node(eng, m, stage):
         top = eng.groups[j][0]  # depth 0: one group per split, a range of deep groups
         row = [r for r in range(len(deep.lo)) if top.lo[s] <= deep.lo[r] < top.hi[s]
                and (deep.whole[r] == tiles).all()][0]
-        gid[0, j] = np.searchsorted(g.lo, deep.lo[row], side="right") - 1
+        gid[0, j] = (s if eng.depth[stage, j] == 0   # depth 0: the split's own group
+                     else np.searchsorted(g.lo, deep.lo[row], side="right") - 1)
     ords = np.full((1, st.n_levels - 1, D), -1, np.int64)
     nfix = sum(1 for kind, _, _ in eng.stages[:stage] if kind == "order")
     for k in range(nfix):

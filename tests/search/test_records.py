@@ -26,8 +26,14 @@ def test_tile_groups_nest_and_cover_every_ladder():
     eng = Engine(tw.gemm(32, 16, 48), small_aie(), {})
     for j, per_depth in enumerate(eng.groups):
         assert per_depth[-1].child_lo is None
-        n = sum(eng.n_ladders[:, j])
+        # splits that share one ladder set share its groups: each set's ladders once
+        sets = {id(eng.ladders[s][j]): s for s in range(len(eng.ladders))}
+        n = sum(eng.n_ladders[s, j] for s in sets.values())
         assert (per_depth[-1].hi - per_depth[-1].lo == 1).all() and len(per_depth[-1].lo) == n
+        for s in range(len(eng.ladders)):   # a split's depth-0 group: its set's range
+            first = sets[id(eng.ladders[s][j])]
+            assert per_depth[0].lo[s] == per_depth[0].lo[first]
+            assert per_depth[0].hi[s] - per_depth[0].lo[s] == eng.n_ladders[s, j]
         for g, c in zip(per_depth, per_depth[1:]):
             assert (c.lo[g.child_lo[g.hi > g.lo]] == g.lo[g.hi > g.lo]).all()
             assert (g.n_ladders == g.hi - g.lo).all()

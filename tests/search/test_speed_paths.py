@@ -1,6 +1,6 @@
 """Issue 13's shortcuts give the same tables as the plain computations they replace.
 
-- :func:`tilewise.search.groups.prefix_groups` groups each shared ladder set once;
+- :func:`tilewise.search.groups.prefix_groups` groups (and stores) each shared ladder set once;
 - :meth:`tilewise.search.calls.CallFloors.steps` stops a scan at points / volume, and its
   floor of padding and calls together never passes the least over every completion.
 """
@@ -66,6 +66,9 @@ def reference_groups(ladders, L):
     (tw.gemm_chain(M=256, K=64, L=256, N=64, dtype="i8"), "aie-4x2"),
 ])
 def test_prefix_groups_equal_the_grouping_of_the_concatenation(workload, arch):
+    """Split by split, the groups below each split's depth-0 group (its ladder set's, shared
+    with the splits of the same set) equal the reference's groups of that split: the same
+    ranges (from the split's first ladder and first group of each depth) and stand-ins."""
     eng = Engine(workload, load_arch(arch), {})
     S = len(eng.space.splits)
     for j in range(eng.D):
@@ -73,13 +76,46 @@ def test_prefix_groups_equal_the_grouping_of_the_concatenation(workload, arch):
         t = ladders[0]   # a split with no ladder of this dim, between shared sets
         empty = TileLadders(t.tiles[:0], t.counts[:0], t.padded[:0], t.padded_all[:0])
         for lad in (ladders, [ladders[0], empty] + ladders):
-            got_all, want_all = prefix_groups(lad, eng.L), reference_groups(lad, eng.L)
-            for got, want in zip(got_all, want_all):
-                for f in _FIELDS:
-                    g, w = getattr(got, f), want[f]
-                    assert (g is None) == (w is None), f
-                    if g is not None:
-                        assert g.dtype == w.dtype and np.array_equal(g, w), f
+            got, want = prefix_groups(lad, eng.L), reference_groups(lad, eng.L)
+            for s in range(len(lad)):
+                _assert_same_split_groups(got, want, s, eng.L)
+        sets = {id(x): x for x in ladders}   # each shared set's ladders stored once
+        assert len(prefix_groups(ladders, eng.L)[-1].lo) == sum(len(x.padded)
+                                                                for x in sets.values())
+
+
+def _split_range(groups, s, d):
+    """Split ``s``'s groups at depth ``d``: ``[a, b)`` (depth 0: the split's own one)."""
+    if d == 0:
+        return s, s + 1
+    lo, hi = groups[0]["lo"][s], groups[0]["hi"][s]
+    at = groups[d]["lo"]
+    return int(np.searchsorted(at, lo)), int(np.searchsorted(at, hi))
+
+
+def _assert_same_split_groups(got, want, s, L):
+    got = [{f: getattr(g, f) for f in _FIELDS} for g in got]
+    base_g, base_w = got[0]["lo"][s], want[0]["lo"][s]
+    for d in range(L):
+        (ga, gb), (wa, wb) = _split_range(got, s, d), _split_range(want, s, d)
+        assert gb - ga == wb - wa, (s, d)
+        for f in _FIELDS:
+            g, w = got[d][f], want[d][f]
+            assert (g is None) == (w is None), f
+            if g is None:
+                continue
+            assert g.dtype == w.dtype, f
+            if f in ("inner", "padded"):   # per ladder: the split's own
+                n = want[0]["hi"][s] - want[0]["lo"][s]
+                g, w = g[base_g:base_g + n], w[base_w:base_w + n]
+            else:
+                g, w = g[ga:gb], w[wa:wb]
+                if f in ("lo", "hi"):
+                    g, w = g - base_g, w - base_w
+                elif f in ("child_lo", "child_hi"):
+                    g = g - _split_range(got, s, d + 1)[0]
+                    w = w - _split_range(want, s, d + 1)[0]
+            assert np.array_equal(g, w), (s, d, f)
 
 
 def test_call_floors_equal_the_least_over_every_combo():

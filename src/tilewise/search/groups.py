@@ -78,16 +78,20 @@ def _split_groups(ch, L: int) -> _SplitGroups:
 def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
     """Groups of every depth 0 .. L-1 (depth 0: one group per split) over the ladders of every
     split ``ladders [S]`` (:class:`.space.TileLadders`), sorted by tiles so that every group is
-    a contiguous range (each split's ladders sorted, the splits one after the other). Splits
-    that share one ladder set (the space caches them) are grouped once."""
-    once: dict[int, _SplitGroups] = {}
+    a contiguous range (each ladder set's ladders sorted, the sets one after the other). Splits
+    that share one ladder set (the space caches them) share its groups below depth 0: their
+    depth-0 groups span the same range (cpu-6core's GEMM: 11 splits, one set of 43,680 ``k``
+    ladders, stored once)."""
+    once: dict[int, int] = {}
+    parts: list[_SplitGroups] = []
     for ch in ladders:
         if id(ch) not in once:
-            once[id(ch)] = _split_groups(ch, L)
-    parts = [once[id(ch)] for ch in ladders]
+            once[id(ch)] = len(parts)
+            parts.append(_split_groups(ch, L))
+    which = np.array([once[id(ch)] for ch in ladders], np.int64)
     n = np.array([p.n for p in parts], np.int64)
     start = np.cumsum(n) - n
-    # per split and depth: its groups, and the index of its first one
+    # per ladder set and depth: its groups, and the index of its first one
     n_groups = np.array([[1] + [len(p.lo[d]) for d in range(1, L)] for p in parts],
                         np.int64).reshape(len(parts), L)
     g_start = np.cumsum(n_groups, 0) - n_groups
@@ -96,20 +100,21 @@ def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
     out = []
     for d in range(L):
         if d == 0:
-            lo, hi = start, start + n
-            stats = [np.stack([p.top[i] for p in parts]) for i in range(5)]
+            lo, hi = start[which], start[which] + n[which]
+            stats = [np.stack([parts[u].top[i] for u in which]) if len(which)
+                     else np.zeros((0,)) for i in range(5)]
         else:
-            lo = np.concatenate([p.lo[d] + start[s] for s, p in enumerate(parts)])
-            hi = np.concatenate([p.hi[d] + start[s] for s, p in enumerate(parts)])
+            lo = np.concatenate([p.lo[d] + start[u] for u, p in enumerate(parts)])
+            hi = np.concatenate([p.hi[d] + start[u] for u, p in enumerate(parts)])
             stats = [np.concatenate([p.stats[d][i] for p in parts]) for i in range(5)]
         c_lo = c_hi = None
         if d == 0 and L > 1:
-            c_lo, c_hi = g_start[:, 1], g_start[:, 1] + n_groups[:, 1]
+            c_lo, c_hi = g_start[which, 1], g_start[which, 1] + n_groups[which, 1]
         elif d + 1 < L:
-            c_lo = np.concatenate([np.searchsorted(p.lo[d + 1], p.lo[d]) + g_start[s, d + 1]
-                                   for s, p in enumerate(parts)])
-            c_hi = np.concatenate([np.searchsorted(p.lo[d + 1], p.hi[d]) + g_start[s, d + 1]
-                                   for s, p in enumerate(parts)])
+            c_lo = np.concatenate([np.searchsorted(p.lo[d + 1], p.lo[d]) + g_start[u, d + 1]
+                                   for u, p in enumerate(parts)])
+            c_hi = np.concatenate([np.searchsorted(p.lo[d + 1], p.hi[d]) + g_start[u, d + 1]
+                                   for u, p in enumerate(parts)])
         out.append(TileGroups(lo, hi, (hi - lo).astype(float), c_lo, c_hi, *stats, inner,
                               padded))
     return out
