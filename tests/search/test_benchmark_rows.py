@@ -1,0 +1,33 @@
+"""benchmarks/search.py: an ``--only`` run replaces its cases' rows in the table's JSON and
+keeps the others in their order; a case that takes minutes has its own limit."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_search", ROOT / "benchmarks" / "search.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_only_rows_replace_their_cases_and_keep_the_rest(tmp_path):
+    bench = _bench()
+    out = tmp_path / "search.json"
+    assert bench._merged(out, [{"case": "a", "v": 1}]) == [{"case": "a", "v": 1}]   # no file yet
+    out.write_text(json.dumps({"meta": {}, "rows": [{"case": "a", "v": 1}, {"case": "b", "v": 2},
+                                                    {"case": "c", "v": 3}]}))
+    got = bench._merged(out, [{"case": "b", "v": 20}, {"case": "new", "v": 4}])
+    assert got == [{"case": "a", "v": 1}, {"case": "b", "v": 20}, {"case": "c", "v": 3},
+                   {"case": "new", "v": 4}]
+
+
+def test_long_cases_are_cases_of_the_table():
+    bench = _bench()
+    names = {c[0] for c in bench.CASES}
+    assert set(bench.LONG) <= names
+    assert all(limit > 60 and repeat >= 1 for limit, repeat in bench.LONG.values())
