@@ -178,13 +178,10 @@ def _gap(row) -> str:
 LONG = {"packed brgemm acmk,bckn->abmn f32 cpu-6core": (400.0, 1)}
 
 
-def _merged(out: Path, rows: list) -> list:
-    """``rows`` in place of the rows of the same cases in ``out`` (an ``--only`` run), the
-    others kept in their order; ``rows`` alone where ``out`` does not exist."""
-    if not out.exists():
-        return rows
+def _merged(old: list, rows: list) -> list:
+    """``rows`` (an ``--only`` run) in place of the rows of the same cases in ``old`` (the
+    table's rows), the others kept in their order, new cases last."""
     new = {r["case"]: r for r in rows}
-    old = json.loads(out.read_text())["rows"]
     kept = [new.pop(r["case"], r) for r in old]
     return kept + list(new.values())
 
@@ -221,11 +218,11 @@ def main(argv=None):
                 cpus=os.cpu_count(), load_average=os.getloadavg(), limit_s=args.limit)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    if args.only and out.exists():   # the table's own meta, with this run noted
-        old = json.loads(out.read_text())["meta"]
-        meta = dict(old, updated=old.get("updated", []) + [dict(meta, only=args.only)])
-    if args.only:
-        rows = _merged(out, rows)
+    if args.only and out.exists():   # into the table: its meta, with this run noted
+        old = json.loads(out.read_text())
+        noted = old["meta"].get("updated", []) + [dict(meta, only=args.only)]
+        meta = dict(old["meta"], updated=noted)
+        rows = _merged(old["rows"], rows)
     out.write_text(json.dumps(dict(meta=meta, rows=rows), indent=2))
     print(f"wrote {args.out}")
 

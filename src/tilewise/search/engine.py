@@ -121,10 +121,12 @@ class Engine:
         self._tries: dict = {}
         self.buf = BufferTable(self.space, self.problem)
         self.visit_table = VisitTable.of(st, self.problem, self.space.moved)
-        # the visit floors round rows to each link's granule (search/visits.py), except where
-        # a tensor may be packed (a packed tile moves as one run)
-        packs = bool(self.space.pack_variants().any())
-        self.run_granule = np.ones(self.L) if packs else self.problem.levels.granule.astype(float)
+        # whether some pack choice packs a tensor (a packed tile moves as one run): then the
+        # bounds count exact bytes, else a full mapping's own rounded bytes, and the visit
+        # floors round rows to each link's granule (search/visits.py)
+        self.may_pack = bool(self.space.pack_variants().any())
+        self.run_granule = (np.ones(self.L) if self.may_pack
+                            else self.problem.levels.granule.astype(float))
         self._visit_memo: dict[int, VisitMemo] = {}
         self._held_tables()
         self._call_floors: tuple | None = None
@@ -479,7 +481,7 @@ class Engine:
         if rw is None:
             # a full mapping with one layout (no pack choices) is bounded by its own bytes,
             # rounded to the granules (exact); with pack choices, by exact bytes (below all)
-            full = stage == len(self.stages) and not self.space.pack_variants().any()
+            full = stage == len(self.stages) and not self.may_pack
             tr, legal = self.traffic(s, ttc, ords, int(self.n_fixed[stage]), rounded=full)
         else:
             tr, legal = rw, None

@@ -101,8 +101,7 @@ def prefix_groups(ladders: list, L: int) -> list[TileGroups]:
     for d in range(L):
         if d == 0:
             lo, hi = start[which], start[which] + n[which]
-            stats = [np.stack([parts[u].top[i] for u in which]) if len(which)
-                     else np.zeros((0,)) for i in range(5)]
+            stats = [np.stack([p.top[i] for p in parts])[which] for i in range(5)]
         else:
             lo = np.concatenate([p.lo[d] + start[u] for u, p in enumerate(parts)])
             hi = np.concatenate([p.hi[d] + start[u] for u, p in enumerate(parts)])
