@@ -13,7 +13,8 @@ from tilewise.mapping import Mapping
 from tilewise.model.cost import evaluate
 from tilewise.search.engine import Engine
 from tilewise.search.optimize import search
-from tilewise.search.visits import Runs, VisitMemo, node_floors, visit_floor, visit_lists
+from tilewise.search.visits import (Runs, VisitMemo, box_floors, node_floors, visit_floor,
+                                     visit_lists)
 
 from ..consistency.cases import arch as toy_arch, level as toy_level
 from ..model.archs import array_in_the_middle
@@ -232,6 +233,38 @@ def test_floors_into_the_array_level_are_below_the_cores_sum(w, block):
         checked += 1
         split += int((ways > 1).any())
     assert checked > 150 and split > 50
+
+
+@pytest.mark.parametrize("w, least", [(tw.gemm(12, 10, 16, dtype="f32"), 0),
+                                      (tw.batched_gemm(3, 6, 5, 8, dtype="f32"), 0),
+                                      (tw.gemm(64, 6, 40, dtype="f32"), 100),
+                                      (tw.gemm(64, 64, 64, dtype="f32"), 100)],
+                         ids=["f32", "bgemm", "long-m", "64^3"])
+@pytest.mark.parametrize("block", [1, 8], ids=["bytes", "lines"])
+def test_box_floors_with_the_core_tiles_open_are_below_the_cores_sum(w, least, block):
+    """Into the array level and the level below it with a split dim's core tile open: each
+    visit of an L3 tile taken as one region, less (cores - 1) x capacity per visit
+    (:func:`box_floors`), is below the model's bytes, every core's summed; and on the larger
+    GEMMs it is often above zero (``least`` times: the test would see it switched off)."""
+    arch = _cores_without_broadcast(block=block)
+    eng = Engine(w, arch, {})
+    dims = list(w.sizes)
+    rng = np.random.default_rng(29 + len(dims))
+    checked = positive = 0
+    for m, c, t in _fitting_mappings(rng, w, arch, 600):
+        if m.cols is None or m.cols.ways == 1:
+            continue
+        known = rng.random(len(dims)) < 0.5
+        known[dims.index(m.cols.dim)] = False   # the split dim's core tile open
+        for into, name in ((2, "l2"), (3, "l1")):
+            r, wr = box_floors(eng.visit_table, eng.problem.dims.sizes, t, known, 1, eng.cap,
+                               VisitMemo(), into, np.array([m.cols.ways]),
+                               granule=eng.run_granule[into])
+            assert r[0] <= sum(c.reads[name].values()) + 1e-9, (m, known, name)
+            assert wr[0] <= sum(c.writes[name].values()) + 1e-9, (m, known, name)
+            positive += int(r[0] + wr[0] > 0)
+        checked += 1
+    assert checked > 100 and positive >= least, (checked, positive)
 
 
 def test_core_regions_follow_the_split_walk():

@@ -648,3 +648,32 @@ def node_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: 
                           table.held[into], runs, float(capacity[into]), k > 0, _MIX[:2 * D],
                           memo.hashes, memo.at, memo.rows, memo.floor, memo.n, out)
     return out[:, 0], out[:, 1]
+
+
+def box_floors(table: VisitTable, sizes: np.ndarray, tiles: np.ndarray, known: np.ndarray,
+               k: int, capacity: np.ndarray, memo: VisitMemo, into: int, cores: np.ndarray,
+               granule: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Floors ``(reads, writes) [n]`` of the bytes moved into a per-core level ``into`` (the
+    array level or one below it, the cores' sum) of nodes split over ``cores [n]`` cores
+    whose core tile on a split dim is still open, so the regions the cores walk
+    (:func:`core_regions`) are not known. Each visit of a level-``k`` tile is taken as one
+    region walked by one core's level (:func:`node_floors` without ``cores``), less
+    ``(cores - 1) x capacity`` per visit, in reads and in writes.
+
+    Why it holds: the cores' regions partition the visit along the split dims, and every core
+    walks its region with the same tiles. For one innermost real loop ``j`` and those tiles,
+    the module doc's bytes add up over such a partition to at least the visit's: a tensor the
+    split dim indexes has its points divided among the regions and the same sweeps; one it
+    does not index is swept whole by every region, its sweeps over the split dim's tiles (where
+    ``j`` indexes it) adding up to the visit's (the regions' tiles along the split dim are at
+    least the visit's). The visit's floor is the least over ``j`` (any real loop: a region's own
+    ``j`` is one of them) and carries one visit's credit for what stays in the level from the
+    visit before; each of the other cores may keep as much in its own level, at most the
+    level's capacity (:func:`_kept`'s cap). Checked against the model's bytes on random split
+    mappings with the core tiles taken as open (tests/search/test_visits.py)."""
+    r, w = node_floors(table, sizes, tiles, known, k, capacity, memo, into=into,
+                       granule=granule)
+    _, cnt = visit_lists(sizes, tiles, k)
+    visits = np.prod(cnt.sum(2), axis=1).astype(float)
+    credit = (np.asarray(cores, float) - 1) * float(capacity[into]) * visits
+    return np.maximum(r - credit, 0.0), np.maximum(w - credit, 0.0)
