@@ -174,10 +174,6 @@ def _gap(row) -> str:
     return "exact" if row["proven"] or not row["gap"] else f"<={row['gap']:.1%}"
 
 
-# cases whose exact search takes minutes: their own limit (s) and one search (not --limit, --repeat)
-LONG = {"packed brgemm acmk,bckn->abmn f32 cpu-6core": (400.0, 1)}
-
-
 def _merged(old: list, rows: list) -> list:
     """``rows`` (an ``--only`` run) in place of the rows of the same cases in ``old`` (the
     table's rows), the others kept in their order, new cases last."""
@@ -205,8 +201,7 @@ def main(argv=None):
     for name, kind, kwargs, arch, cons in CASES:
         if args.only and args.only not in name:
             continue
-        limit, repeat = LONG.get(name, (args.limit, args.repeat))
-        r = run_case(name, kind, kwargs, arch, cons, limit, repeat)
+        r = run_case(name, kind, kwargs, arch, cons, args.limit, args.repeat)
         rows.append(r)
         if r["status"] == "ok":
             print(f"{name:44s} {'ok':>8s} {r['seconds']:8.2f} {r['best_s']:7.2f} {r['tile_combos']:15,d} {r['nodes']:9,d} "

@@ -1,5 +1,5 @@
 """benchmarks/search.py: an ``--only`` run replaces its cases' rows in the table's JSON and
-keeps the others in their order; a case that takes minutes has its own limit."""
+keeps the others in their order."""
 
 import importlib.util
 from pathlib import Path
@@ -22,9 +22,3 @@ def test_only_rows_replace_their_cases_and_keep_the_rest():
     assert got == [{"case": "a", "v": 1}, {"case": "b", "v": 20}, {"case": "c", "v": 3},
                    {"case": "new", "v": 4}]
 
-
-def test_long_cases_are_cases_of_the_table():
-    bench = _bench()
-    names = {c[0] for c in bench.CASES}
-    assert set(bench.LONG) <= names
-    assert all(limit > 60 and repeat >= 1 for limit, repeat in bench.LONG.values())
