@@ -60,7 +60,9 @@ array is reached the same way through open levels between, whose nest repeats a 
 more often than one order over the region, loop by loop. A level above the array is shared
 by the cores, so a split changes none of its visits: its floor is the one of an unsplit node
 (at cpu-6core's L3 this floor, not the model's per-order bytes, is what prunes most of the
-L3 tiles: GEMM 512x512x1024 f32 4.4 -> 3.0 s).
+L3 tiles: GEMM 512x512x1024 f32 4.4 -> 3.0 s). While a split dim's core tile is open the
+regions are not known: each visit is then one region of one core's level, less what the other
+cores may keep (:func:`box_floors`).
 
 Not applied (floor 0, still a bound): several ops (a chain's projections), affine or clipped
 axes (halos), the array level where a broadcast or a merge moves fewer bytes than the cores'
