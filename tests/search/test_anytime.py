@@ -168,3 +168,22 @@ def test_ctrl_c_in_the_cli_lists_the_best_found(tmp_path):
     assert p.returncode == 0, err
     assert "interrupted (Ctrl-C)" in out and "of the optimum" in out
     assert "│ 1 │" in out
+
+
+def test_time_spent_compiling_kernels_is_not_counted_against_a_time_limit():
+    """On a cold kernel cache the first search compiles for minutes: inside the search (the
+    deadline entered) numba's compile events stop the clock; outside it they count."""
+    import time
+    from numba.core import event
+    from tilewise.search.anytime import Deadline
+
+    with Deadline(0.2) as d:
+        with event.trigger_event("numba:compile", data={}):
+            time.sleep(0.4)   # a compile longer than the whole limit
+        assert not d.passed()
+        time.sleep(0.25)
+        assert d.passed()
+    outside = Deadline(0.2)
+    with event.trigger_event("numba:compile", data={}):
+        time.sleep(0.4)
+    assert outside.passed()

@@ -61,6 +61,7 @@ how many returned mappings have programs too long to check. The Pareto front
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -134,16 +135,17 @@ def search(workload, arch, objective="latency", top: int = 10, *, then=None,
     if not isinstance(dma_limits, bool):
         raise TilewiseError(f"dma_limits={dma_limits!r} must be True or False")
     t0 = time.perf_counter()
-    engine = Engine(workload, arch, constraints)
-    if isinstance(objective, Custom):
-        _check_custom(objective, arch, engine.has_energy)
-    proven = not isinstance(objective, Custom) or objective.monotone
-    walk_objective = objective if proven else objective.closest
-    k = top if proven else max(top, objective.pool)
-    pool, stats, run, capped, unchecked = programmable_top(
-        engine, k, lambda n, admit: search_top(engine, walk_objective, n, progress, then,
-                                               tolerance, deadline=deadline, admit=admit),
-        dma_limits)
+    with deadline if deadline is not None else nullcontext():   # compiling is not searching
+        engine = Engine(workload, arch, constraints)
+        if isinstance(objective, Custom):
+            _check_custom(objective, arch, engine.has_energy)
+        proven = not isinstance(objective, Custom) or objective.monotone
+        walk_objective = objective if proven else objective.closest
+        k = top if proven else max(top, objective.pool)
+        pool, stats, run, capped, unchecked = programmable_top(
+            engine, k, lambda n, admit: search_top(engine, walk_objective, n, progress, then,
+                                                   tolerance, deadline=deadline, admit=admit),
+            dma_limits)
     if not proven:  # no bound: the closest built-in objective's exact top, ranked by the function
         pool = pool.take(np.argsort(pool.metric(objective), kind="stable")[:top])
     if not len(pool) and stats.timed_out:
