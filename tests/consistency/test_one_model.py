@@ -97,7 +97,7 @@ def property_a_cases(draw):
     return w, a, cons
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=45, **SETTINGS)
 @given(property_a_cases())
 def test_every_search_result_is_accepted_by_evaluate_with_the_same_numbers(case):
     w, a, cons = case
@@ -186,7 +186,7 @@ def tiny_cases(draw):
     return w, a, cons
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=45, **SETTINGS)
 @given(tiny_cases())
 def test_search_considers_exactly_the_mappings_evaluate_accepts(case):
     w, a, cons = case

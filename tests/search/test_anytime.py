@@ -162,7 +162,7 @@ def test_ctrl_c_in_the_cli_lists_the_best_found(tmp_path):
            "--k", "4096", "--dtype", "f32", "--arch", "cpu-6core", "--top", "1"]
     env = dict(os.environ, COLUMNS="200")
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    time.sleep(8)   # imports, tables, then well into the walk
+    time.sleep(6)   # imports, tables, then well into the walk
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0, err
