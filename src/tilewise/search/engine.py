@@ -738,7 +738,9 @@ class Engine:
         bytes into it are the cores' sum, :meth:`_cores_sum_at_array`) or one below it, for
         nodes whose core tiles are known on every split dim: each visit of a level-``k`` tile
         is cut into the regions the cores walk (:func:`.visits.core_regions`), each a visit of
-        one core's level ``into`` (the open levels between, walked as one order)."""
+        one core's level ``into`` (the open levels between, walked as one order); for the
+        others (a split dim's core tile open) each visit is one region, less what the other
+        cores may keep (:func:`.visits.box_floors`)."""
         a = k + 1
         ways = self.ways[s]
         known = ((ways == 1) | (dep >= a)[None, :]).all(1)
