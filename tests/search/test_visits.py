@@ -391,3 +391,38 @@ def test_the_branch_and_bound_floor_equals_every_tile_enumerated():
         checked += np.isfinite(want[0])
         closed += int((fixed > 0).all())
     assert checked > 200 and closed > 5
+
+
+def test_visit_floors_in_two_parts_equal_them_all_at_once():
+    """The tile stages' children are floored in two parts (:func:`.expand.bounded_tile_children`):
+    the levels down to the array first, then those below it reached through an open level
+    for the nodes still kept. The two parts, merged, are the floors computed at once, and each
+    part leaves the other's levels at zero."""
+    import dataclasses
+    arch = _cores_without_broadcast(block=8)
+    w = tw.gemm(64, 6, 40, dtype="f32")
+    eng = Engine(w, arch, {})
+    run = dataclasses.replace(eng.config(("latency",)), floor_levels=(False, True, True, True))
+    stages = [st for st in range(len(eng.stages)) if eng.has_deep_visits(run, st)]
+    assert stages
+    dims = list(w.sizes)
+    rng = np.random.default_rng(5)
+    checked, positive = 0, np.zeros(2, int)
+    for m, _, t in _fitting_mappings(rng, w, arch, 300):
+        ways = np.ones(len(dims), np.int64)
+        if m.cols is not None:
+            ways[dims.index(m.cols.dim)] = m.cols.ways
+        s = np.nonzero((eng.ways == ways).all(1))[0][:1]
+        if not len(s):
+            continue
+        for st in stages:
+            every = eng.visit_floors(run, s, t, st)
+            shallow = eng.visit_floors(run, s, t, st, "shallow")
+            deep = eng.visit_floors(run, s, t, st, "deep")
+            for a, b, c in zip(every, shallow, deep):
+                assert np.array_equal(np.maximum(b, c), a)
+                assert not (b[:, eng.st.array_level + 1:]).any()
+                assert not (c[:, :eng.st.array_level + 1]).any()
+                positive += np.array([b.any(), c.any()])
+            checked += 1
+    assert checked > 100 and (positive > 50).all(), (checked, positive)

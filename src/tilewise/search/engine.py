@@ -636,12 +636,28 @@ class Engine:
         calls = self._calls(run, s, si, si.capped[:, -1, :], coupled)
         return si if calls is None else replace(si, calls=calls)
 
-    def with_visits(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig) -> StandIns:
+    def with_visits(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig,
+                    part: str = "all") -> StandIns:
         """``si`` (nodes at ``stage`` of splits ``s``) with their visit floors kept
         (:meth:`visit_floors`), for nodes bounded twice at that stage (a tile stage's
-        children: a first filter, then the model)."""
-        vf = self.visit_floors(run, s, si.whole, stage)
-        return si if vf is None else replace(si, visits=np.stack(vf, 1))
+        children: a first filter, then the model). ``part``: "all" the levels, "shallow"
+        all but those below the array reached through an open level (the costly ones:
+        :meth:`_slice_floors` below the array), "deep" those alone, added to ``si.visits``."""
+        vf = self.visit_floors(run, s, si.whole, stage, part)
+        if vf is None:
+            return si
+        v = np.stack(vf, 1)
+        if part == "deep" and si.visits is not None:
+            v = np.maximum(v, si.visits)
+        return replace(si, visits=v)
+
+    def has_deep_visits(self, run: RunConfig, stage: int) -> bool:
+        """Whether :meth:`visit_floors` at ``stage`` has levels below the array reached
+        through an open level (what ``part="deep"`` computes)."""
+        a = self.st.array_level
+        return a is not None and self._cores_sum_at_array() and any(
+            k + 1 == a for k in self.visit_levels(run, stage)) and not (
+            self.depth[stage] >= a).all() and any(run.floor_levels[a + 1:])
 
     def order_floors(self, s, tiles, ords, stage: int):
         """Floors ``(reads, writes) [n, L]`` of the bytes moved into level ``k``, summed over
@@ -682,7 +698,7 @@ class Engine:
             np.minimum.at(fl[:, k], owner, moved[:, k].sum(1).astype(float))
         return rfl, wfl
 
-    def visit_floors(self, run: RunConfig, s, whole, stage: int):
+    def visit_floors(self, run: RunConfig, s, whole, stage: int, part: str = "all"):
         """Floors ``(reads, writes) [n, L]`` of the bytes moved into each level ``k+1`` whose
         parent level ``k`` has every tile fixed and its order open, visit by visit
         (:mod:`.visits`); None where they do not apply (:class:`.visits.VisitTable`) or cannot
@@ -701,11 +717,14 @@ class Engine:
             # private to each core (at the array level a broadcast or a merge of partial sums
             # moves fewer bytes than the cores' sum, unless the arch has neither)
             if a is not None and k + 1 == a and self._cores_sum_at_array():
-                self._slice_floors(s, whole, dep, k, a, rfl, wfl)
-                if not (dep >= a).all():   # the levels below the array, through an open one
-                    for into in range(a + 1, self.L):
+                if part != "deep":
+                    self._slice_floors(s, whole, dep, k, a, rfl, wfl)
+                if not (dep >= a).all() and part != "shallow":   # the levels below the
+                    for into in range(a + 1, self.L):            # array, through an open one
                         if run.floor_levels[into]:
                             self._slice_floors(s, whole, dep, k, into, rfl, wfl)
+                continue
+            if part == "deep":
                 continue
             # above or below the array a split changes no visit of the level (at the array
             # level, without the cores' sum, a broadcast or merge may move fewer bytes)

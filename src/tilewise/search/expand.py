@@ -98,7 +98,25 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
         if not len(ch):
             continue
         si = eng.with_calls(si, ch.split, stage + 1, run)
-        si = eng.with_visits(si, ch.split, stage + 1, run)
+        deep = eng.has_deep_visits(run, stage + 1)
+        if deep:   # the cheaper levels' floors first, the deeper ones for those kept
+            si = eng.with_visits(si, ch.split, stage + 1, run, "shallow")
+            if si.visits is not None:
+                lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
+                m = prune.keep_partial(lb)
+                done += float(ch.weight[~m].sum())
+                over = m & (lb[:, 0] > prune.theta * (1 + SLACK))
+                if over.any():   # deferred as the first filter's are (floored if resumed)
+                    prune.defer(stage + 1, ch.take(over).with_bound(
+                        lb[over], unfloored=np.ones(int(over.sum()), bool),
+                        traffic=rw.take(parent[over])))
+                m &= ~over
+                ch, si, parent = ch.take(m), si.take(m), parent[m]
+                if not len(ch):
+                    continue
+            si = eng.with_visits(si, ch.split, stage + 1, run, "deep")
+        else:
+            si = eng.with_visits(si, ch.split, stage + 1, run)
         if si.visits is not None:   # no visit floors: this bound would be the first one
             lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
             m, later = prune.split(lb)

@@ -163,22 +163,28 @@ def _footprint(c, e, uses, width, held):
 
 
 @njit(cache=True, inline="always")
-def _kept(c, e, uses, width, held, runs):
+def _kept(c, e, uses, held, sweep1):
     """The most bytes a visit with tiles ``c`` can find left by the one before. Between two
     visits some dim ``j`` advances, so only a tensor ``j`` does not index can keep its tile,
     and only if its tile ``c`` covers all of its ``e`` (else the visit before ended on its last
     tile and this one starts on its first); the most over ``j``. A kept tile's bytes are its
-    one sweep's floor (:func:`_sweep_bytes`): what its transfer would have moved."""
+    one sweep's floor ``sweep1 [Tm]`` (:func:`_sweeps`): what its transfer would have moved."""
+    T, D = uses.shape
+    whole = 0   # bit i: tensor i held, its tile covering its e
+    for i in range(T):
+        w = held[i]
+        for d in range(D):
+            w &= not (uses[i, d] and c[d] < e[d])
+        if w:
+            whole |= 1 << i
     most = 0.0
-    for j in range(e.shape[0]):
+    if whole == 0:
+        return most
+    for j in range(D):
         f = 0.0
-        for i in range(uses.shape[0]):
-            if held[i] and not uses[i, j]:
-                whole = True
-                for d in range(e.shape[0]):
-                    whole &= not (uses[i, d] and c[d] < e[d])
-                if whole:
-                    f += _sweep_bytes(i, 1, e, uses, width, runs)
+        for i in range(T):
+            if (whole >> i) & 1 and not uses[i, j]:
+                f += sweep1[i]
         most = max(most, f)
     return most
 
@@ -197,25 +203,28 @@ def _row_bytes(ex, trips, full, w, g):
 
 
 @njit(cache=True, inline="always")
-def _sweep_bytes(i, trips, e, uses, width, runs):
-    """The least bytes of one sweep of tensor ``i`` over a visit of ``e``, its innermost axis
-    cut into ``trips`` tiles (:func:`_row_bytes`)."""
-    x = runs.last[i]
-    p = _row_bytes(float(e[x]), trips, runs.full[i], width[i], runs.granule)
-    for d in range(e.shape[0]):
-        if uses[i, d] and d != x:
-            p *= e[d]
-    return p
+def _sweeps(e, uses, width, runs, rest, sweep1):
+    """Per tensor of a visit of ``e``: into ``rest [Tm]`` the points of one row sweep's other
+    axes (the product of ``e`` over the dims it uses but its innermost), into ``sweep1 [Tm]``
+    the least bytes of one sweep of its tile whole (:func:`_row_bytes` at one trip)."""
+    for i in range(uses.shape[0]):
+        x = runs.last[i]
+        p = 1.0
+        for d in range(e.shape[0]):
+            if uses[i, d] and d != x:
+                p *= e[d]
+        rest[i] = p
+        sweep1[i] = _row_bytes(float(e[x]), 1, runs.full[i], width[i], runs.granule) * p
 
 
 @njit(cache=True, inline="always")
-def _innermost_bytes(j, j_open, c, e, uses, width, output, held, runs, kept, out):
+def _innermost_bytes(j, j_open, c, e, uses, width, output, held, runs, rest, kept, out):
     """Into ``out [2]``: the bytes (reads, writes) moved into the level during a visit of tile
     ``e [D]`` with the level's tiles ``c [D]`` and dim ``j`` its innermost real loop (``-1``:
     no loop real), less ``kept`` bytes found left by the visit before (at least 0). A tensor
     ``j`` indexes is swept once per iteration of the real loops not indexing it (a dim with
     ``c >= e`` iterates once), any other tensor once (module doc); a sweep's rows are rounded
-    to the link's granules (:func:`_sweep_bytes`), an open ``j`` (``j_open``: its tile taken
+    to the link's granules (:func:`_row_bytes`; ``rest``: :func:`_sweeps`), an open ``j`` (``j_open``: its tile taken
     at 1) at the fewest tiles that make it real, 2."""
     r = w = 0.0
     for i in range(uses.shape[0]):
@@ -223,7 +232,7 @@ def _innermost_bytes(j, j_open, c, e, uses, width, output, held, runs, kept, out
             continue
         x = runs.last[i]
         trips = 2 if (j_open and x == j) else -(-e[x] // min(c[x], e[x]))
-        pts = _sweep_bytes(i, trips, e, uses, width, runs)
+        pts = _row_bytes(float(e[x]), trips, runs.full[i], width[i], runs.granule) * rest[i]
         f = 1.0
         for d in range(e.shape[0]):
             if not uses[i, d] and j >= 0 and uses[i, j] and c[d] < e[d]:
@@ -258,10 +267,12 @@ class _Work(NamedTuple):
     idx: np.ndarray         # [D] per chosen dim its position in its list of least tiles
     lists: np.ndarray       # [D, n] least tiles per open dim, largest first (:func:`_least_tiles`)
     lens: np.ndarray        # [D]
+    rest: np.ndarray        # [Tm] per tensor, its row sweep's other points (:func:`_sweeps`)
+    sweep1: np.ndarray      # [Tm] per tensor, one sweep of its whole tile (:func:`_sweeps`)
 
 
 @njit(cache=True)
-def _work(E):
+def _work(E, T):
     u, D = E.shape
     most = 1
     for i in range(u):
@@ -269,7 +280,8 @@ def _work(E):
             most = max(most, E[i, d])
     return _Work(np.empty(2), np.empty(2), np.empty(D, np.int64), np.empty(D, np.int64),
                  np.empty(D, np.int64), np.zeros(D, np.int64),
-                 np.empty((D, 2 * int(np.sqrt(most)) + 3), np.int64), np.zeros(D, np.int64))
+                 np.empty((D, 2 * int(np.sqrt(most)) + 3), np.int64), np.zeros(D, np.int64),
+                 np.empty(T), np.empty(T))
 
 
 @njit(cache=True)
@@ -279,7 +291,7 @@ def visit_floor(e, fixed, uses, width, output, held, runs, cap, across):
     ``across`` (a visit among several) less what the visit before may leave in the level
     (:func:`_kept`); ``(0, 0)`` past :data:`MAX_STEPS` tile choices costed."""
     return _visit_floor(e, fixed, uses, width, output, held, runs, cap, across,
-                        _work(e.reshape(1, -1)))
+                        _work(e.reshape(1, -1), uses.shape[0]))
 
 
 @njit(cache=True, inline="always")
@@ -290,6 +302,7 @@ def _visit_floor(e, fixed, uses, width, output, held, runs, cap, across, wk):
     D = e.shape[0]
     best, lists, lens = wk.best, wk.lists, wk.lens
     best[0] = best[1] = np.inf
+    _sweeps(e, uses, width, runs, wk.rest, wk.sweep1)
     fixed_real = False
     n_open = 0
     for d in range(D):
@@ -327,10 +340,11 @@ def _closed_floor(e, fixed, fixed_real, uses, width, output, held, runs, cap, ac
     if _footprint(fixed, e, uses, width, held) > cap:
         return np.inf, np.inf
     best, got = wk.best, wk.got
-    kept = min(cap, _kept(fixed, e, uses, width, held, runs)) if across else 0.0
+    kept = min(cap, _kept(fixed, e, uses, held, wk.sweep1)) if across else 0.0
     for j in range(-1, e.shape[0]):
         if (j == -1 and not fixed_real) or (j >= 0 and fixed[j] < e[j]):
-            _innermost_bytes(j, False, fixed, e, uses, width, output, held, runs, kept, got)
+            _innermost_bytes(j, False, fixed, e, uses, width, output, held, runs, wk.rest,
+                             kept, got)
             best[0] = min(best[0], got[0])
             best[1] = min(best[1], got[1])
     return best[0], best[1]
@@ -362,7 +376,7 @@ def _least_over(j, whole, e, fixed, uses, width, output, held, runs, cap, across
     below, and once they reach the least so far (reads and writes) no smaller tile of the
     dim being chosen does better. Returns ``steps`` plus the tile choices costed."""
     D = e.shape[0]
-    best, got, up, low, free, idx, lists, lens = wk
+    best, got, up, low, free, idx, lists, lens, rest, sweep1 = wk
     j_open = j >= 0 and fixed[j] == 0
     n_free = 0
     for d in range(D):
@@ -379,8 +393,8 @@ def _least_over(j, whole, e, fixed, uses, width, output, held, runs, cap, across
     if _footprint(low, e, uses, width, held) > cap:
         return steps   # not even the smallest tiles fit
     if n_free == 0:
-        kept = min(cap, _kept(up, e, uses, width, held, runs)) if across else 0.0
-        _innermost_bytes(j, j_open, up, e, uses, width, output, held, runs, kept, got)
+        kept = min(cap, _kept(up, e, uses, held, sweep1)) if across else 0.0
+        _innermost_bytes(j, j_open, up, e, uses, width, output, held, runs, rest, kept, got)
         best[0] = min(best[0], got[0])
         best[1] = min(best[1], got[1])
         return steps + 1
@@ -395,8 +409,9 @@ def _least_over(j, whole, e, fixed, uses, width, output, held, runs, cap, across
             steps += 1
             if steps > MAX_STEPS:
                 return steps
-            kept = min(cap, _kept(up, e, uses, width, held, runs)) if across else 0.0
-            _innermost_bytes(j, j_open, up, e, uses, width, output, held, runs, kept, got)
+            kept = min(cap, _kept(up, e, uses, held, sweep1)) if across else 0.0
+            _innermost_bytes(j, j_open, up, e, uses, width, output, held, runs, rest, kept,
+                             got)
             if got[0] < best[0] or got[1] < best[1]:   # else no smaller tile of d does better
                 if pos == n_free - 1:   # every tile chosen: the visit's bytes
                     best[0] = min(best[0], got[0])
@@ -566,7 +581,7 @@ def _node_floors(ext, cnt, fixed, uses, width, output, held, runs, cap, across, 
         for d in range(D):
             for x in range(W):
                 most = max(most, ext[i, d, x])
-    wk = _work(np.full((1, D), most, np.int64))
+    wk = _work(np.full((1, D), most, np.int64), uses.shape[0])
     idx = np.zeros(D, np.int64)
     key = np.empty(2 * D, np.int64)
     for i in range(n):
