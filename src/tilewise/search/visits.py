@@ -224,8 +224,8 @@ def _innermost_bytes(j, j_open, c, e, uses, width, output, held, runs, rest, kep
     no loop real), less ``kept`` bytes found left by the visit before (at least 0). A tensor
     ``j`` indexes is swept once per iteration of the real loops not indexing it (a dim with
     ``c >= e`` iterates once), any other tensor once (module doc); a sweep's rows are rounded
-    to the link's granules (:func:`_row_bytes`; ``rest``: :func:`_sweeps`), an open ``j`` (``j_open``: its tile taken
-    at 1) at the fewest tiles that make it real, 2."""
+    to the link's granules (:func:`_row_bytes`; ``rest``: :func:`_sweeps`), an open ``j``
+    (``j_open``: its tile taken at 1) at the fewest tiles that make it real, 2."""
     r = w = 0.0
     for i in range(uses.shape[0]):
         if not held[i]:
