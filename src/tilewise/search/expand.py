@@ -76,41 +76,25 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
     once ``deadline`` has passed."""
     kids = []
     floored = bool(eng.visit_levels(run, stage + 1))
+    deep = eng.has_deep_visits(run, stage + 1)   # visit floors in two parts (below)
     # the parent's traffic bounds (kept from its own bound, else worked out) hold
     rw = nd.traffic if nd.traffic is not None else eng.node_traffic(nd, stage)[0]
     for ch, parent in tile_children(eng, nd, stage):   # for its children: a first filter
         on_time(deadline)   # (the plain call floors: the coupled ones only for those kept)
         si = eng.with_calls(eng.stand_ins(ch, stage + 1), ch.split, stage + 1, run, False)
         lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si, visits=False)
-        m = prune.keep_partial(lb)   # beaten already: no visit floors needed
-        done += float(ch.weight[~m].sum())
-        # over the threshold already: deferred as they are, floored (where visit floors
-        # apply, and they are many) only if a later pass resumes them
-        over = m & (lb[:, 0] > prune.theta * (1 + SLACK))
-        if floored and over.sum() < LAZY_ROWS:
-            over[:] = False
-        if over.any():   # not done: a later pass visits them (their weight stays out)
-            flag = np.ones(int(over.sum()), bool) if floored else None
-            prune.defer(stage + 1, ch.take(over).with_bound(
-                lb[over], unfloored=flag, traffic=rw.take(parent[over]) if floored else None))
-        m &= ~over
+        m, done = _unfloored_filter(ch, lb, parent, rw, stage, prune, done, floored,
+                                    lazy=floored)
         ch, si, parent = ch.take(m), si.take(m), parent[m]
         if not len(ch):
             continue
         si = eng.with_calls(si, ch.split, stage + 1, run)
-        deep = eng.has_deep_visits(run, stage + 1)
         if deep:   # the cheaper levels' floors first, the deeper ones for those kept
             si = eng.with_visits(si, ch.split, stage + 1, run, "shallow")
             if si.visits is not None:
                 lb = eng.bound(ch, stage + 1, run, stats, rw.take(parent), si)
-                m = prune.keep_partial(lb)
-                done += float(ch.weight[~m].sum())
-                over = m & (lb[:, 0] > prune.theta * (1 + SLACK))
-                if over.any():   # deferred as the first filter's are (floored if resumed)
-                    prune.defer(stage + 1, ch.take(over).with_bound(
-                        lb[over], unfloored=np.ones(int(over.sum()), bool),
-                        traffic=rw.take(parent[over])))
-                m &= ~over
+                m, done = _unfloored_filter(ch, lb, parent, rw, stage, prune, done, True,
+                                            lazy=False)
                 ch, si, parent = ch.take(m), si.take(m), parent[m]
                 if not len(ch):
                     continue
@@ -136,6 +120,27 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
         done += float(ch.weight[~m].sum())
         kids.append(ch.take(m))
     return kids, done
+
+
+def _unfloored_filter(ch: Nodes, lb: np.ndarray, parent: np.ndarray, rw, stage: int,
+                      prune: Pruning, done: float, floored: bool, lazy: bool
+                      ) -> tuple[np.ndarray, float]:
+    """A filter of children ``ch`` bounded ``lb`` without (all of) their visit floors: the
+    mask of those to bound further, and ``done`` plus the weight of those beaten. Those over
+    the threshold are deferred as they are (not done: a later pass visits them, their weight
+    stays out), marked to be floored (``floored``: visit floors apply) with their parent's
+    traffic ``rw`` if a later pass resumes them (:func:`bound_unfloored`); ``lazy``: only
+    when they are at least :data:`LAZY_ROWS` (fewer are bounded further now)."""
+    m = prune.keep_partial(lb)   # beaten already: no (more) visit floors needed
+    done += float(ch.weight[~m].sum())
+    over = m & (lb[:, 0] > prune.theta * (1 + SLACK))
+    if lazy and over.sum() < LAZY_ROWS:
+        over[:] = False
+    if over.any():
+        flag = np.ones(int(over.sum()), bool) if floored else None
+        prune.defer(stage + 1, ch.take(over).with_bound(
+            lb[over], unfloored=flag, traffic=rw.take(parent[over]) if floored else None))
+    return m & ~over, done
 
 
 def bound_unfloored(eng: Engine, nd: Nodes, stage: int, run: RunConfig, prune: Pruning,
