@@ -278,16 +278,23 @@ def test_core_regions_follow_the_split_walk():
 
 
 @pytest.mark.parametrize("objective", ["latency", "traffic"])
-def test_search_with_floors_into_the_array_level_equals_brute_force(objective):
+@pytest.mark.parametrize("block", [None, 8], ids=["bytes", "lines"])
+def test_search_with_floors_into_the_array_level_equals_brute_force(objective, block):
     """ddr -> l3 -> l2 (the array, 2 cores, no broadcast) -> l1: the floors into the cores' L2
-    prune, and the search's top values equal brute force (splits included)."""
-    a = toy_arch("toy-mid3", [toy_level("l3", 2048, double_buffer=False),
-                              toy_level("l2", 512, instances=2, double_buffer=False),
+    prune, and the search's top values equal brute force (splits included); ``lines``: caches
+    of 8 B lines, where the dims of the tensors' rows are tiled first
+    (:meth:`.Engine._stages`) and the L1 floors are taken in a second step
+    (:meth:`.Engine.has_deep_visits`)."""
+    a = toy_arch("toy-mid3", [toy_level("l3", 2048, double_buffer=False, block=block),
+                              toy_level("l2", 512, instances=2, double_buffer=False, block=block),
                               toy_level("l1", 128, instances=2, bandwidth=32e9,
-                                        double_buffer=False)],
+                                        double_buffer=False, block=block)],
                  array={"level": "l2", "rows": 1, "cols": 2, "broadcast": [],
                         "reduce_cols": False})
-    w = tw.gemm(8, 4, 6, dtype="f32")
+    w = tw.gemm(4, 8, 6, dtype="f32")
+    first = next(st.dim for st in Engine(w, a, {}).stages if st.kind == "tile")
+    # n, the rows of B and C, first on lines; else m, the dim of fewest tiles
+    assert list(w.sizes)[first] == ("n" if block else "m")
     metric = {"latency": lambda c: c.latency_s, "traffic": lambda c: c.offchip_bytes}[objective]
     cons = {"orders": ["mnk", "kmn"], "tiles": {"l3": {"k": 6, "n": 4}, "l1": {"n": 4}}}
     brute = brute_force(w, a, metric, **cons)
