@@ -663,10 +663,18 @@ class Engine:
     def has_deep_visits(self, run: RunConfig, stage: int) -> bool:
         """Whether :meth:`visit_floors` at ``stage`` has levels below the array reached
         through an open level (what ``part="deep"`` computes)."""
+        return any(self._deep_levels(run, stage, k) for k in self.visit_levels(run, stage))
+
+    def _deep_levels(self, run: RunConfig, stage: int, k: int) -> list[int]:
+        """The levels below the array whose bytes :meth:`visit_floors` floors from the visits
+        of level ``k`` at ``stage`` through an open level (:meth:`_slice_floors`): where
+        ``k + 1`` is the array level, its bytes are the cores' sum and some array-level tile
+        is still open; those ``run`` floors."""
         a = self.st.array_level
-        return a is not None and self._cores_sum_at_array() and any(
-            k + 1 == a for k in self.visit_levels(run, stage)) and not (
-            self.depth[stage] >= a).all() and any(run.floor_levels[a + 1:])
+        if a is None or k + 1 != a or not self._cores_sum_at_array() \
+                or (self.depth[stage] >= a).all():
+            return []
+        return [into for into in range(a + 1, self.L) if run.floor_levels[into]]
 
     def order_floors(self, s, tiles, ords, stage: int):
         """Floors ``(reads, writes) [n, L]`` of the bytes moved into level ``k``, summed over
@@ -728,10 +736,8 @@ class Engine:
             if a is not None and k + 1 == a and self._cores_sum_at_array():
                 if part != "deep":
                     self._slice_floors(s, whole, dep, k, a, rfl, wfl)
-                if not (dep >= a).all() and part != "shallow":   # the levels below the
-                    for into in range(a + 1, self.L):            # array, through an open one
-                        if run.floor_levels[into]:
-                            self._slice_floors(s, whole, dep, k, into, rfl, wfl)
+                for into in self._deep_levels(run, stage, k) if part != "shallow" else ():
+                    self._slice_floors(s, whole, dep, k, into, rfl, wfl)
                 continue
             if part == "deep":
                 continue
