@@ -223,7 +223,7 @@ def test_the_previous_call_without_out_allocates_a_new_result_of_the_planned_sha
     assert len({id(a) for a in got}) == len(got)  # a new array every call
     assert all(a.tobytes() == x.tobytes() for a in got[:3])
     assert all(a.tobytes() == p.tobytes() for a in got[3:])
-    assert hot.LAST_PACK[0] is not None and hot.LAST_PACK[0][9].shape == p.shape
+    assert hot.LAST_PACK[0] is not None and hot.LAST_PACK[0][hot.L_PLAN].shape == p.shape
 
 
 @pytest.mark.parametrize("bad", [[True, 8], [1.0, 8], [np.True_, 8]])

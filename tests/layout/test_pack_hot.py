@@ -131,7 +131,7 @@ def test_the_previous_call_is_reused_only_with_the_same_objects():
     for _ in range(3):
         assert np.array_equal(pack(x, pos, tiles), ref)
         assert np.array_equal(unpack(ref, pos, tiles, shape=x.shape), x)
-    assert hot.LAST_PACK[0][9] is _plan_for("pack", x, pos, tiles)
+    assert hot.LAST_PACK[0][hot.L_PLAN] is _plan_for("pack", x, pos, tiles)
     listed = [4, 8]
     assert np.array_equal(pack(x, pos, listed), ref)
     listed[1] = 4  # a list is mutable: never remembered by identity

@@ -1,14 +1,15 @@
-"""The lean entry of repeated pack/unpack calls (``kernels.lean``, ``hot.Plan.fast``, the
-inline test in ``pack``/``unpack``): one compiled call on the arrays as given, which checks
-shapes, contiguity and writeability itself. It must equal the reference, and every array it
-does not fit must still get the checked path's result or error."""
+"""The lean entry of repeated pack/unpack calls (``lean.lean``, ``hot.Plan.fast``, the
+inline test in ``pack``/``unpack``): one compiled call on the objects as given, which reads
+their fields itself and checks types, dtypes, shapes, contiguity, writeability and an
+unpack's ``shape``. It must equal the reference, and every object it does not fit must still
+get the checked path's result or error."""
 
 import ml_dtypes
 import numpy as np
 import pytest
 
 from tilewise import PackError, pack, pack_reference, unpack, unpack_reference
-from tilewise.layout import hot, kernels
+from tilewise.layout import hot, kernels, lean as lean_mod
 
 POS, TILES = (0, 1), (8, 16)
 
@@ -18,12 +19,16 @@ def _hot_pack(x, out):
     for _ in range(3):
         assert pack(x, POS, TILES, out=out) is out
     last = hot.LAST_PACK[0]
-    assert last is not None and last[7] is not None  # the inline test saw the lean entry
+    assert last is not None and last[hot.L_ENTRY] is not None  # the inline test saw it
     return last
 
 
-def test_flags_are_found_where_numpy_keeps_them():
-    assert hot.FLAGS_AT == 64  # CPython 64-bit, numpy's PyArrayObject_fields
+def test_object_fields_are_found_where_cpython_and_numpy_keep_them():
+    lay = lean_mod.LAYOUT  # CPython 64-bit (not free-threaded), numpy's PyArrayObject_fields
+    assert lay == lean_mod.ObjectLayout(type_at=8, data_at=16, nd_at=24, dims_at=32,
+                                        descr_at=56, flags_at=64, size_at=16, items_at=24)
+    assert lean_mod._probe(lay)
+    assert not lean_mod._probe(lean_mod.ObjectLayout(8, 16, 24, 32, 48, 64, 16, 24))
 
 
 @pytest.mark.parametrize("dt", [np.float32, np.int8, ml_dtypes.bfloat16, np.float64])
@@ -38,24 +43,38 @@ def test_lean_entry_equals_the_reference(dt):
         back = np.zeros_like(x)
         for _ in range(3):
             assert unpack(ref, POS, TILES, out=back).tobytes() == x.tobytes()
-        assert hot.LAST_UNPACK[0] is not None and hot.LAST_UNPACK[0][3] is None
+        assert hot.LAST_UNPACK[0] is not None and hot.LAST_UNPACK[0][hot.L_EXTRA] is None
 
 
 def test_lean_entry_rejects_what_does_not_fit():
     x = np.arange(32 * 48, dtype=np.float32).reshape(32, 48)
     ref = pack_reference(x, POS, TILES)
     last = _hot_pack(x, np.empty(ref.shape, np.float32))
-    lean, record = last[7], last[8]
+    lean, record = last[hot.L_ENTRY], last[hot.L_RECORD]
     good = np.empty(ref.shape, np.float32)
-    assert lean(x, good, record) == kernels.OK and good.tobytes() == ref.tobytes()
+    assert lean(x, good, None, record) == kernels.OK and good.tobytes() == ref.tobytes()
     frozen = np.empty(ref.shape, np.float32)
     frozen.flags.writeable = False
     strided = np.empty(ref.shape[:-1] + (32,), np.float32)[..., ::2]
     other = np.empty((4, 3, 8, 8), np.float32)  # same rank, other dims
-    for dst in (frozen, strided, other):
-        assert lean(x, dst, record) == kernels.MISFIT
-    assert lean(np.asfortranarray(x), good, record) == kernels.MISFIT
-    assert lean(x, x.reshape(ref.shape), record) == kernels.OVERLAP
+
+    class Sub(np.ndarray):
+        pass
+
+    for dst in (frozen, strided, other, np.empty(ref.shape, np.int32),  # same itemsize
+                np.empty(ref.shape[:-1], np.float32), np.empty(ref.shape, np.float32).view(Sub),
+                None, [0.0] * 4, 3):
+        assert lean(x, dst, None, record) == kernels.MISFIT
+    for src in (np.asfortranarray(x), x.astype(np.int32), x.reshape(-1), x.view(Sub), None,
+                "x", x.tolist()):
+        assert lean(src, good, None, record) == kernels.MISFIT
+    assert lean(x, x.reshape(ref.shape), None, record) == kernels.OVERLAP
+    # the shape, when not None, must be a tuple of exact ints equal to the destination's dims
+    assert lean(x, good, ref.shape, record) == kernels.OK
+    for shape in (ref.shape[:-1], ref.shape + (1,), list(ref.shape), (4.0,) + ref.shape[1:],
+                  (np.int64(4),) + ref.shape[1:], (5,) + ref.shape[1:], (1 << 70,) + ref.shape[1:],
+                  (-1 << 70,) + ref.shape[1:], np.array(ref.shape), "shape"):
+        assert lean(x, good, shape, record) == kernels.MISFIT, shape
 
 
 def test_hot_calls_still_raise_the_checked_errors():
@@ -92,7 +111,8 @@ def test_unpack_shape_by_value_keeps_the_exact_int_rule():
     out = np.empty((32, 48), np.int16)
     for _ in range(3):  # a new equal tuple each call, as shape=x.shape passes it
         unpack(p, POS, TILES, shape=tuple([32, 48]), out=out)
-    assert hot.LAST_UNPACK[0][10]  # matched by value
+    record = hot.LAST_UNPACK[0][hot.L_RECORD]
+    assert hot.LAST_UNPACK[0][hot.L_ENTRY](p, out, tuple([32, 48]), record) == kernels.OK
     assert unpack(p, POS, TILES, shape=(32, 48), out=out).tobytes() == \
         unpack_reference(p, POS, TILES, shape=(32, 48)).tobytes()
     for bad in ((32.0, 48), (32, 48.0)):
@@ -100,22 +120,24 @@ def test_unpack_shape_by_value_keeps_the_exact_int_rule():
             unpack(p, POS, TILES, shape=bad, out=out)
     with pytest.raises(PackError, match="unpacked domain"):  # shape and out disagree
         unpack(p, POS, TILES, shape=(30, 48), out=out)
+    assert unpack(p, POS, TILES, shape=[32, 48], out=out) is out  # a list: the checked path
 
 
-def test_unpack_shape_with_unit_dims_is_matched_by_value_and_type():
-    # True == 1: a shape holding a 1 is matched by value only with every dim's type tested
-    # (NCHW's N = 1, passed as a new ``x.shape`` each call), so (True, ...) is rejected.
+def test_unpack_shape_with_unit_dims_rejects_bools():
+    # True == 1: NCHW's N = 1, passed as a new ``x.shape`` each call, matches by value, but
+    # (True, ...) must still get the checked path's error.
     x = np.arange(64 * 8, dtype=np.float32).reshape(1, 64, 8)
     pos, tiles = (1,), (16,)
     p = pack_reference(x, pos, tiles)
     out = np.empty(x.shape, np.float32)
     for _ in range(3):
         assert unpack(p, pos, tiles, shape=tuple([1, 64, 8]), out=out).tobytes() == x.tobytes()
-    assert hot.LAST_UNPACK[0][10] == hot.BY_TYPES
+    last = hot.LAST_UNPACK[0]
+    assert last[hot.L_ENTRY](p, out, tuple([1, 64, 8]), last[hot.L_RECORD]) == kernels.OK
     for bad in ((True, 64, 8), (1.0, 64, 8)):
+        assert last[hot.L_ENTRY](p, out, bad, last[hot.L_RECORD]) == kernels.MISFIT
         with pytest.raises(PackError, match="shape must be a list of integers"):
             unpack(p, pos, tiles, shape=bad, out=out)
-    assert hot.shape_match((32, 48)) == hot.BY_SUM and hot.shape_match(None) == hot.BY_IDENTITY
 
 
 @pytest.mark.parametrize("unit_dtype", [np.uint8, np.uint16, np.uint32, np.uint64])

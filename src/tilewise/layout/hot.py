@@ -28,12 +28,14 @@ BY_ID: dict = {}
 SIZE = 512
 # The most recent ``BY_ID`` hit of each op whose plan has a lean entry, with the objects it
 # was found by (kept alive), as ``Plan.last`` builds it: ``(tiles, pos, perm, padding or
-# unpacked shape, dtype, source rank, destination rank, lean entry, its record's address,
-# plan (which keeps the record alive), how the shape matches (``shape_match``), result
-# shape)``. A call with the same objects (a loop) skips building and hashing the key:
-# identity tests, then the lean entry (a plain tuple: the fewest steps for
-# ``pack``/``unpack`` to read it); without ``out=`` it allocates the result (an unpack only
-# when ``shape=`` is given: else ``out=`` decided the plan's shape).
+# unpacked shape, dtype, lean entry, its record's address, plan (which keeps the record
+# alive), result shape)``. A call with the same attribute objects (a loop) skips building
+# and hashing the key: three identity tests, then the lean entry (``lean.lean``: it checks
+# the arrays and an unpack's ``shape`` itself; a plain tuple: the fewest steps for
+# ``pack``/``unpack`` to read it); without ``out=`` the caller allocates the result (an
+# unpack only when ``shape=`` is given: else ``out=`` decided the plan's shape).
+# Its fields, by index (``pack``/``unpack`` read them as literals: a name is a global lookup).
+(L_TILES, L_POS, L_PERM, L_EXTRA, L_DTYPE, L_ENTRY, L_RECORD, L_PLAN, L_SHAPE) = range(9)
 LAST_PACK: list = [None]
 LAST_UNPACK: list = [None]
 
@@ -42,13 +44,13 @@ class Plan:
     """A verified pack or unpack: the result's ``shape`` and ``dtype``, the compiled
     ``kernel`` and its ``args`` after the source and destination; ``typed``: the arrays go
     to the kernel raveled, not as byte views (``kernels.TYPED``). With ``src_shape`` and the
-    kernel's ``unit``, ``kernels.lean`` is compiled when the plan is used again, for the
-    arrays as they come, and then runs repeated calls (``fast``); ``mover`` (unit -> the
+    kernel's ``unit``, the plan gets a lean entry (``lean.lean``) when it is used again,
+    which then runs repeated calls on the arrays as they come (``fast``); ``mover`` (unit -> the
     address of a C function of ``kernels._MOVE_SIG``) is the move it calls, when not
     ``kernels.move_address``'s."""
 
     __slots__ = ("shape", "dtype", "kernel", "args", "typed", "entry", "lean", "unit",
-                 "record", "record_at", "src_shape", "ndim", "src_ndim", "mover")
+                 "record", "record_at", "src_shape", "mover")
 
     def __init__(self, shape, dtype, kernel, args, typed, unit=0, src_shape=None, mover=None):
         self.shape = shape
@@ -57,12 +59,10 @@ class Plan:
         self.args = args
         self.typed = typed
         self.entry = None  # the compiled entry point, once the dispatcher has run it
-        self.lean = None  # ``kernels.lean``'s entry point, once compiled (``run``)
-        self.ndim = len(shape)
-        self.src_ndim = -1 if src_shape is None else len(src_shape)
-        self.unit = unit if src_shape is not None and FLAGS_AT is not None else 0
+        self.lean = None  # ``lean.lean``'s entry point, once the plan is used again (``run``)
+        self.unit = unit if src_shape is not None else 0
         self.src_shape = src_shape
-        self.record = None  # ``kernels.lean``'s record of the call (kept alive here)
+        self.record = None  # ``lean.lean``'s record of the call (kept alive here)
         self.record_at = 0  # its address: what ``lean`` takes
         self.mover = mover
 
@@ -78,43 +78,37 @@ class Plan:
         return status
 
     def _compile_lean(self) -> None:
-        """Compile ``kernels.lean`` for this plan's arrays (once; a plan used again)."""
+        """Give this plan a lean entry (``lean.lean``) and its record (once; a plan used
+        again). Not for object arrays (their elements are references, never moved as bytes)."""
         unit, self.unit = self.unit, 0
-        if not unit or carrier(self.dtype) is None:
+        if not unit or self.dtype.hasobject:
             return
-        from . import kernels
+        from . import kernels, lean
 
-        self.record = kernels.lean_record(FLAGS_AT, unit, *self.args, self.src_shape,
-                                          self.shape)
-        if self.mover is not None:
-            self.record[kernels._FN] = self.mover(unit)
+        entry = lean.entry_point()
+        if entry is None:
+            return
+        mover = self.mover(unit) if self.mover is not None else kernels.move_address(unit)
+        self.record = lean.lean_record(mover, *self.args, self.dtype, self.src_shape, self.shape)
         self.record_at = self.record.ctypes.data
-        self.lean = _lean_entry(kernels.lean, self.dtype, self.src_ndim, self.ndim,
-                                (self.record_at,))
+        self.lean = entry
 
     def last(self, tiles, pos, perm, extra) -> tuple | None:
         """``LAST_PACK``/``LAST_UNPACK``'s entry for a call with these objects, or None when
-        the plan has no lean entry. Its last field says how an unpack's ``shape``
-        (``extra``) may be matched by value (``shape_match``)."""
+        the plan has no lean entry."""
         if self.lean is None:
             return None
-        return (tiles, pos, perm, extra, self.dtype, self.src_ndim, self.ndim, self.lean,
-                self.record_at, self, shape_match(extra), self.shape)
+        return (tiles, pos, perm, extra, self.dtype, self.lean, self.record_at, self, self.shape)
 
-    def fast(self, src: np.ndarray, out):
-        """The result through the lean entry (one compiled call: the kernel checks shapes,
-        contiguity and writeability itself), or None when there is none yet or the arrays
-        do not fit it (the caller then takes ``run``). ``src``: an ndarray of the plan's
-        source dtype."""
-        lean = self.lean
-        if lean is None or src.ndim != self.src_ndim:
+    def fast(self, src, out):
+        """The result through the lean entry (one compiled call: it checks the arrays'
+        types, dtypes, shapes, contiguity and writeability itself), or None when there is
+        none yet or the arrays do not fit it (the caller then takes ``run``)."""
+        if self.lean is None:
             return None
         if out is None:
             out = np.empty(self.shape, self.dtype)
-        elif not (out.__class__ is np.ndarray and out.dtype is self.dtype
-                  and out.ndim == self.ndim):
-            return None
-        return out if lean(src, out, self.record_at) == 0 else None
+        return out if self.lean(src, out, None, self.record_at) == 0 else None
 
     def fast_or_run(self, src: np.ndarray, out):
         """``fast``, else ``run``: the result, or None when the slow path must decide."""
@@ -138,72 +132,6 @@ class Plan:
         else:
             status = self.move(src, out)
         return out if status == 0 else None
-
-
-# How ``unpack``'s previous-call test may match an equal ``shape`` (``Plan.last``).
-BY_IDENTITY, BY_SUM, BY_TYPES = 0, 1, 2
-
-
-def shape_match(extra) -> int:
-    """How an unpack's remembered ``shape`` (``extra``) may match an equal one: only as the
-    same object (``BY_IDENTITY``: None, or not a tuple); ``BY_SUM``: an equal tuple whose
-    ``sum`` is an ``int`` has no float, no numpy scalar and -- no dim being 0 or 1 -- no
-    bool, so it holds the exact ints the checked path accepts (the cheapest test);
-    ``BY_TYPES``: a dim is 0 or 1 (``True == 1``), so every dim's type is tested
-    (``exact_ints``)."""
-    if type(extra) is not tuple:
-        return BY_IDENTITY
-    return BY_TYPES if 0 in extra or 1 in extra else BY_SUM
-
-
-def _flags_offset() -> int | None:
-    """Where numpy keeps an array's ``flags`` in the ndarray object (bytes from its address:
-    64 in CPython's 64-bit builds, ``PyArrayObject_fields``), checked on arrays whose flags
-    differ; None when that layout is not found (the lean entry is then never used)."""
-    import ctypes
-
-    if ctypes.sizeof(ctypes.c_void_p) != 8:
-        return None
-    base = np.empty((4, 4))
-    frozen = np.empty(4)
-    frozen.flags.writeable = False
-    probes = ((base, 0x401), (frozen, 0x001), (base[:, ::2], 0x400), (base.T, 0x400))
-    at = 64
-    for arr, bits in probes:
-        flags = ctypes.c_int.from_address(id(arr) + at).value
-        if flags & 0x401 != bits:
-            return None
-    return at
-
-
-FLAGS_AT = _flags_offset()
-
-
-def carrier(dtype: np.dtype):
-    """The numba array dtype the lean entry is compiled for: ``dtype`` itself when numba
-    types it, else the unsigned integer of its size (the entry point never looks at the
-    dtype: bfloat16 runs as ``uint16``), or None (sizes other than 1, 2, 4, 8)."""
-    from .kernels import TYPED
-
-    if dtype in TYPED:
-        return dtype
-    return {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: np.dtype(np.uint32),
-            8: np.dtype(np.uint64)}.get(dtype.itemsize) if not dtype.hasobject else None
-
-
-def _lean_entry(kernel, dtype, src_ndim: int, ndim: int, args):
-    """``kernel`` compiled for C-contiguous arrays of ``dtype``'s carrier and ranks
-    ``src_ndim`` / ``ndim``, as its entry point (called without type checks), or None."""
-    from numba import from_dtype, typeof, types
-
-    try:
-        elem = from_dtype(carrier(dtype))
-        sig = (types.Array(elem, src_ndim, "C"), types.Array(elem, ndim, "C"),
-               *(typeof(a) for a in args))
-        kernel.compile(sig)
-        return kernel.overloads[sig].entry_point
-    except Exception:  # noqa: BLE001 - no lean entry: repeated calls take ``run``
-        return None
 
 
 def _entry_point(dispatcher, args):

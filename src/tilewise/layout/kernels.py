@@ -1293,58 +1293,7 @@ def _run1(src, dst, pad, nest, fill, nt, mode):
 RUN = {8: _run8, 4: _run4, 2: _run2, 1: _run1}
 
 
-# --- the repeated call's entry: arrays as the caller has them --------------------------------
-
-@intrinsic
-def _owner_flags(typingctx, arr, offset):
-    """The ``flags`` field of the ndarray object ``arr`` was unboxed from (numpy's
-    ``PyArrayObject_fields.flags``, at ``offset`` bytes into the object), or 0 when the
-    array has no Python owner."""
-
-    def codegen(context, builder, signature, args):
-        i32 = ir.IntType(32)
-        parent = context.make_array(signature.args[0])(context, builder, args[0]).parent
-        raw = builder.bitcast(parent, ir.IntType(8).as_pointer())
-        with builder.if_else(cgutils.is_null(builder, raw)) as (null, owned):
-            with null:
-                bb_null = builder.basic_block
-            with owned:
-                field = builder.bitcast(builder.gep(raw, [args[1]]), i32.as_pointer())
-                flags = builder.load(field)
-                bb_owned = builder.basic_block
-        out = builder.phi(i32)
-        out.add_incoming(ir.Constant(i32, 0), bb_null)
-        out.add_incoming(flags, bb_owned)
-        return builder.sext(out, ir.IntType(64))
-
-    return types.int64(arr, types.intp), codegen
-
-
-# numpy's array flags (``NPY_ARRAY_C_CONTIGUOUS``, ``NPY_ARRAY_WRITEABLE``).
-C_CONTIGUOUS, WRITEABLE = 0x1, 0x400
-
-
-# A lean call's record (``lean_record``): these fields (``_SIZE``: the record's length),
-# then the source's and the destination's dims.
-(_FLAGS_AT, _FN, _PAD, _PERIOD, _TABLE, _ROWS, _FILL_NT, _MODE, _SIZE, _DIMS) = range(10)
-
-
-@njit(nogil=True, inline="always")
-def _fits(src, dst, rec):
-    """Whether ``src`` and ``dst`` have the dims ``rec`` lists, are C-contiguous, and
-    ``dst`` is writeable (numpy's own flags, read from the ndarray objects)."""
-    if _DIMS + src.ndim + dst.ndim != rec.size:
-        return False
-    for i in range(src.ndim):
-        if src.shape[i] != rec[_DIMS + i]:
-            return False
-    for i in range(dst.ndim):
-        if dst.shape[i] != rec[_DIMS + src.ndim + i]:
-            return False
-    want = C_CONTIGUOUS | WRITEABLE
-    at = rec[_FLAGS_AT]
-    return (_owner_flags(src, at) & C_CONTIGUOUS) and (_owner_flags(dst, at) & want) == want
-
+# --- the repeated call's move, called by address (``lean``) ------------------------------
 
 def _make_at(dtype):
     def _at(typingctx, addr):
@@ -1363,7 +1312,7 @@ _at8, _at4, _at2, _at1 = (_make_at(t) for t in (types.uint64, types.uint32, type
 _ati = _make_at(types.int64)
 
 # The moving part of a repeated call, one C function per unit, called by address from
-# ``lean`` (so each of lean's small compilations does not link and re-optimize the walkers):
+# ``lean.lean`` (so its small compilation does not link and re-optimize the walkers):
 # (source, destination, source bytes, destination bytes, padding, padding units, table,
 # table rows, fill + 2 * nt, mode) -> status; addresses and counts as integers.
 _MOVE_SIG = types.int64(*[types.intp] * 10)
@@ -1408,38 +1357,6 @@ def _call_move(typingctx, fn, sa, da, sn, dn, pa, period, ta, rows, flags, mode)
                                      for a in args[1:]])
 
     return sig, codegen
-
-
-@njit(cache=True, nogil=True)
-def lean(src, dst, at):
-    """A repeated call's whole move: ``src`` and ``dst`` of any one dtype and rank, as the
-    caller passed them (no raveled views), checked by ``_fits`` (``MISFIT`` when they do
-    not fit: nothing moved), then moved by the C function the record at address ``at``
-    names (``lean_record``; an address, not the array: one array fewer to unbox, about
-    0.4 us of a call after a cache eviction)."""
-    size = _DIMS + src.ndim + dst.ndim
-    if carray(_ati(at), (_DIMS,))[_SIZE] != size:
-        return MISFIT
-    rec = carray(_ati(at), (size,))
-    if not _fits(src, dst, rec):
-        return MISFIT
-    return _call_move(rec[_FN], src.ctypes.data, dst.ctypes.data, src.nbytes, dst.nbytes,
-                      rec[_PAD], rec[_PERIOD], rec[_TABLE], rec[_ROWS], rec[_FILL_NT],
-                      rec[_MODE])
-
-
-def lean_record(flags_at: int, unit: int, pattern: np.ndarray, table: np.ndarray,
-                fill: bool, nt: bool, mode: int, src_shape, dst_shape) -> np.ndarray:
-    """The record whose address is ``lean``'s third argument: every scalar of the call in
-    one int64 array. ``pattern`` and ``table`` must outlive it, and it the calls."""
-    assert table.dtype == np.int64 and table.flags.c_contiguous and table.shape[1] == _TABLE_COLS
-    head = [0] * _DIMS
-    head[_FLAGS_AT], head[_FN] = flags_at, move_address(unit)
-    head[_PAD], head[_PERIOD] = pattern.ctypes.data, pattern.size
-    head[_TABLE], head[_ROWS] = table.ctypes.data, table.shape[0]
-    head[_FILL_NT], head[_MODE] = int(fill) + 2 * int(nt), mode
-    head[_SIZE] = _DIMS + len(src_shape) + len(dst_shape)
-    return np.array(head + list(src_shape) + list(dst_shape), np.int64)
 
 
 _MOVES: dict = {}

@@ -33,11 +33,11 @@ from math import gcd, prod
 
 import ml_dtypes
 import numpy as np
-from numpy import empty, ndarray
+from numpy import empty
 
 from ..dtypes import DType, from_mlir, from_numpy
 from ..errors import DTypeError, PackError, ParseError
-from .hot import (BY_ID, BY_SUM, LAST_PACK, LAST_UNPACK, Plan, by_value, exact_ints, pad_key,
+from .hot import (BY_ID, LAST_PACK, LAST_UNPACK, Plan, by_value, exact_ints, pad_key,
                   remember, tuples, value_key)
 
 _DIM = re.compile(r"\s*(\d+)\s*x")
@@ -480,12 +480,10 @@ def pack(x, inner_dims_pos, inner_tiles, outer_dims_perm=(), padding_value=None,
     """
     last = LAST_PACK[0]  # the previous call's objects and lean entry (``hot.Plan.last``)
     if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
-            and last[2] is outer_dims_perm and last[3] is padding_value
-            and x.__class__ is ndarray and x.dtype is last[4] and x.ndim == last[5]):
-        dst = empty(last[11], last[4]) if out is None else out  # a new array fits the plan
-        if (dst.__class__ is ndarray and dst.dtype is last[4] and dst.ndim == last[6]
-                and last[7](x, dst, last[8]) == 0):
-            return dst  # the lean entry checked the shapes, contiguity and writeability
+            and last[2] is outer_dims_perm and last[3] is padding_value):
+        dst = empty(last[8], last[4]) if out is None else out  # a new array fits the plan
+        if last[5](x, dst, None, last[6]) == 0:
+            return dst  # the lean entry checked the arrays (``lean.lean``)
     keys = None
     if type(x) is np.ndarray:
         try:
@@ -533,16 +531,12 @@ def unpack(p, inner_dims_pos, inner_tiles, outer_dims_perm=(), shape=None, out=N
     """
     last = LAST_UNPACK[0]  # the previous call's objects and lean entry (``hot.Plan.last``)
     if (last is not None and last[0] is inner_tiles and last[1] is inner_dims_pos
-            and last[2] is outer_dims_perm and p.__class__ is ndarray and p.dtype is last[4]
-            and p.ndim == last[5]
-            and (last[3] is shape or last[10] and last[3] == shape
-                 and (sum(shape).__class__ is int if last[10] == BY_SUM else exact_ints(shape)))):
+            and last[2] is outer_dims_perm):
         dst = out
         if dst is None and shape is not None:  # the shape decides the plan (else out= did)
-            dst = empty(last[11], last[4])
-        if (dst.__class__ is ndarray and dst.dtype is last[4] and dst.ndim == last[6]
-                and last[7](p, dst, last[8]) == 0):
-            return dst  # the lean entry checked the shapes, contiguity and writeability
+            dst = empty(last[8], last[4])
+        if last[5](p, dst, shape, last[6]) == 0:
+            return dst  # the lean entry checked the arrays and the shape (``lean.lean``)
     given = shape  # as passed: what ``LAST_UNPACK`` compares
     if shape is None and out is not None and isinstance(out, np.ndarray):
         shape = out.shape
