@@ -186,6 +186,24 @@ def cells(only: Only, quick: bool = False):
                     yield Cell(nbytes, dt, dtype, lay)
 
 
+def print_summary(rows: list[dict]) -> None:
+    """Markdown tables of the ratios to the fastest copy per size and per layout (median,
+    min, max, cells at 0.7 or more), and packs / unpacks at 0.7 or more."""
+    for title, key in (("size", lambda r: _size(r["bytes"])), ("layout", lambda r: r["layout"])):
+        groups: dict = {}
+        for r in rows:
+            groups.setdefault(key(r), []).append(r["ratio_to_fastest"])
+        print(f"\n| {title} | median | min | max | cells >= 0.7 |\n|---|---:|---:|---:|---:|")
+        for name, v in groups.items():
+            v = np.array(v)
+            print(f"| {name} | {np.median(v):.2f} | {v.min():.2f} | {v.max():.2f} | "
+                  f"{int((v >= 0.7).sum())}/{len(v)} |")
+    for op in ("pack", "unpack"):
+        v = [r["ratio_to_fastest"] for r in rows if r["op"] == op]
+        print(f"{op}: {sum(x >= 0.7 for x in v)} of {len(v)} cells at 0.7 or more")
+    print()
+
+
 def sweep(quick: bool, rounds: int | None, out: str | None, only: Only = Only()) -> None:
     """Run every cell (``only``'s with a filter), print the table, write the JSON (a filtered
     run only to an explicit ``out``)."""
@@ -219,6 +237,7 @@ def sweep(quick: bool, rounds: int | None, out: str | None, only: Only = Only())
         stream.close()
     if not rows:
         raise SystemExit("--only matched no cell")
+    print_summary(rows)
     worst = min(rows, key=lambda r: r["ratio_to_fastest"])
     below = [r for r in rows if r["ratio_to_fastest"] < 0.7]
     print(f"{len(rows)} cells; {len(below)} below 0.7 of the fastest copy; worst "
