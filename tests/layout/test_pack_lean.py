@@ -7,6 +7,8 @@ get the checked path's result or error."""
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tilewise import PackError, pack, pack_reference, unpack, unpack_reference
 from tilewise.layout import hot, kernels, lean as lean_mod
@@ -150,3 +152,61 @@ def test_lean_entry_moves_every_unit(unit_dtype):
     for _ in range(3):
         got = pack(x, POS, TILES, padding_value=0)
         assert got.tobytes() == pack_reference(x, POS, TILES, padding_value=0).tobytes()
+
+
+_ODD = st.sampled_from(["array", "frozen", "strided", "fortran", "other_dtype", "other_dims",
+                        "rank", "subclass", "list", "none", "int", "tuple"])
+
+
+def _object(kind: str, like: np.ndarray):
+    """Something passed where the lean entry expects an array like ``like``."""
+    if kind == "array":
+        return np.empty_like(like)
+    if kind == "frozen":
+        a = np.empty_like(like)
+        a.flags.writeable = False
+        return a
+    if kind == "strided":
+        return np.empty(like.shape[:-1] + (2 * like.shape[-1],), like.dtype)[..., ::2]
+    if kind == "fortran":
+        return np.asfortranarray(np.empty_like(like))
+    if kind == "other_dtype":
+        return np.empty(like.shape, np.int32 if like.dtype != np.int32 else np.float32)
+    if kind == "other_dims":
+        return np.empty(like.shape[:-1] + (like.shape[-1] + 1,), like.dtype)
+    if kind == "rank":
+        return np.empty(like.size, like.dtype)
+    if kind == "subclass":
+        return np.empty_like(like).view(np.recarray) if like.dtype.names else \
+            np.empty_like(like).view(type("Sub", (np.ndarray,), {}))
+    return {"list": [1, 2], "none": None, "int": 7, "tuple": like.shape}[kind]
+
+
+@settings(max_examples=80, deadline=None)
+@given(src_kind=_ODD, dst_kind=_ODD, op=st.sampled_from(["pack", "unpack"]))
+def test_lean_entry_on_any_objects_moves_only_what_fits(src_kind, dst_kind, op):
+    # The entry reads raw object fields: whatever it is given, it must either move exactly
+    # the planned bytes (both arrays fit) or return MISFIT having written nothing.
+    x = np.arange(32 * 48, dtype=np.float32).reshape(32, 48)
+    ref = pack_reference(x, POS, TILES)
+    if op == "pack":
+        last = _hot_pack(x, np.empty(ref.shape, np.float32))
+        src_like, dst_like, want = x, ref, ref
+    else:
+        out = np.empty_like(x)
+        for _ in range(3):
+            unpack(ref, POS, TILES, out=out)
+        last = hot.LAST_UNPACK[0]
+        src_like, dst_like, want = ref, x, x
+    src = src_like.copy() if src_kind == "array" else _object(src_kind, src_like)
+    dst = _object(dst_kind, dst_like)
+    if isinstance(dst, np.ndarray) and dst.flags.writeable:
+        dst[...] = 0
+    before = dst.tobytes() if isinstance(dst, np.ndarray) else None
+    status = last[hot.L_ENTRY](src, dst, None, last[hot.L_RECORD])
+    if src_kind == "array" and dst_kind == "array":
+        assert status == kernels.OK and dst.tobytes() == want.tobytes()
+    else:
+        assert status == kernels.MISFIT
+        if before is not None:
+            assert dst.tobytes() == before
