@@ -23,8 +23,13 @@ def test_stream_equals_full_recompute_after_every_step(dt, causal, scale, dk, dv
     for bk, bq in blocks:
         K, V = rng.standard_normal((bk, dk)).astype(dt), rng.standard_normal((bk, dv)).astype(dt)
         Q = None if bq is None else rng.standard_normal((bq, dk)).astype(dt)
-        with np.errstate(invalid="raise", divide="raise"):
+        # divide by zero raises; "invalid" is checked on the results instead (finite below):
+        # OpenBLAS set the invalid flag once in CI on the score matmul of finite f16 inputs
+        # (2026-11-29; hypothesis: "failed on the first call but not on a subsequent one",
+        # not reproduced in 10 fresh runs), which cannot come from the inputs
+        with np.errstate(divide="raise"):
             R = inc.append(K, V, Q)
+        assert np.isfinite(R).all()
         Ks, Vs = np.concatenate([Ks, K]), np.concatenate([Vs, V])
         if Q is not None:
             Qs = np.concatenate([Qs, Q])
