@@ -22,7 +22,7 @@ and rank (the record holds them), so it is compiled once (cached on disk).
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 import numpy as np
 from llvmlite import ir
@@ -30,7 +30,7 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import NativeValue, intrinsic, models, register_model, unbox
 
-from .kernels import MISFIT, _at4, _ati, _call_move
+from .kernels import _TABLE_COLS, MISFIT, _at4, _ati, _call_move
 
 # numpy's array flags (``NPY_ARRAY_C_CONTIGUOUS``, ``NPY_ARRAY_WRITEABLE``).
 C_CONTIGUOUS, WRITEABLE = 0x1, 0x400
@@ -144,7 +144,8 @@ def lean(src, dst, shape, at):
 @dataclass(frozen=True)
 class ObjectLayout:
     """Byte offsets into objects: the type pointer (any object), an ndarray's data pointer,
-    rank (int32), dims pointer, dtype and flags (int32), a tuple's length and first item."""
+    rank (int32), dims pointer, dtype and flags (int32), a tuple's length and first item;
+    in the order of the record's fields (``lean_record`` copies them as they are)."""
 
     type_at: int
     data_at: int
@@ -215,15 +216,11 @@ def lean_record(mover: int, pattern: np.ndarray, table: np.ndarray, fill: bool, 
     addresses compared against, the plan's ``dtype`` object (which must outlive the record,
     as must ``pattern`` and ``table``), the move at address ``mover`` and its arguments, the
     two shapes."""
-    from .kernels import _TABLE_COLS
-
     assert LAYOUT is not None and table.dtype == np.int64 and table.shape[1] == _TABLE_COLS
     assert table.flags.c_contiguous
     itemsize = dtype.itemsize
     head = [0] * _DIMS
-    lay = LAYOUT
-    head[_TYPE_AT:_ITEMS_AT + 1] = (lay.type_at, lay.data_at, lay.nd_at, lay.dims_at,
-                                    lay.descr_at, lay.flags_at, lay.size_at, lay.items_at)
+    head[_TYPE_AT:_ITEMS_AT + 1] = astuple(LAYOUT)   # its fields in the record's order
     head[_NDARRAY], head[_TUPLE], head[_INT], head[_NONE] = (id(np.ndarray), id(tuple), id(int),
                                                              id(None))
     head[_AS_LONG], head[_DESCR] = _AS_LONG_ADDRESS, id(dtype)
