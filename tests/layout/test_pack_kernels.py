@@ -12,6 +12,7 @@ from hypothesis import given
 
 from tilewise import PackError, pack, pack_reference, unpack, unpack_reference
 from tilewise.layout import kernels
+from tilewise.layout.kernels import _panel_order
 from tilewise.layout.pack import _nest, unpack_packing, verify
 
 from .test_pack_properties import problems
@@ -113,12 +114,33 @@ def test_panel_plans():
     assert _nest(verify((4096, 4096), (0, 1), (8, 16)), 1, 8, True).panel
     # Runs of exactly one line (bf16 T(16,32)) are panels of two tiles, unsplit.
     assert _nest(verify((4096, 4096), (0, 1), (16, 32)), 2, 8, True).panel
-    # Not panels: packs (the destination is already read in order), runs of more than a
-    # line, clipped nests, single-row tiles.
-    assert not _nest(verify((4096, 4096), (0, 1), (16, 32)), 1, 8, False).panel
+    # Packs of runs of 32 bytes or more from 64 rows or fewer are panels, unsplit and never
+    # staged (i8 T(16,32): rows of 16 runs, one from every source row of a tile).
+    nest = _nest(verify((4096, 4096), (0, 1), (16, 32)), 1, 8, False)
+    assert nest.panel and nest.staged is None
+    assert nest.table[:, :3].tolist() == [[256, 8192, 8192], [128, 4, 64], [16, 512, 4],
+                                          [4, 1, 1]]
+    assert _nest(verify((4096, 4096), (0, 1), (64, 64)), 1, 8, False).panel
+    # Not panels: packs of 16-byte runs (bf16 T(8,8)), runs of more than a line, clipped
+    # nests, single-row tiles.
+    assert not _nest(verify((4096, 4096), (0, 1), (8, 8)), 2, 8, False).panel
     assert not _nest(verify((4096, 4096), (0, 1), (32, 32)), 4, 8, True).panel
     assert not _nest(verify((500, 1000), (0, 1), (16, 32)), 1, 8, True).panel
     assert not _nest(verify((64, 64), (1,), (32,)), 1, 8, True).panel
+
+
+def test_panel_order():
+    # A pack's panel (rows of a tile's 16-64 source rows) goes out in groups of tiles, 8
+    # source rows at a time (2 tiles, all rows for 16-row tiles); an unpack's (rows crossing
+    # many tiles) line by line over all rows, the source in order.
+    assert _panel_order(512, 32, 1) == (8, 8)
+    assert _panel_order(256, 64, 1) == (8, 8)
+    assert _panel_order(512, 16, 1) == (2, 16)
+    assert _panel_order(512, 32, 2) == (8, 8)
+    assert _panel_order(32, 512, 1) == (32, 512)
+    assert _panel_order(16, 256, 2) == (16, 256)
+    assert _panel_order(4, 128, 2) == (4, 128)  # f64 T(128,4) pack, split: 128 source rows
+    assert _panel_order(512, 8, 1) == (512, 8)  # 8-row tiles: not measured, source in order
 
 
 def test_documented_nest_and_stream_split():
@@ -252,8 +274,8 @@ def test_zip_transposes_of_channel_planes(dt, hw):
 @pytest.mark.parametrize("shape, pos, tiles, dt", [
     ((2, 32, 24, 40), (1,), (16,), np.int8),  # NCHW -> NCHW16c: element transposes
     ((2, 32, 24, 40), (1,), (16,), np.float32),
-    ((96, 256), (0, 1), (8, 8), np.float32),  # 32-byte tile rows
-    ((64, 512), (0, 1), (16, 32), np.int8),
+    ((96, 512), (0, 1), (8, 8), ml_dtypes.bfloat16),  # 16-byte tile rows
+    ((96, 256), (0, 1), (8, 8), np.float32),  # 32-byte tile rows, 8 rows
 ])
 def test_staged_streaming_packs(shape, pos, tiles, dt):
     # Streamed packs of short rows and single elements are staged: chunks of the packed
@@ -264,6 +286,22 @@ def test_staged_streaming_packs(shape, pos, tiles, dt):
     chunk = 1 + sum((n - 1) * ds for n, _, ds, *_ in nest.staged[nest.outer:])
     assert chunk * nest.unit <= kernels.CHUNK_BYTES
     _check_both_ways(x, pos, tiles, (), 0, offsets=(0, 8, 40))
+
+
+@pytest.mark.parametrize("shape, tiles, dt", [
+    ((64, 512), (16, 32), np.int8),  # 16 rows: 2 tiles a group, all rows at once
+    ((64, 32 * 13), (32, 32), np.int8),  # 32 rows: 8 at a time; 13 tiles: a ragged group
+    ((128, 64 * 11), (64, 64), np.int8),  # whole-line runs from 64 rows
+    ((64, 16 * 19), (32, 16), np.float32),  # 64-byte runs, 19 tiles
+])
+def test_streamed_pack_panels(shape, tiles, dt):
+    # Streamed packs of tiles of at most 64 rows, runs of 32 bytes or more, are panels
+    # walked in groups of tiles (``_panel_order``), never staged; every phase of the
+    # destination's lines (the runs joined in registers) and ragged groups are bit-exact.
+    x = np.random.default_rng(2).integers(-99, 99, shape).astype(dt)
+    nest = _nest(verify(shape, (0, 1), tiles), x.dtype.itemsize, 8, False)
+    assert nest.panel and nest.staged is None and nest.kernel_args(True)[1] == kernels.PANEL
+    _check_both_ways(x, (0, 1), tiles, (), 0, offsets=(0, 8, 16, 40, 56))
 
 
 def test_large_element_unpacks_go_through_the_cache():

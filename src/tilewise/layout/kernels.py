@@ -35,8 +35,10 @@ In-cache destinations (below ``STREAMING_BYTES``), plain stores:
   (``_gather_sq``) when the block is smaller than one zip.
 
 Destinations of ``STREAMING_BYTES`` or more (unpacks gathering 8-byte words: 2 MiB; on Intel
-3 MiB for transposes of units and unpacked panels: ``Nest.streams``, ``_stream_from``) are written with non-temporal stores, as memcpy does for large copies. Packs of tile rows shorter than a line and of single elements
-(NCHW -> NCHWc) are *staged* (``_stage``, ``_walk_staged``): each chunk of up to
+3 MiB for transposes of units and unpacked panels: ``Nest.streams``, ``_stream_from``) are
+written with non-temporal stores, as memcpy does for large copies. Packs of tile rows
+shorter than 32 bytes and of single elements (NCHW -> NCHWc) are *staged* (``_stage``,
+``_walk_staged``): each chunk of up to
 ``CHUNK_BYTES`` of the packed tensor is built in a stack scratch by the in-cache kernels and
 streamed out as whole lines. Unpacks of units narrower than 8 bytes (NCHW16c -> NCHW) are
 written through the cache at every size (``_streams_badly``). The rest stream from the
@@ -55,7 +57,10 @@ block walker:
   (unpacking i8 T(16,32), bf16 T(16,32), ...): the loop over the rows of a tile moves
   inside the loop over tiles, so ``64 / run`` tiles (two for 64-byte runs) are read in
   order and every destination row gets one whole line, joined (and shifted to the
-  destination's lines) in registers (``_panel``, planned by ``_is_panel``);
+  destination's lines) in registers (``_panel``, planned by ``_is_panel``); packs of tiles
+  of at most 64 rows with runs of 32 or 64 bytes (bf16 T(32,32), i8 T(32,32), T(64,64),
+  f32 T(8,8), ...) are panels too, whose rows (tiles) go out in groups, 8 source rows
+  at a time (``_panel_order``);
 * other gathers: staged in a line-aligned L1 scratch and streamed out as aligned 64-byte
   vector stores (never a partial line in the middle of a chunk).
 
@@ -131,6 +136,9 @@ _STAGE_BYTES = 8192  # scratch for streamed gathers
 # (1 KiB of each channel plane), 0.53-0.65 with 64 KiB (128 KiB: about the same, and a
 # deeper stack than a small thread stack may give).
 CHUNK_BYTES = 65536
+# Panels of rows of at most this many runs -- a pack's tiles of at most 64 rows -- go out in
+# groups of tiles (``_panel_order``, ``_rows_panel``).
+_PANEL_ROWS = 64
 
 # Streamed runs of at least this many bytes go out as whole aligned lines (``_stream_out``: a
 # misaligned run's first and last lines as scalar stores); shorter ones unit by unit. Unpack
@@ -1018,38 +1026,68 @@ def _fill(dst, d, n, pad, period, nt):
         _fill_put(dst, d, zero, one, zero, n, pad, period)
 
 
+@njit(nogil=True, inline="always")
+def _panel_order(m, n1, g):
+    """How ``_panel`` visits its ``m`` rows' lines: ``(group, chunk)``, the rows of a group
+    line by line, ``chunk`` lines along the rows at a time. Rows of 16 to ``_PANEL_ROWS``
+    runs are a pack's tiles (each run from another source row): 8 source rows at a time
+    for 8 tiles (2 tiles and all rows for 16-row tiles), so the destination goes out nearly
+    in order while 8 to 16 source rows stream. Emerald Rapids VM, 64 and 256 MiB, of the
+    fastest copy: bf16 T(16,32) 0.58-0.70 -> 0.83-0.91, bf16 T(32,32) 0.61-0.69 ->
+    0.83-0.90, i8 T(64,64) 0.66-0.78 -> 0.74-0.98; all rows of one tile before the next
+    (16-64 source rows at once) 0.39-0.73, and the source in order (below) 0.58-0.78. Other
+    rows (an unpack's cross ``n1`` tiles; 8-row tiles were not measured) go line by line over
+    all rows, the source in order (``group = m``)."""
+    if n1 > _PANEL_ROWS or n1 < 16:
+        return m, n1
+    if n1 == 16:
+        return 2, n1
+    return 8, 8
+
+
+@njit(nogil=True, inline="always")
+def _panel_lines(src, dst, s, d, t0, t1, k0, k1, ss2, ds2, step, ss1, h, g):
+    """Lines ``[k0, k1)`` of rows ``[t0, t1)`` of a ``_panel``, line by line."""
+    for k in range(k0, k1):
+        sk = s + k * step
+        dk = d + h + 8 * k
+        if g == 1:
+            for t in range(t0, t1):
+                _line1(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
+        elif g == 2:
+            for t in range(t0, t1):
+                _line2(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
+        else:
+            for t in range(t0, t1):
+                _line4(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
+
+
 @njit(cache=True, nogil=True)
 def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     """The three innermost loops of a *panel* nest (see ``_is_panel``), streaming:
     ``dst[d + t*ds2 + j] = src[s + t*ss2 + (j // r)*ss1 + j % r]`` for the ``n1 * r`` units
     j of each of the ``m`` destination rows t, a row being ``n1`` runs of ``r`` units (8
     units a line, ``g = 8 / r`` runs). The destination lines of every row start at unit
-    ``h``. Along each row, a line at a time, the ``m`` rows' lines are joined in registers
-    from ``g`` runs (``2g`` when ``h > 0``) and streamed out, so the source is read in order,
-    ``g`` tiles at a time. A row's first ``h`` and last few units (parts of lines shared
-    with the rows before and after it) are scalar streaming stores, in row order."""
+    ``h``. In groups of rows (``_panel_order``), a chunk of lines at a time, each row's lines
+    are joined in registers from ``g`` runs (``2g`` when ``h > 0``) and streamed out. A
+    row's first ``h`` and last few units (parts of lines shared with the rows before and
+    after it) are scalar streaming stores, row after row at the end of its group."""
     g = 8 // r
     step = g * ss1
-    lines = n1 // g - (1 if h else 0)
-    for k in range(max(lines, 0)):
-        sk = s + k * step
-        dk = d + h + 8 * k
-        if g == 1:
-            for t in range(m):
-                _line1(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
-        elif g == 2:
-            for t in range(m):
-                _line2(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
-        else:
-            for t in range(m):
-                _line4(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
-    for t in range(m):
-        st = s + t * ss2
-        dt = d + t * ds2
-        for j in range(h):
-            _stream(dst, dt + j, _load(src, st + (j // r) * ss1 + j % r))
-        for j in range(h + 8 * max(lines, 0), n1 * r):
-            _stream(dst, dt + j, _load(src, st + (j // r) * ss1 + j % r))
+    lines = max(n1 // g - (1 if h else 0), 0)
+    group, chunk = _panel_order(m, n1, g)
+    for t0 in range(0, m, group):
+        t1 = min(m, t0 + group)
+        for k0 in range(0, lines, chunk):
+            _panel_lines(src, dst, s, d, t0, t1, k0, min(lines, k0 + chunk), ss2, ds2, step,
+                         ss1, h, g)
+        for t in range(t0, t1):
+            st = s + t * ss2
+            dt = d + t * ds2
+            for j in range(h):
+                _stream(dst, dt + j, _load(src, st + (j // r) * ss1 + j % r))
+            for j in range(h + 8 * lines, n1 * r):
+                _stream(dst, dt + j, _load(src, st + (j // r) * ss1 + j % r))
 
 
 def _words_only(kernel, stub):
@@ -1471,6 +1509,18 @@ def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
                         (c, s1, d1, -1, None, 0), (n0, s0, d0, k0, None, 0)]
 
 
+def _rows_panel(n1: int, r: int) -> bool:
+    """Whether a panel of rows of ``n1`` runs of ``r`` words is a pack's: each row a source
+    tile's 16 to ``_PANEL_ROWS`` rows, runs of 32 bytes or more. Walked as a panel in groups
+    of tiles (``_panel_order``), unsplit and unstaged, these packs went from the staged
+    chunks' 0.67-0.74 of the fastest copy to 0.74-0.98 (i8 T(16,32), T(32,32); Emerald
+    Rapids VM, 64 and 256 MiB, ``pack_ab.py`` against the staged walk, 5-7 rounds:
+    1.10-1.27x). Not: 16-byte runs (bf16 T(8,8): 0.72-0.81x) and 8-row tiles (f32 T(8,8):
+    1.09-1.13x at 64-256 MiB but 0.86-0.89x at 16 MiB, where the source sits in the L3 and
+    the staged chunks' in-cache kernels win), which stay staged."""
+    return 16 <= n1 <= _PANEL_ROWS and r >= 4
+
+
 def _is_panel(dims: list[_Dim], unit: int) -> bool:
     """Whether the three innermost loops ``(m, ss2, ds2), (n1, ss1, r), (r, 1, 1)`` write
     runs of ``r`` = 2, 4 or 8 words (a line holds ``g = 8 / r`` of them) contiguously along
@@ -1482,13 +1532,15 @@ def _is_panel(dims: list[_Dim], unit: int) -> bool:
     lines aligned. Runs of a whole line (bf16 T(16,32), i8 T(64,64)) are panels of two
     tiles (``g = 1``: each line joined from two runs when the destination starts inside a
     line, as numpy's large arrays do), walked unsplit: streamed row by row, each run's two
-    halves went to two lines by scalar stores."""
+    halves went to two lines by scalar stores. Packs of shorter runs from few rows
+    (``_rows_panel``) are panels too, unsplit and unstaged."""
     if unit != 8 or len(dims) < 3 or any(d[4] is not None for d in dims):
         return False
     (m, ss2, ds2, *_), (n1, ss1, ds1, *_), (r, ss0, ds0, *_) = dims[-3:]
     lineu = _LINE // unit
     return (ss0 == ds0 == 1 and ds1 == r and r in (2, 4, 8)
-            and n1 >= lineu // r and 1 < m and (m < n1 or r == 8) and m * ss2 <= ss1
+            and n1 >= lineu // r and 1 < m and (m < n1 or r == 8 or _rows_panel(n1, r))
+            and m * ss2 <= ss1
             and all(d[2] % lineu == 0 for d in dims[:-2]))
 
 
@@ -1576,8 +1628,10 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
     udims = _coalesce(udims)
     staged = _stage(udims, unit) if fill and _stages_well(udims, unit, itemsize) else None
     split = _split_streams(udims, unit)
-    if _is_panel(udims, unit) and udims[-1][0] == _LINE // unit:
-        split = udims  # line panels read two tiles at a time: no split
+    if _is_panel(udims, unit) and (udims[-1][0] == _LINE // unit
+                                   or _rows_panel(udims[-2][0], udims[-1][0])):
+        split = udims  # panels read whole groups of tiles (``_panel_order``): no split
+        staged = None  # nor chunks staged in the scratch
     staged_table, outer = staged if staged is not None else (None, 0)
     badly = _streams_badly(split, unit, fill)
     return Nest(unit, _table(split), fill, _is_panel(split, unit), staged_table, outer, badly,
