@@ -1033,8 +1033,9 @@ def _panel_order(m, n1, g):
     runs are a pack's tiles (each run from another source row): 8 source rows at a time
     for 8 tiles (2 tiles and all rows for 16-row tiles), so the destination goes out nearly
     in order while 8 to 16 source rows stream. Emerald Rapids VM, 64 and 256 MiB, of the
-    fastest copy (variants of this walk compiled side by side in one process): bf16 T(16,32) 0.58-0.70 -> 0.83-0.91, bf16 T(32,32) 0.61-0.69 ->
-    0.83-0.90, i8 T(64,64) 0.66-0.78 -> 0.74-0.98; all rows of one tile before the next
+    fastest copy (variants of this walk side by side in one process): bf16 T(16,32)
+    0.58-0.70 -> 0.83-0.91, bf16 T(32,32) 0.61-0.69 -> 0.83-0.90, i8 T(64,64) 0.66-0.78
+    -> 0.74-0.98; all rows of one tile before the next
     (16-64 source rows at once) 0.39-0.73, and the source in order (below) 0.58-0.78. Other
     rows (an unpack's cross ``n1`` tiles; 8-row tiles were not measured) go line by line over
     all rows, the source in order (``group = m``)."""
