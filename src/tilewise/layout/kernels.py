@@ -58,9 +58,9 @@ block walker:
   inside the loop over tiles, so ``64 / run`` tiles (two for 64-byte runs) are read in
   order and every destination row gets one whole line, joined (and shifted to the
   destination's lines) in registers (``_panel``, planned by ``_is_panel``); packs of tiles
-  of at most 64 rows with runs of 32 or 64 bytes (bf16 T(32,32), i8 T(32,32), T(64,64),
-  f32 T(8,8), ...) are panels too, whose rows (tiles) go out in groups, 8 source rows
-  at a time (``_panel_order``);
+  of 16 to 64 rows with runs of 32 or 64 bytes (bf16 T(16,32), T(32,32), i8 T(16,32),
+  T(32,32), T(64,64), ...) are panels too, whose rows (tiles) go out in groups, 8 source
+  rows at a time (``_panel_order``);
 * other gathers: staged in a line-aligned L1 scratch and streamed out as aligned 64-byte
   vector stores (never a partial line in the middle of a chunk).
 
@@ -1035,8 +1035,8 @@ def _panel_order(m, n1, g):
     in order while 8 to 16 source rows stream. Emerald Rapids VM, 64 and 256 MiB, of the
     fastest copy (variants of this walk side by side in one process): bf16 T(16,32)
     0.58-0.70 -> 0.83-0.91, bf16 T(32,32) 0.61-0.69 -> 0.83-0.90, i8 T(64,64) 0.66-0.78
-    -> 0.74-0.98; all rows of one tile before the next
-    (16-64 source rows at once) 0.39-0.73, and the source in order (below) 0.58-0.78. Other
+    -> 0.74-0.98; all rows of one tile before the next (16-64 source rows at once)
+    0.39-0.73, and the source in order (below) 0.58-0.78. Other
     rows (an unpack's cross ``n1`` tiles; 8-row tiles were not measured) go line by line over
     all rows, the source in order (``group = m``)."""
     if n1 > _PANEL_ROWS or n1 < 16:
