@@ -136,8 +136,10 @@ _STAGE_BYTES = 8192  # scratch for streamed gathers
 # (1 KiB of each channel plane), 0.53-0.65 with 64 KiB (128 KiB: about the same, and a
 # deeper stack than a small thread stack may give).
 CHUNK_BYTES = 65536
-# Panels of rows of at most this many runs -- a pack's tiles of at most 64 rows -- go out in
-# groups of tiles (``_panel_order``, ``_rows_panel``).
+# Panels whose rows are ``_PANEL_MIN_ROWS`` to ``_PANEL_ROWS`` runs -- a pack's tiles of 16 to
+# 64 rows -- go out in groups of tiles (``_panel_order``); packs of 32-byte runs from such
+# tiles are planned as panels (``_rows_panel``).
+_PANEL_MIN_ROWS = 16
 _PANEL_ROWS = 64
 
 # Streamed runs of at least this many bytes go out as whole aligned lines (``_stream_out``: a
@@ -1028,20 +1030,19 @@ def _fill(dst, d, n, pad, period, nt):
 
 @njit(nogil=True, inline="always")
 def _panel_order(m, n1, g):
-    """How ``_panel`` visits its ``m`` rows' lines: ``(group, chunk)``, the rows of a group
-    line by line, ``chunk`` lines along the rows at a time. Rows of 16 to ``_PANEL_ROWS``
-    runs are a pack's tiles (each run from another source row): 8 source rows at a time
-    for 8 tiles (2 tiles and all rows for 16-row tiles), so the destination goes out nearly
-    in order while 8 to 16 source rows stream. Emerald Rapids VM, 64 and 256 MiB, of the
-    fastest copy (variants of this walk side by side in one process): bf16 T(16,32)
-    0.58-0.70 -> 0.83-0.91, bf16 T(32,32) 0.61-0.69 -> 0.83-0.90, i8 T(64,64) 0.66-0.78
-    -> 0.74-0.98; all rows of one tile before the next (16-64 source rows at once)
-    0.39-0.73, and the source in order (below) 0.58-0.78. Other
-    rows (an unpack's cross ``n1`` tiles; 8-row tiles were not measured) go line by line over
-    all rows, the source in order (``group = m``)."""
-    if n1 > _PANEL_ROWS or n1 < 16:
+    """How ``_panel`` visits its ``m`` rows' lines: ``(group, chunk)``, the rows of a group line by
+    line, ``chunk`` lines along the rows at a time. Rows of ``_PANEL_MIN_ROWS`` to
+    ``_PANEL_ROWS`` runs are a pack's tiles (each run from another source row): 8 source rows at
+    a time for 8 tiles (2 tiles and all rows for 16-row tiles), so the destination goes out
+    nearly in order while 8 to 16 source rows stream. Emerald Rapids VM, 64 and 256 MiB, of the
+    fastest copy (variants of this walk side by side in one process): bf16 T(16,32) 0.58-0.70 ->
+    0.83-0.91, bf16 T(32,32) 0.61-0.69 -> 0.83-0.90, i8 T(64,64) 0.66-0.78 -> 0.74-0.98; all
+    rows of one tile before the next (16-64 source rows at once) 0.39-0.73, and the source in
+    order (below) 0.58-0.78. Other rows (an unpack's cross ``n1`` tiles; 8-row tiles were not
+    measured) go line by line over all rows, the source in order (``group = m``)."""
+    if not _PANEL_MIN_ROWS <= n1 <= _PANEL_ROWS:
         return m, n1
-    if n1 == 16:
+    if n1 == _PANEL_MIN_ROWS:
         return 2, n1
     return 8, 8
 
@@ -1511,15 +1512,15 @@ def _split_streams(dims: list[_Dim], unit: int) -> list[_Dim]:
 
 
 def _rows_panel(n1: int, r: int) -> bool:
-    """Whether a panel of rows of ``n1`` runs of ``r`` words is a pack's: each row a source
-    tile's 16 to ``_PANEL_ROWS`` rows, runs of 32 bytes or more. Walked as a panel in groups
-    of tiles (``_panel_order``), unsplit and unstaged, these packs went from the staged
-    chunks' 0.67-0.74 of the fastest copy to 0.74-0.98 (i8 T(16,32), T(32,32); Emerald
-    Rapids VM, 64 and 256 MiB, ``pack_ab.py`` against the staged walk, 5-7 rounds:
+    """Whether a panel of rows of ``n1`` runs of ``r`` words is a pack's: each row a source tile's
+    ``_PANEL_MIN_ROWS`` to ``_PANEL_ROWS`` rows (the rows ``_panel_order`` groups), runs of 32
+    bytes or more. Walked as a panel in groups of tiles, unsplit and unstaged, these packs went
+    from the staged chunks' 0.67-0.74 of the fastest copy to 0.74-0.98 (i8 T(16,32), T(32,32);
+    Emerald Rapids VM, 64 and 256 MiB, ``pack_ab.py`` against the staged walk, 5-7 rounds:
     1.10-1.27x). Not: 16-byte runs (bf16 T(8,8): 0.72-0.81x) and 8-row tiles (f32 T(8,8):
-    1.09-1.13x at 64-256 MiB but 0.86-0.89x at 16 MiB, where the source sits in the L3 and
-    the staged chunks' in-cache kernels win), which stay staged."""
-    return 16 <= n1 <= _PANEL_ROWS and r >= 4
+    1.09-1.13x at 64-256 MiB but 0.86-0.89x at 16 MiB, where the source sits in the L3 and the
+    staged chunks' in-cache kernels win), which stay staged."""
+    return _PANEL_MIN_ROWS <= n1 <= _PANEL_ROWS and r >= 4
 
 
 def _is_panel(dims: list[_Dim], unit: int) -> bool:
