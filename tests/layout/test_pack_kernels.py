@@ -9,6 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given
+from numba import njit
 
 from tilewise import PackError, pack, pack_reference, unpack, unpack_reference
 from tilewise.layout import kernels
@@ -316,6 +317,56 @@ def test_large_element_unpacks_go_through_the_cache():
     p = pack(x, (1,), (16,))
     assert np.array_equal(p, pack_reference(x, (1,), (16,)))
     assert np.array_equal(unpack(p, (1,), (16,), shape=x.shape), x)
+
+
+@njit
+def _joins(nest, unit):
+    return kernels._joins(nest, unit)
+
+
+@pytest.mark.parametrize("shape, tiles, dt, lines", [
+    ((32, 32 * 13), (16, 32), np.float32, 2),  # 128-byte runs: the copies for 2 lines a run
+    ((128, 64 * 5), (64, 64), np.float32, 4),  # 256-byte runs: 4 lines
+    ((64, 64 * 3), (64, 64), ml_dtypes.bfloat16, 2),
+    ((16, 24 * 7), (8, 24), np.float64, 3),  # 3 lines: the run length a variable
+])
+def test_streamed_long_runs_go_out_as_joined_lines(shape, tiles, dt, lines):
+    # Streamed unpacks of runs of whole lines, contiguous along the runs of a block, are
+    # joined planes: every destination line joined in registers from the one or two source
+    # lines it spans. Bit-exact at every shift of the destination's lines (0 to 56 bytes
+    # past a line: h = 0..7 units), both ways.
+    x = np.random.default_rng(lines).integers(-99, 99, shape).astype(dt)
+    nest = _nest(verify(shape, (0, 1), tiles), x.dtype.itemsize, 8, True)
+    table, mode, nt = nest.kernel_args(True)
+    assert nt and mode == kernels.BLOCKS and _joins(table, nest.unit)
+    assert table[-1, 0] == 8 * lines
+    _check_both_ways(x, (0, 1), tiles, (), 0, offsets=range(0, 64, 8))
+
+
+def test_joined_planes_whose_blocks_start_at_different_shifts():
+    # Blocks ``ds2`` units apart where ``ds2`` is not a whole number of lines: each block's
+    # own shift (the branch no sweep layout reaches), against a plain numpy gather.
+    rng = np.random.default_rng(9)
+    src = rng.integers(0, 2**63, 4096, dtype=np.uint64)
+    n2, ss2, ds2, n1, ss1, n0, d = 5, 300, 77, 3, 96, 16, 3
+    for offset in range(0, 64, 8):
+        raw = np.zeros(4096 + 16, np.uint64)
+        dst = raw[(-raw.ctypes.data // 8 + offset // 8) % 8:][:4096]
+        dst[:] = 0
+        _plane(src, dst, n2, ss2, ds2, n1, ss1, n0, d)
+        want = np.zeros_like(dst)
+        for i in range(n2):
+            for a in range(n1):
+                at = i * ds2 + a * n0 + d
+                want[at:at + n0] = src[i * ss2 + a * ss1:][:n0]
+        assert np.array_equal(dst, want), offset
+
+
+@njit
+def _plane(src, dst, n2, ss2, ds2, n1, ss1, n0, d):
+    kernels._plane_words(kernels._data(src), kernels._data(dst), 0, d, n2, ss2, ds2, n1, ss1,
+                         n0, dst.ctypes.data)
+    kernels._fence()
 
 
 @pytest.mark.parametrize("run", [kernels._STREAM_RUN - 8, kernels._STREAM_RUN,

@@ -125,7 +125,7 @@ def _pack_band(src, s, w, dst, d, scr, daddr, nt):
     for j0 in range(0, w, cols):
         j1 = min(w, j0 + cols)
         _pack_cols(src, s, w, scr, zero, j0, j1)
-        _stream_out(scr, zero, dst, d + j0 * ROWS, (j1 - j0) * ROWS, daddr, u)
+        _stream_out(scr, zero, dst, d + j0 * ROWS, (j1 - j0) * ROWS, daddr)
 
 
 @njit(nogil=True)
@@ -149,7 +149,7 @@ def _unpack_band(src, s, w, dst, d, scr, daddr, nt):
     while j0 < w:
         _unpack_cols(src, s, scr, zero, pitch, j0, j1)
         for r in range(ROWS):
-            _stream_out(scr, r * pitch, dst, d + r * w + j0, j1 - j0, daddr, u)
+            _stream_out(scr, r * pitch, dst, d + r * w + j0, j1 - j0, daddr)
         j0 = j1
         j1 = min(w, j1 + cols)
 
