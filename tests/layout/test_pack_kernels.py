@@ -122,6 +122,11 @@ def test_panel_plans():
     assert nest.table[:, :3].tolist() == [[256, 8192, 8192], [128, 4, 64], [16, 512, 4],
                                           [4, 1, 1]]
     assert _nest(verify((4096, 4096), (0, 1), (64, 64)), 1, 8, False).panel
+    # f32 T(8,8): 8-row tiles of half-line runs, one row of joined lines (``_half_lines``).
+    nest = _nest(verify((4096, 4096), (0, 1), (8, 8)), 4, 8, False)
+    assert nest.panel and nest.staged is None
+    assert nest.table[:, :3].tolist() == [[512, 16384, 16384], [512, 4, 32], [8, 2048, 4],
+                                          [4, 1, 1]]
     # Not panels: packs of 16-byte runs (bf16 T(8,8)), runs of more than a line, clipped
     # nests, single-row tiles.
     assert not _nest(verify((4096, 4096), (0, 1), (8, 8)), 2, 8, False).panel
@@ -276,7 +281,6 @@ def test_zip_transposes_of_channel_planes(dt, hw):
     ((2, 32, 24, 40), (1,), (16,), np.int8),  # NCHW -> NCHW16c: element transposes
     ((2, 32, 24, 40), (1,), (16,), np.float32),
     ((96, 512), (0, 1), (8, 8), ml_dtypes.bfloat16),  # 16-byte tile rows
-    ((96, 256), (0, 1), (8, 8), np.float32),  # 32-byte tile rows, 8 rows
 ])
 def test_staged_streaming_packs(shape, pos, tiles, dt):
     # Streamed packs of short rows and single elements are staged: chunks of the packed
@@ -294,6 +298,7 @@ def test_staged_streaming_packs(shape, pos, tiles, dt):
     ((64, 32 * 13), (32, 32), np.int8),  # 32 rows: 8 at a time; 13 tiles: a ragged group
     ((128, 64 * 11), (64, 64), np.int8),  # whole-line runs from 64 rows
     ((64, 16 * 19), (32, 16), np.float32),  # 64-byte runs, 19 tiles
+    ((96, 8 * 37), (8, 8), np.float32),  # 8-row tiles of half lines: one row of joined lines
 ])
 def test_streamed_pack_panels(shape, tiles, dt):
     # Streamed packs of tiles of at most 64 rows, runs of 32 bytes or more, are panels
@@ -302,7 +307,7 @@ def test_streamed_pack_panels(shape, tiles, dt):
     x = np.random.default_rng(2).integers(-99, 99, shape).astype(dt)
     nest = _nest(verify(shape, (0, 1), tiles), x.dtype.itemsize, 8, False)
     assert nest.panel and nest.staged is None and nest.kernel_args(True)[1] == kernels.PANEL
-    _check_both_ways(x, (0, 1), tiles, (), 0, offsets=(0, 8, 16, 40, 56))
+    _check_both_ways(x, (0, 1), tiles, (), 0, offsets=range(0, 64, 8))
 
 
 def test_large_element_unpacks_go_through_the_cache():

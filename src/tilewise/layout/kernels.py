@@ -376,6 +376,49 @@ def _make_line(pieces: int):
 _line1, _line2, _line4 = _make_line(1), _make_line(2), _make_line(4)
 
 
+@intrinsic
+def _join2(typingctx, srcp, a0, a1, a2, dstp, d, sh):
+    """One aligned non-temporal line at ``dst + d`` (64-byte aligned) from half-line runs at
+    ``src[a0]``, ``src[a1]``, ``src[a2]`` (any addresses): with the runs joined in order,
+    the line is their units ``[sh, sh + line)``; ``sh`` (below half a line) selects a
+    constant shuffle; with ``sh == 0`` the third run is not read."""
+
+    def codegen(context, builder, signature, args):
+        sp, a0, a1, a2, dp, d, sh = args
+        elty = context.get_value_type(signature.args[0].dtype)
+        lineu = 8 * _LINE // elty.width
+        half = ir.VectorType(elty, lineu // 2)
+
+        def load(at):
+            ptr = builder.bitcast(builder.gep(sp, [at]), half.as_pointer())
+            return builder.load(ptr, align=elty.width // 8)
+
+        def join(x, y):
+            return builder.shuffle_vector(x, y, _mask(list(range(2 * x.type.count))))
+
+        ptr = builder.bitcast(builder.gep(dp, [d]), ir.VectorType(elty, lineu).as_pointer())
+        line = join(load(a0), load(a1))
+        done = builder.append_basic_block("join_done")
+        whole = builder.append_basic_block("join_whole")
+        switch = builder.switch(sh, whole)
+        for v in range(1, lineu // 2):
+            case = builder.append_basic_block(f"join_shift{v}")
+            switch.add_case(ir.Constant(sh.type, v), case)
+            builder.position_at_end(case)
+            rest = join(load(a2), ir.Constant(half, None))
+            shifted = builder.shuffle_vector(line, rest, _mask(list(range(v, v + lineu))))
+            _nontemporal(builder, builder.store(shifted, ptr, align=_LINE))
+            builder.branch(done)
+        builder.position_at_end(whole)
+        _nontemporal(builder, builder.store(line, ptr, align=_LINE))
+        builder.branch(done)
+        builder.position_at_end(done)
+        return context.get_dummy_value()
+
+    return types.void(srcp, types.intp, types.intp, types.intp, dstp, types.intp,
+                      types.intp), codegen
+
+
 def _mask(values):
     i32 = ir.IntType(32)
     return ir.Constant(ir.VectorType(i32, len(values)), [ir.Constant(i32, v) for v in values])
@@ -1148,6 +1191,31 @@ def _panel_lines(src, dst, s, d, t0, t1, k0, k1, ss2, ds2, step, ss1, h, g):
                 _line4(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
 
 
+@njit(nogil=True, inline="always")
+def _half_run(s, q, n1, ss1, ss2):
+    """Where run ``q`` of a panel of rows of ``n1`` runs starts (see ``_half_lines``)."""
+    return s + (q // n1) * ss2 + (q % n1) * ss1
+
+
+@njit(nogil=True, inline="always")
+def _half_lines(src, dst, s, d, m, ss2, n1, ss1, h):
+    """A panel whose ``m`` rows of ``n1`` half-line runs (``r = 4`` words) fill the
+    destination one after another (``ds2 == 4 * n1``) as one row: every destination line,
+    the first ``h`` units on, is joined from the two or three runs it spans, across rows
+    (``_join2``), so only the panel's first ``h`` and last units are scalar."""
+    total = m * n1 * 4
+    for j in range(h):
+        _stream(dst, d + j, _load(src, _half_run(s, j // 4, n1, ss1, ss2) + j % 4))
+    lines = (total - h) // 8
+    q = h // 4
+    for k in range(lines):
+        _join2(src, _half_run(s, q, n1, ss1, ss2), _half_run(s, q + 1, n1, ss1, ss2),
+               _half_run(s, q + 2, n1, ss1, ss2), dst, d + h + 8 * k, h % 4)
+        q += 2
+    for j in range(h + 8 * lines, total):
+        _stream(dst, d + j, _load(src, _half_run(s, j // 4, n1, ss1, ss2) + j % 4))
+
+
 @njit(cache=True, nogil=True)
 def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     """The three innermost loops of a *panel* nest (see ``_is_panel``), streaming:
@@ -1158,6 +1226,9 @@ def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     are joined in registers from ``g`` runs (``2g`` when ``h > 0``) and streamed out. A
     row's first ``h`` and last few units (parts of lines shared with the rows before and
     after it) are scalar streaming stores, row after row at the end of its group."""
+    if r == 4 and n1 == 8 and ds2 == 32:  # a pack's 8-row tiles of half lines
+        _half_lines(src, dst, s, d, m, ss2, 8, ss1, h)
+        return
     g = 8 // r
     step = g * ss1
     lines = max(n1 // g - (1 if h else 0), 0)
@@ -1628,10 +1699,13 @@ def _rows_panel(n1: int, r: int) -> bool:
     bytes or more. Walked as a panel in groups of tiles, unsplit and unstaged, these packs went
     from the staged chunks' 0.67-0.74 of the fastest copy to 0.74-0.98 (i8 T(16,32), T(32,32);
     Emerald Rapids VM, 64 and 256 MiB, ``pack_ab.py`` against the staged walk, 5-7 rounds:
-    1.10-1.27x). Not: 16-byte runs (bf16 T(8,8): 0.72-0.81x) and 8-row tiles (f32 T(8,8):
-    1.09-1.13x at 64-256 MiB but 0.86-0.89x at 16 MiB, where the source sits in the L3 and the
-    staged chunks' in-cache kernels win), which stay staged."""
-    return _PANEL_MIN_ROWS <= n1 <= _PANEL_ROWS and r >= 4
+    1.10-1.27x). Also 8-row tiles of half-line runs (f32 T(8,8)), walked as one row of joined
+    lines (``_half_lines``): in plain loops side by side, 0.68-0.71 -> 0.87-0.91 of the copy at
+    256 MiB and 0.82-0.84 -> 0.95-0.97 at 16 MiB against the staged walk (the generic panel
+    walk had lost at 16 MiB: 0.86-0.89x). Not: 16-byte runs (bf16 T(8,8): 0.72-0.81x as
+    panels; joined like the half lines, from five runs a line, 0.50-0.64 against the staged
+    walk's 0.64-0.83), which stay staged."""
+    return _PANEL_MIN_ROWS <= n1 <= _PANEL_ROWS and r >= 4 or (n1 == 8 and r == 4)
 
 
 def _is_panel(dims: list[_Dim], unit: int) -> bool:
