@@ -376,36 +376,36 @@ def _make_line(pieces: int):
 _line1, _line2, _line4 = _make_line(1), _make_line(2), _make_line(4)
 
 
-@intrinsic
-def _join2(typingctx, srcp, a0, a1, a2, dstp, d, sh):
-    """One aligned non-temporal line at ``dst + d`` (64-byte aligned) from half-line runs at
-    ``src[a0]``, ``src[a1]``, ``src[a2]`` (any addresses): with the runs joined in order,
-    the line is their units ``[sh, sh + line)``; ``sh`` (below half a line) selects a
-    constant shuffle; with ``sh == 0`` the third run is not read."""
+def _join_codegen(g: int):
+    """The codegen of ``_join2`` / ``_join4``: a line from ``g`` runs (``g + 1`` shifted)."""
 
     def codegen(context, builder, signature, args):
-        sp, a0, a1, a2, dp, d, sh = args
+        sp, addrs, (dp, d, sh) = args[0], args[1:g + 2], args[g + 2:]
         elty = context.get_value_type(signature.args[0].dtype)
         lineu = 8 * _LINE // elty.width
-        half = ir.VectorType(elty, lineu // 2)
+        rty = ir.VectorType(elty, lineu // g)
 
         def load(at):
-            ptr = builder.bitcast(builder.gep(sp, [at]), half.as_pointer())
+            ptr = builder.bitcast(builder.gep(sp, [at]), rty.as_pointer())
             return builder.load(ptr, align=elty.width // 8)
 
-        def join(x, y):
-            return builder.shuffle_vector(x, y, _mask(list(range(2 * x.type.count))))
+        def join(parts):
+            while len(parts) > 1:
+                n = 2 * parts[0].type.count
+                parts = [builder.shuffle_vector(x, y, _mask(list(range(n))))
+                         for x, y in zip(parts[::2], parts[1::2])]
+            return parts[0]
 
         ptr = builder.bitcast(builder.gep(dp, [d]), ir.VectorType(elty, lineu).as_pointer())
-        line = join(load(a0), load(a1))
+        line = join([load(at) for at in addrs[:g]])
         done = builder.append_basic_block("join_done")
         whole = builder.append_basic_block("join_whole")
         switch = builder.switch(sh, whole)
-        for v in range(1, lineu // 2):
+        for v in range(1, lineu // g):
             case = builder.append_basic_block(f"join_shift{v}")
             switch.add_case(ir.Constant(sh.type, v), case)
             builder.position_at_end(case)
-            rest = join(load(a2), ir.Constant(half, None))
+            rest = join([load(addrs[g])] + [ir.Constant(rty, None)] * (g - 1))
             shifted = builder.shuffle_vector(line, rest, _mask(list(range(v, v + lineu))))
             _nontemporal(builder, builder.store(shifted, ptr, align=_LINE))
             builder.branch(done)
@@ -415,8 +415,24 @@ def _join2(typingctx, srcp, a0, a1, a2, dstp, d, sh):
         builder.position_at_end(done)
         return context.get_dummy_value()
 
+    return codegen
+
+
+@intrinsic
+def _join2(typingctx, srcp, a0, a1, a2, dstp, d, sh):
+    """One aligned non-temporal line at ``dst + d`` (64-byte aligned) from half-line runs at
+    ``src[a0]``, ``src[a1]`` and, shifted, ``src[a2]`` (any addresses): with the runs joined
+    in order, the line is their units ``[sh, sh + line)``; ``sh`` (below a run) selects a
+    constant shuffle; with ``sh == 0`` the last run is not read."""
     return types.void(srcp, types.intp, types.intp, types.intp, dstp, types.intp,
-                      types.intp), codegen
+                      types.intp), _join_codegen(2)
+
+
+@intrinsic
+def _join4(typingctx, srcp, a0, a1, a2, a3, a4, dstp, d, sh):
+    """``_join2`` for quarter-line runs: four runs a line, five when shifted."""
+    return types.void(srcp, types.intp, types.intp, types.intp, types.intp, types.intp, dstp,
+                      types.intp, types.intp), _join_codegen(4)
 
 
 def _mask(values):
@@ -1192,28 +1208,71 @@ def _panel_lines(src, dst, s, d, t0, t1, k0, k1, ss2, ds2, step, ss1, h, g):
 
 
 @njit(nogil=True, inline="always")
-def _half_run(s, q, n1, ss1, ss2):
-    """Where run ``q`` of a panel of rows of ``n1`` runs starts (see ``_half_lines``)."""
-    return s + (q // n1) * ss2 + (q % n1) * ss1
+def _tile_line(src, dst, st, ss2, ss1, dl, q, n1, r, sh):
+    """The line at ``dst[dl]`` of a ``_tile_lines`` panel whose first run is run ``q`` of
+    the tile at ``src[st]`` (``q`` may run into the next tiles)."""
+    g = 8 // r
+    a0 = st + (q // n1) * ss2 + (q % n1) * ss1
+    a1 = st + ((q + 1) // n1) * ss2 + ((q + 1) % n1) * ss1
+    a2 = st + ((q + 2) // n1) * ss2 + ((q + 2) % n1) * ss1
+    if g == 2:
+        _join2(src, a0, a1, a2, dst, dl, sh)
+    else:
+        a3 = st + ((q + 3) // n1) * ss2 + ((q + 3) % n1) * ss1
+        a4 = st + ((q + 4) // n1) * ss2 + ((q + 4) % n1) * ss1
+        _join4(src, a0, a1, a2, a3, a4, dst, dl, sh)
 
 
 @njit(nogil=True, inline="always")
-def _half_lines(src, dst, s, d, m, ss2, n1, ss1, h):
-    """A panel whose ``m`` rows of ``n1`` half-line runs (``r = 4`` words) fill the
-    destination one after another (``ds2 == 4 * n1``) as one row: every destination line,
-    the first ``h`` units on, is joined from the two or three runs it spans, across rows
-    (``_join2``), so only the panel's first ``h`` and last units are scalar."""
-    total = m * n1 * 4
+def _tile_lines(src, dst, s, d, m, ss2, ss1, h, n1, r):
+    """A panel whose ``m`` rows (a pack's tiles) of ``n1`` runs of ``r`` = 2 or 4 words fill
+    the destination one after another (``ds2 == n1 * r``), written as one row: every
+    destination line, the first ``h`` units on, is joined in registers from the runs it
+    spans, across tiles (``_join2``, ``_join4``); only the panel's first ``h`` and last
+    units are scalar. Inlined with ``n1``, ``r`` and ``h`` constants, so the tile's lines
+    unroll and each run's place in the tile is a constant offset."""
+    per = n1 * r // 8  # lines a tile
+    g = 8 // r
+    q0 = h // r
+    sh = h % r
+    total = m * n1 * r
     for j in range(h):
-        _stream(dst, d + j, _load(src, _half_run(s, j // 4, n1, ss1, ss2) + j % 4))
-    lines = (total - h) // 8
-    q = h // 4
-    for k in range(lines):
-        _join2(src, _half_run(s, q, n1, ss1, ss2), _half_run(s, q + 1, n1, ss1, ss2),
-               _half_run(s, q + 2, n1, ss1, ss2), dst, d + h + 8 * k, h % 4)
-        q += 2
-    for j in range(h + 8 * lines, total):
-        _stream(dst, d + j, _load(src, _half_run(s, j // 4, n1, ss1, ss2) + j % 4))
+        _stream(dst, d + j, _load(src, s + (j // r) * ss1 + j % r))
+    dl = d + h
+    for t in range(m - 1 if h else m):
+        st = s + t * ss2
+        for k in range(per):
+            _tile_line(src, dst, st, ss2, ss1, dl, q0 + k * g, n1, r, sh)
+            dl += 8
+    if h:  # the last tile's lines but the one it shares with what follows
+        st = s + (m - 1) * ss2
+        for k in range(per - 1):
+            _tile_line(src, dst, st, ss2, ss1, dl, q0 + k * g, n1, r, sh)
+            dl += 8
+        for j in range(dl - d, total):
+            q = j // r
+            _stream(dst, d + j, _load(src, s + (q // n1) * ss2 + (q % n1) * ss1 + j % r))
+
+
+@njit(nogil=True, inline="always")
+def _tile_panel(src, dst, s, d, m, ss2, ss1, h, r):
+    """``_tile_lines`` of 8-row tiles, compiled once per shift ``h`` of the lines."""
+    if h == 0:
+        _tile_lines(src, dst, s, d, m, ss2, ss1, 0, 8, r)
+    elif h == 1:
+        _tile_lines(src, dst, s, d, m, ss2, ss1, 1, 8, r)
+    elif h == 2:
+        _tile_lines(src, dst, s, d, m, ss2, ss1, 2, 8, r)
+    elif h == 3:
+        _tile_lines(src, dst, s, d, m, ss2, ss1, 3, 8, r)
+    elif h == 4:
+        _tile_lines(src, dst, s, d, m, ss2, ss1, 4, 8, r)
+    elif h == 5:
+        _tile_lines(src, dst, s, d, m, ss2, ss1, 5, 8, r)
+    elif h == 6:
+        _tile_lines(src, dst, s, d, m, ss2, ss1, 6, 8, r)
+    else:
+        _tile_lines(src, dst, s, d, m, ss2, ss1, 7, 8, r)
 
 
 @njit(cache=True, nogil=True)
@@ -1226,8 +1285,11 @@ def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     are joined in registers from ``g`` runs (``2g`` when ``h > 0``) and streamed out. A
     row's first ``h`` and last few units (parts of lines shared with the rows before and
     after it) are scalar streaming stores, row after row at the end of its group."""
-    if r == 4 and n1 == 8 and ds2 == 32:  # a pack's 8-row tiles of half lines
-        _half_lines(src, dst, s, d, m, ss2, 8, ss1, h)
+    if n1 == 8 and r == 4 and ds2 == 32:  # a pack's 8-row tiles (``_tile_lines``)
+        _tile_panel(src, dst, s, d, m, ss2, ss1, h, 4)
+        return
+    if n1 == 8 and r == 2 and ds2 == 16:
+        _tile_panel(src, dst, s, d, m, ss2, ss1, h, 2)
         return
     g = 8 // r
     step = g * ss1
@@ -1705,7 +1767,7 @@ def _rows_panel(n1: int, r: int) -> bool:
     walk had lost at 16 MiB: 0.86-0.89x). Not: 16-byte runs (bf16 T(8,8): 0.72-0.81x as
     panels; joined like the half lines, from five runs a line, 0.50-0.64 against the staged
     walk's 0.64-0.83), which stay staged."""
-    return _PANEL_MIN_ROWS <= n1 <= _PANEL_ROWS and r >= 4 or (n1 == 8 and r == 4)
+    return _PANEL_MIN_ROWS <= n1 <= _PANEL_ROWS and r >= 4 or (n1 == 8 and r in (2, 4))
 
 
 def _is_panel(dims: list[_Dim], unit: int) -> bool:
