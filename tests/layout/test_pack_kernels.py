@@ -113,8 +113,10 @@ def test_panel_plans():
     assert nest.panel and nest.table[:, :3].tolist() == [[256, 8192, 8192], [16, 4, 512],
                                                          [128, 64, 4], [4, 1, 1]]
     assert _nest(verify((4096, 4096), (0, 1), (8, 16)), 1, 8, True).panel
-    # Runs of exactly one line (bf16 T(16,32)) are panels of two tiles, unsplit.
+    # Runs of exactly one line from 16-row tiles (bf16 T(16,32)) are panels of two tiles,
+    # unsplit; from 32 rows or more (bf16 T(32,32)) joined planes, split.
     assert _nest(verify((4096, 4096), (0, 1), (16, 32)), 2, 8, True).panel
+    assert not _nest(verify((4096, 4096), (0, 1), (32, 32)), 2, 8, True).panel
     # Packs of runs of 32 bytes or more from 64 rows or fewer are panels, unsplit and never
     # staged (i8 T(16,32): rows of 16 runs, one from every source row of a tile).
     nest = _nest(verify((4096, 4096), (0, 1), (16, 32)), 1, 8, False)
@@ -333,6 +335,8 @@ def _joins(nest, unit):
     ((128, 64 * 5), (64, 64), np.float32, 4),  # 256-byte runs: 4 lines
     ((64, 64 * 3), (64, 64), ml_dtypes.bfloat16, 2),
     ((16, 24 * 7), (8, 24), np.float64, 3),  # 3 lines: the run length a variable
+    ((64, 32 * 9), (32, 32), ml_dtypes.bfloat16, 1),  # one-line runs from 32-row tiles
+    ((128, 64 * 5), (64, 64), np.int8, 1),
 ])
 def test_streamed_long_runs_go_out_as_joined_lines(shape, tiles, dt, lines):
     # Streamed unpacks of runs of whole lines, contiguous along the runs of a block, are
@@ -458,11 +462,12 @@ def test_word_gathers_stream_from_a_smaller_size():
 
 @pytest.mark.parametrize("shape, tiles, dt", [
     ((64, 512), (16, 32), ml_dtypes.bfloat16),  # 64-byte runs of 1 KiB tiles
-    ((128, 256), (64, 64), np.int8),
+    ((64, 512), (16, 64), np.int8),
     ((32, 96), (4, 32), np.int16),  # three tiles a row: the last line of a row is split
 ])
 def test_line_panels(shape, tiles, dt):
-    # Streamed unpacks of runs of one line are panels of two tiles, walked unsplit: every
+    # Streamed unpacks of runs of one line from tiles of fewer than 32 rows are panels of
+    # two tiles, walked unsplit (from more rows: joined planes, above): every
     # destination line joined from two runs when the destination starts inside a line.
     x = np.random.default_rng(7).integers(-99, 99, shape).astype(dt)
     nest = _nest(verify(shape, (0, 1), tiles), x.dtype.itemsize, 8, True)

@@ -45,10 +45,11 @@ written through the cache at every size (``_streams_badly``). The rest stream fr
 block walker:
 
 * contiguous runs: whole aligned lines from 128 bytes on (``_STREAM_RUN``), else scalar
-  ``movnti``; runs of 2 or more whole lines of 8-byte units whose block of runs is
-  contiguous in the destination (packs and unpacks of f32 T(16,32) to T(64,64), bf16
-  T(64,64)) go out a plane of blocks at a time, every destination line joined in
-  registers from the one or two source lines it spans (``_joined_plane``, ``_joins``);
+  ``movnti``; runs of whole lines of 8-byte units whose block of runs is contiguous in the
+  destination (packs and unpacks of f32 T(16,32) to T(64,64), bf16 T(64,64); unpacks of
+  bf16 T(32,32) and i8 T(64,64)) go out a plane of blocks at a time, every destination line
+  joined in registers from the one or two source lines it spans (``_joined_plane``,
+  ``_joins``);
 * 8x8 transposes of 8-byte words (f32 T(16,2), f64 T(8,1), ...): each transposed row of
   8 words is one destination line, stored straight from the registers
   (``_gather_stream8``, the shorter side of the block innermost), when the lines start at
@@ -63,7 +64,8 @@ block walker:
   destination's lines) in registers (``_panel``, planned by ``_is_panel``); packs of tiles
   of 16 to 64 rows with runs of 32 or 64 bytes (bf16 T(16,32), T(32,32), i8 T(16,32),
   T(32,32), T(64,64), ...) are panels too, whose rows (tiles) go out in groups, 8 source
-  rows at a time (``_panel_order``);
+  rows at a time (``_panel_order``), and packs of 8-row tiles of 16- or 32-byte runs (bf16
+  and f32 T(8,8)), written as one row of lines joined across tiles (``_tile_lines``);
 * other gathers: staged in a line-aligned L1 scratch and streamed out as aligned 64-byte
   vector stores (never a partial line in the middle of a chunk).
 
@@ -1064,7 +1066,7 @@ def _joined_plane(src, dst, s, d, n2, ss2, ds2, n1, ss1, n0, daddr):
     destination is contiguous (``ds1 == n0``), every whole destination line joined in
     registers from the one or two source lines it spans (``_joined_rows``), so a
     destination that starts inside a line -- numpy's large arrays start 16 bytes into a
-    page -- still gets whole-line stores. The run length (2 or 4 lines) and the shift are
+    page -- still gets whole-line stores. The run length (1, 2 or 4 lines) and the shift are
     constants in the compiled loops. f32 T(16,32) unpack at 256 MiB, of the fastest copy,
     side by side in one process: a block of runs at a time, each run streamed on its own
     (``_stream_out``), 0.57-0.61 with the destination 16 bytes into a line (as numpy
@@ -1077,7 +1079,9 @@ def _joined_plane(src, dst, s, d, n2, ss2, ds2, n1, ss1, n0, daddr):
             _joined_rows(src, dst, s + i * ss2, d + i * ds2, 1, ss2, ds2, n1, ss1, n0, h)
         return
     h = (lineu - (daddr // _unit_bytes(dst) + d) % lineu) % lineu
-    if n0 == 2 * lineu:
+    if n0 == lineu:
+        _joined_shift(src, dst, s, d, n2, ss2, ds2, n1, ss1, lineu, h)
+    elif n0 == 2 * lineu:
         _joined_shift(src, dst, s, d, n2, ss2, ds2, n1, ss1, 2 * lineu, h)
     elif n0 == 4 * lineu:
         _joined_shift(src, dst, s, d, n2, ss2, ds2, n1, ss1, 4 * lineu, h)
@@ -1348,8 +1352,8 @@ _words_only(_joined_plane, _plane_words)
 @njit(nogil=True, inline="always")
 def _joins(nest, unit):
     """Whether the three innermost loops of ``nest`` are a ``_joined_plane``: unclipped,
-    runs of 8-byte units of ``_STREAM_RUN`` bytes or more, a whole number of lines, whose
-    destination is contiguous along the middle loop."""
+    runs of 8-byte units, a whole number of lines, whose destination is contiguous along the
+    middle loop."""
     nl = nest.shape[0]
     if unit != 8 or nl < 3:
         return False
@@ -1361,7 +1365,7 @@ def _joins(nest, unit):
             return False
     n0 = nest[nl - 1, 0]
     return (nest[nl - 1, 1] == 1 and nest[nl - 1, 2] == 1 and nest[nl - 2, 2] == n0
-            and n0 % 8 == 0 and n0 * 8 >= _STREAM_RUN)
+            and n0 % 8 == 0 and n0 > 0)
 
 
 @njit(cache=True, nogil=True)
@@ -1883,7 +1887,17 @@ def plan(loops: list[Loop], itemsize: int, max_unit: int = 8, fill: bool = False
         staged = None  # nor chunks staged in the scratch
     staged_table, outer = staged if staged is not None else (None, 0)
     badly = _streams_badly(split, unit, fill)
-    return Nest(unit, _table(split), fill, _is_panel(split, unit), staged_table, outer, badly,
+    panel = _is_panel(split, unit)
+    if panel and not fill and udims[-1][0] == _LINE // unit and udims[-3][0] >= 32:
+        # Unpacks of one-line runs from tiles of 32 rows or more (bf16 T(32,32), i8
+        # T(64,64)) go as joined planes, split like the other long runs (``_joins``): against
+        # the panels, at 16-256 MiB 1.14-1.22x and 1.04-1.25x, at 1-4 MiB 0.93-1.00x
+        # (``pack_ab.py``, 7 rounds); from 16-row tiles (bf16 T(16,32)) 0.89-0.92x at
+        # 64-256 MiB, so those stay panels.
+        split = _split_streams(udims, unit)
+        panel = False
+        badly = _streams_badly(split, unit, fill)
+    return Nest(unit, _table(split), fill, panel, staged_table, outer, badly,
                 None if split is udims else _table(udims),
                 STREAMING_BYTES if badly else _stream_from(split, udims, unit, fill))
 
@@ -1900,7 +1914,7 @@ def _stream_from(split: list[_Dim], udims: list[_Dim], unit: int, fill: bool) ->
         return STREAMING_BYTES
     ss0, ds0 = udims[-1][1:3]
     transposes = not ss0 == ds0 == 1 and unit >= 4
-    early = transposes or (_is_panel(split, unit) and not fill)
+    early = transposes or (_is_panel(udims, unit) and not fill)
     return _EARLY_STREAM_BYTES if early else STREAMING_BYTES
 
 
