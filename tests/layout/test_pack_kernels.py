@@ -279,18 +279,38 @@ def test_zip_transposes_of_channel_planes(dt, hw):
 
 
 @pytest.mark.parametrize("shape, pos, tiles, dt", [
-    ((2, 32, 24, 40), (1,), (16,), np.int8),  # NCHW -> NCHW16c: element transposes
-    ((2, 32, 24, 40), (1,), (16,), np.float32),
+    ((64, 256), (0, 1), (4, 4), np.float32),  # 16-byte tile rows from 4 rows
+    ((64, 256), (0, 1), (4, 8), np.int16),
 ])
 def test_staged_streaming_packs(shape, pos, tiles, dt):
-    # Streamed packs of short rows and single elements are staged: chunks of the packed
-    # tensor built in a scratch by the in-cache kernels, then streamed out as whole lines.
+    # Streamed packs of rows shorter than a line from few rows are staged: chunks of the
+    # packed tensor built in a scratch by the in-cache kernels, then streamed out as whole
+    # lines.
     x = np.random.default_rng(1).integers(-99, 99, shape).astype(dt)
     nest = _nest(verify(shape, pos, tiles), x.dtype.itemsize, 8, False)
     assert nest.staged is not None and nest.kernel_args(True)[1] > kernels.STAGED
     chunk = 1 + sum((n - 1) * ds for n, _, ds, *_ in nest.staged[nest.outer:])
     assert chunk * nest.unit <= kernels.CHUNK_BYTES
     _check_both_ways(x, pos, tiles, (), 0, offsets=(0, 8, 40))
+
+
+@pytest.mark.parametrize("dt", [np.int8, ml_dtypes.bfloat16, np.float32, np.float64])
+def test_streamed_plane_packs(dt):
+    # Streamed NCHW -> NCHW16c packs of 1-, 2- and 4-byte elements move a line of positions
+    # at a time as a 16-plane register transpose (``_plane_pack``), not staged; heads and
+    # tails of positions (970 is not a whole number of lines), destinations 8 to 56 bytes
+    # past a line (those not a multiple of 16 elements past one fall back to the block
+    # walker) and 8-byte elements (two lines a position: the block walker) are bit-exact.
+    x = np.random.default_rng(5).integers(-99, 99, (2, 32, 10, 97)).astype(dt)
+    nest = _nest(verify(x.shape, (1,), (16,)), x.dtype.itemsize, 8, False)
+    assert nest.staged is None or x.dtype.itemsize == 8
+    assert _plane_packs(nest.table, nest.unit) == (x.dtype.itemsize < 8)
+    _check_both_ways(x, (1,), (16,), (), 0, offsets=range(0, 64, 8))
+
+
+@njit
+def _plane_packs(nest, unit):
+    return kernels._plane_packs(nest, unit)
 
 
 @pytest.mark.parametrize("shape, tiles, dt", [
