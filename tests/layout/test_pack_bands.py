@@ -92,6 +92,16 @@ def test_wide_bands_in_passes(t, width):
                 assert dst.tobytes() == want.tobytes(), (packed_is_src, nt, offset)
 
 
+@pytest.mark.parametrize("shape, pos, tiles, want", [
+    ((1024, 16384), (0, 1), (16, 2), (2, True)),  # rows 32 KiB apart: the band kernel
+    ((1, 32, 256, 256), (1,), (16,), None),  # planes 128 KiB apart: the plane transposes
+])
+def test_streamed_unpacks_take_the_bands_unless_the_rows_are_planes(shape, pos, tiles, want):
+    x = np.zeros(shape, ml_dtypes.bfloat16)
+    nest = _band_nest(x, pos, tiles, True)
+    assert bands.choose(nest.table, nest.fill, nest.unit, True, x.nbytes) == want
+
+
 CASES = ([(dt, (256, 512), (0, 1), (16, 2)) for dt in (np.int8, ml_dtypes.bfloat16, np.float32)]
          + [(dt, (2, 64, 12, 20), (1,), (16,)) for dt in DTYPES])
 

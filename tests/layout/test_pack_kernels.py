@@ -294,23 +294,33 @@ def test_staged_streaming_packs(shape, pos, tiles, dt):
     _check_both_ways(x, pos, tiles, (), 0, offsets=(0, 8, 40))
 
 
+@pytest.mark.parametrize("shape", [(2, 32, 10, 97), (1, 32, 8, 136)])
 @pytest.mark.parametrize("dt", [np.int8, ml_dtypes.bfloat16, np.float32, np.float64])
-def test_streamed_plane_packs(dt):
-    # Streamed NCHW -> NCHW16c packs of 1-, 2- and 4-byte elements move a line of positions
-    # at a time as a 16-plane register transpose (``_plane_pack``), not staged; heads and
-    # tails of positions (970 is not a whole number of lines), destinations 8 to 56 bytes
-    # past a line (those not a multiple of 16 elements past one fall back to the block
-    # walker) and 8-byte elements (two lines a position: the block walker) are bit-exact.
-    x = np.random.default_rng(5).integers(-99, 99, (2, 32, 10, 97)).astype(dt)
-    nest = _nest(verify(x.shape, (1,), (16,)), x.dtype.itemsize, 8, False)
-    assert nest.staged is None or x.dtype.itemsize == 8
-    assert _plane_packs(nest.table, nest.unit) == (x.dtype.itemsize < 8)
+def test_streamed_plane_packs_and_unpacks(shape, dt):
+    # Streamed NCHW <-> NCHW16c of 1-, 2- and 4-byte elements move a line of positions at a
+    # time as a 16-plane register transpose (``_plane_pack``, ``_plane_unpack``), not staged
+    # nor written through the cache; heads and tails of positions (970 and 1088 are not a
+    # whole number of lines), destinations 8 to 56 bytes past a line and the fallbacks to
+    # the block walker (a pack's destination not a multiple of 16 elements past a line, an
+    # unpack's planes not whole lines apart: 970 positions; 8-byte elements, two lines a
+    # position) are bit-exact.
+    x = np.random.default_rng(5).integers(-99, 99, shape).astype(dt)
+    narrow = x.dtype.itemsize < 8
+    packing = verify(x.shape, (1,), (16,))
+    nest = _nest(packing, x.dtype.itemsize, 8, False)
+    assert (nest.staged is None or not narrow) and _planes(nest, True) == narrow
+    back = _nest(packing, x.dtype.itemsize, 8, True)
+    assert _planes(back, False) == narrow and back.kernel_args(True)[2]
     _check_both_ways(x, (1,), (16,), (), 0, offsets=range(0, 64, 8))
 
 
 @njit
-def _plane_packs(nest, unit):
-    return kernels._plane_packs(nest, unit)
+def _plane_kernels(nest, unit):
+    return kernels._plane_packs(nest, unit), kernels._plane_unpacks(nest, unit)
+
+
+def _planes(nest, pack):
+    return _plane_kernels(nest.table, nest.unit)[0 if pack else 1]
 
 
 @pytest.mark.parametrize("shape, tiles, dt", [
@@ -331,11 +341,13 @@ def test_streamed_pack_panels(shape, tiles, dt):
     _check_both_ways(x, (0, 1), tiles, (), 0, offsets=range(0, 64, 8))
 
 
-def test_large_element_unpacks_go_through_the_cache():
-    # Unpacking NCHW16c (transposes of single elements) is written through the cache even
-    # above STREAMING_BYTES; packs and 8-byte transposes still stream.
+def test_narrow_transposed_unpacks_go_through_the_cache():
+    # Unpacking transposes of units narrower than 8 bytes (NCHW8c) is written through the
+    # cache even above STREAMING_BYTES; 16-channel tiles (NCHW16c) stream, a line of each
+    # plane at a time (``_plane_unpack``); packs and 8-byte transposes still stream.
+    assert _nest(verify((1, 64, 64, 64), (1,), (8,)), 1, 8, True).kernel_args(True)[2] is False
     packing = verify((1, 64, 64, 64), (1,), (16,))
-    assert _nest(packing, 1, 8, True).kernel_args(True)[2] is False
+    assert _nest(packing, 1, 8, True).kernel_args(True)[2] is True
     assert _nest(packing, 8, 8, True).kernel_args(True)[2] is True
     assert _nest(packing, 1, 8, False).kernel_args(True)[2] is True
     x = np.random.default_rng(2).integers(-99, 99, (1, 32, 512, 512)).astype(np.int8)

@@ -39,6 +39,9 @@ _SKEW = 64
 _PAGE = 4096
 _L2_BYTES = 2 << 20
 _LINE = 64
+# Streamed unpacks whose 16 rows are at least this far apart (NCHW16c channel planes) go to
+# the block walker's plane transposes (``kernels._plane_unpack``), not the band kernel.
+_PLANES_APART = 65536
 
 
 def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool,
@@ -55,15 +58,18 @@ def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool,
       L1 set: i8 NCHW16c -> NCHW ran at 0.4-0.7 of the block walker's speed), and rows 2 KiB
       or more apart only up to ``_L2_BYTES`` (i8 T(16,2) at 4 MiB, rows 2 KiB apart: 0.86-1.0
       of the block walker in four runs; f32 and bf16 at 1 MiB: 1.0-1.3);
-    * streamed unpacks of 2- and 4-byte units, through the scratch as whole lines (i8 and
-      bf16 T(16,2), f32 and bf16 NCHW16c at 16 MiB: 1.2-1.9x the block walker's plain
-      stores); single bytes ran at 0.85 of them, 8-byte words about even."""
+    * streamed unpacks of 2- and 4-byte units whose rows are less than ``_PLANES_APART``
+      apart, through the scratch as whole lines (i8 and bf16 T(16,2) at 16 MiB: 1.2-1.9x
+      the block walker's plain stores then; against its plane transposes,
+      ``kernels._plane_unpack``, 1.08-1.47x at 16-256 MiB but i8 T(16,2) at 256 MiB,
+      0.93). Rows further apart (NCHW16c planes) go to the plane transposes: bf16
+      1.04-1.16x the band kernel, f32 1.00-1.05x; single bytes and 8-byte words too."""
     kind = band_kind(table, fill)
     if kind == 1 and 1 < unit and (unit < 8 or not streaming):
         return kind, streaming
-    if kind == 2 and streaming and 1 < unit < 8:
-        return kind, True
     row = table[-1, 0] * unit  # bytes between the unpacked rows
+    if kind == 2 and streaming and 1 < unit < 8 and row < _PLANES_APART:
+        return kind, True
     if kind == 2 and not streaming and row < _PAGE and (row < _PAGE // 2 or nbytes <= _L2_BYTES):
         return kind, False
     return None

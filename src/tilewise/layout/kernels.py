@@ -719,65 +719,90 @@ def _make_transpose8(streaming: bool):
 _transpose8 = _make_transpose8(False)
 _transpose8_stream = _make_transpose8(True)
 
-def _plane_rounds(npos: int):
+def _plane_rounds(npos: int, pack: bool):
     """The shuffle network of ``_transpose_planes`` for lines of ``npos`` units: rounds of
     ``(a, b, mask)`` (each output vector a 2-input shuffle of vectors ``a`` and ``b`` of the
-    round before), then the output vectors in destination order. Each round pairs vectors of
-    adjacent channel blocks over the same positions and splits the positions in two, so the
-    channels a position holds double until a vector is ``npos / 16`` positions x 16
-    channels, position-major: one destination line."""
-    vecs = [[(c, p) for p in range(npos)] for c in range(ROWS16)]
+    round before), then the output vectors in the order they are stored. Packing, the input
+    is a line of each of the 16 channel planes; each round pairs vectors of adjacent channel
+    blocks over the same positions and splits the positions in two, so the channels a
+    position holds double until a vector is ``npos / 16`` positions x 16 channels,
+    position-major: one packed line. Unpacking, the same with positions and channels
+    swapped: from 16 packed lines to one line of each plane."""
+    per = npos // ROWS16
+    if pack:
+        vecs = [[(c, p) for p in range(npos)] for c in range(ROWS16)]
+    else:
+        vecs = [[(c, p) for p in range(per * k, per * (k + 1)) for c in range(ROWS16)]
+                for k in range(ROWS16)]
+    split, merge = (1, 0) if pack else (0, 1)  # the label halved and the one gathered
+    whole = ROWS16 if pack else npos
     rounds = []
-    while len({c for c, _ in vecs[0]}) < ROWS16:
+    while len({lab[merge] for lab in vecs[0]}) < whole:
         groups: dict[tuple[int, ...], list[int]] = {}
         for i, v in enumerate(vecs):
-            groups.setdefault(tuple(sorted({p for _, p in v})), []).append(i)
+            groups.setdefault(tuple(sorted({lab[split] for lab in v})), []).append(i)
         out, steps = [], []
-        for pos, idx in groups.items():
-            idx.sort(key=lambda i: min(c for c, _ in vecs[i]))
+        for keys, idx in groups.items():
+            idx.sort(key=lambda i: min(lab[merge] for lab in vecs[i]))
             for a, b in zip(idx[::2], idx[1::2]):
                 where = {lab: k for k, lab in enumerate(vecs[a] + vecs[b])}
-                chans = sorted({c for c, _ in vecs[a] + vecs[b]})
-                half = len(pos) // 2
-                for part in (pos[:half], pos[half:]):
-                    labels = [(c, p) for p in part for c in chans]
+                half = len(keys) // 2
+                for part in (set(keys[:half]), set(keys[half:])):
+                    labels = sorted((lab for lab in where if lab[split] in part),
+                                    key=lambda lab: (lab[split], lab[merge]))
                     steps.append((a, b, [where[lab] for lab in labels]))
                     out.append(labels)
         rounds.append(steps)
         vecs = out
-    return rounds, sorted(range(len(vecs)), key=lambda i: vecs[i][0][1])
+    return rounds, sorted(range(len(vecs)), key=lambda i: vecs[i][0][split])
 
 
 ROWS16 = 16  # the channels of an NCHW16c tile
 
 
-@intrinsic
-def _transpose_planes(typingctx, srcp, s, ss, dstp, d):
-    """``dst[d + p*16 + c] = src[s + c*ss + p]`` for 16 channels ``c`` and the ``p`` of one
-    line of units (64, 32 or 16 positions of 1-, 2- or 4-byte units): 16 line loads, one
-    from each channel plane, a network of 2-input shuffles (``_plane_rounds``: 4 rounds of 16)
-    and 16 aligned non-temporal line stores (``dst + d`` 64-byte aligned)."""
+def _planes_codegen(pack: bool):
+    """The codegen of ``_transpose_planes`` (``pack``) and ``_untranspose_planes``."""
 
     def codegen(context, builder, signature, args):
-        sp, s, ss, dp, d = args
+        sp, s, ss, dp, d, ds = args
         elty = context.get_value_type(signature.args[0].dtype)
         npos = 8 * _LINE // elty.width
         vty = ir.VectorType(elty, npos)
-        vecs = []
-        for c in range(ROWS16):
-            at = builder.add(s, builder.mul(ss, ir.Constant(ss.type, c)))
-            vecs.append(builder.load(builder.bitcast(builder.gep(sp, [at]), vty.as_pointer()),
-                                     align=elty.width // 8))
-        rounds, order = _plane_rounds(npos)
+
+        def at(base, stride, k):
+            return builder.add(base, builder.mul(stride, ir.Constant(stride.type, k)))
+
+        vecs = [builder.load(builder.bitcast(builder.gep(sp, [at(s, ss, c)]), vty.as_pointer()),
+                             align=elty.width // 8) for c in range(ROWS16)]
+        rounds, order = _plane_rounds(npos, pack)
         for steps in rounds:
             vecs = [builder.shuffle_vector(vecs[a], vecs[b], _mask(m)) for a, b, m in steps]
         for k, i in enumerate(order):
-            at = builder.add(d, ir.Constant(d.type, npos * k))
-            ptr = builder.bitcast(builder.gep(dp, [at]), vty.as_pointer())
+            ptr = builder.bitcast(builder.gep(dp, [at(d, ds, k)]), vty.as_pointer())
             _nontemporal(builder, builder.store(vecs[i], ptr, align=_LINE))
         return context.get_dummy_value()
 
-    return types.void(srcp, types.intp, types.intp, dstp, types.intp), codegen
+    return codegen
+
+
+@intrinsic
+def _transpose_planes(typingctx, srcp, s, ss, dstp, d, ds):
+    """``dst[d + p*16 + c] = src[s + c*ss + p]`` for 16 channels ``c`` and the ``p`` of one
+    line of units (64, 32 or 16 positions of 1-, 2- or 4-byte units): 16 line loads, one
+    from each channel plane, a network of 2-input shuffles (``_plane_rounds``: 4 rounds of 16)
+    and 16 aligned non-temporal line stores, ``ds`` (a line) apart (``dst + d`` 64-byte
+    aligned)."""
+    return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), \
+        _planes_codegen(True)
+
+
+@intrinsic
+def _untranspose_planes(typingctx, srcp, s, ss, dstp, d, ds):
+    """The inverse of ``_transpose_planes``: ``dst[d + c*ds + p] = src[s + p*16 + c]``, the
+    16 packed lines ``ss`` (a line) apart, each plane's line stored aligned and
+    non-temporal (``dst + d`` and ``ds`` whole lines)."""
+    return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), \
+        _planes_codegen(False)
 
 
 @intrinsic
@@ -1169,10 +1194,34 @@ def _plane_pack(src, dst, s, d, n1, ss0, daddr):
         for c in range(ROWS16):
             _stream(dst, d + p * ROWS16 + c, _load(src, s + p + c * ss0))
     for p in range(p0, p1, lineu):
-        _transpose_planes(src, s + p, ss0, dst, d + p * ROWS16)
+        _transpose_planes(src, s + p, ss0, dst, d + p * ROWS16, lineu)
     for p in range(p1, n1):
         for c in range(ROWS16):
             _stream(dst, d + p * ROWS16 + c, _load(src, s + p + c * ss0))
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _plane_unpack(src, dst, s, d, n, ds1, daddr):
+    """Positions ``[0, n)`` of an unpack of 16-channel tiles (NCHW16c -> NCHW; 16-row bands,
+    T(16, t) with one unit a tile row), streaming: ``dst[d + c*ds1 + p] = src[s + p*16 + c]``
+    for the 16 planes ``c``, a line of positions at a time by ``_untranspose_planes`` once
+    the planes' lines start at a position; the positions before and after, scalar. Returns
+    False (nothing moved) when the planes are not a whole number of lines apart."""
+    u = _unit_bytes(dst)
+    lineu = _LINE // u
+    if (ds1 * u) % _LINE:
+        return False
+    p0 = min(n, (lineu - (daddr // u + d) % lineu) % lineu)
+    p1 = p0 + (n - p0) // lineu * lineu
+    for p in range(p0):
+        for c in range(ROWS16):
+            _stream(dst, d + c * ds1 + p, _load(src, s + p * ROWS16 + c))
+    for p in range(p0, p1, lineu):
+        _untranspose_planes(src, s + p * ROWS16, lineu, dst, d + p, ds1)
+    for p in range(p1, n):
+        for c in range(ROWS16):
+            _stream(dst, d + c * ds1 + p, _load(src, s + p * ROWS16 + c))
     return True
 
 
@@ -1448,6 +1497,32 @@ def _planes_narrow_impl(src, *args):
     return lambda src, *args: _plane_pack(src, *args)
 
 
+def _unplanes_narrow(src, *args):
+    """``_plane_unpack`` for 1-, 2- and 4-byte units; False (nothing moved) for 8-byte
+    words."""
+
+
+@overload(_unplanes_narrow, jit_options={"nogil": True})
+def _unplanes_narrow_impl(src, *args):
+    if src == types.CPointer(types.uint64):
+        return lambda src, *args: False
+    return lambda src, *args: _plane_unpack(src, *args)
+
+
+@njit(nogil=True, inline="always")
+def _plane_unpacks(nest, unit):
+    """Whether the two innermost loops of ``nest`` unpack 16-channel tiles into 16 planes,
+    unclipped: ``(16, 1, plane)`` then ``(n0, 16, 1)`` (``_plane_unpack``)."""
+    nl = nest.shape[0]
+    if unit == 8 or nl < 2:
+        return False
+    for i in range(nl):
+        if nest[i, 3] >= nl - 2:
+            return False
+    return (nest[nl - 2, 0] == ROWS16 and nest[nl - 2, 1] == 1 and nest[nl - 2, 3] < 0
+            and nest[nl - 1, 1] == ROWS16 and nest[nl - 1, 2] == 1 and nest[nl - 1, 3] < 0)
+
+
 @njit(nogil=True, inline="always")
 def _plane_packs(nest, unit):
     """Whether the two innermost loops of ``nest`` pack 16 channel planes into 16-channel
@@ -1491,6 +1566,7 @@ def _walk(src, dst, scr, pad, period, unit, saddr, daddr, nest, fill, nt, panel)
     panel = panel and nt
     joined = nt and not panel and _joins(nest, unit)
     planes = nt and not panel and _plane_packs(nest, unit)
+    unplanes = nt and not panel and _plane_unpacks(nest, unit)
     nb = nl - 3 if panel or joined else nl - 2
     h = (8 - daddr // unit % 8) % 8  # a panel's lines start at this unit of every row
     ext = np.empty(nl, np.int64)
@@ -1515,6 +1591,8 @@ def _walk(src, dst, scr, pad, period, unit, saddr, daddr, nest, fill, nt, panel)
         elif joined:
             _plane_words(src, dst, s, d, n1, ss1, ds1, n0, ss0, nest[nb + 2, 0], daddr)
         elif planes and _planes_narrow(src, dst, s, d, e1, ss0, daddr):
+            pass
+        elif unplanes and _unplanes_narrow(src, dst, s, d, e0, ds1, daddr):
             pass
         elif inner_clip and e1 == n1:
             _block(src, dst, scr, pad, period, unit, saddr, daddr, s, d, zero, n1 - 1, ss1, ds1, e0,
@@ -1956,10 +2034,18 @@ def _streams_badly(dims: list[_Dim], unit: int, fill: bool) -> bool:
     write many partial lines per pass. Measured at 16 MiB, GB/s streamed -> plain: f32
     NCHW16c 3.1 -> 7.3, i8 NCHW16c 1.7 -> 7.2, bf16 T(16,2) 2.6 -> 7.0 (np.copyto
     10-13)."""
-    if fill or not dims:
+    if fill or not dims or _is_plane_unpack(dims, unit):
         return False
     n0, ss0, ds0 = dims[-1][:3]
     return not ss0 == ds0 == 1 and unit < 8
+
+
+def _is_plane_unpack(dims: list[_Dim], unit: int) -> bool:
+    """``_plane_unpacks`` of planned loops: 16-channel tiles into 16 planes."""
+    if unit == 8 or len(dims) < 2 or any(d[4] is not None for d in dims):
+        return False
+    (n1, s1, d1, *_), (n0, s0, d0, *_) = dims[-2:]
+    return n1 == ROWS16 and s1 == 1 and s0 == ROWS16 and d0 == 1
 
 
 def _stages_well(dims: list[_Dim], unit: int, itemsize: int) -> bool:
