@@ -1124,24 +1124,19 @@ def _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, h):
 
 @njit(nogil=True, inline="always")
 def _joined_shift(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, h):
-    """``_joined_rows`` with the shift ``h`` of 8-byte units a constant in each of eight
-    copies, so every line's shuffle is fixed."""
+    """``_joined_rows`` with the shift ``h`` of 8-byte units a constant for destinations
+    16-byte aligned (``h`` even: every heap and ``mmap`` array numpy makes), so every line's
+    shuffle is fixed; a variable otherwise (one copy, not four more to compile)."""
     if h == 0:
         _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, 0)
-    elif h == 1:
-        _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, 1)
     elif h == 2:
         _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, 2)
-    elif h == 3:
-        _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, 3)
     elif h == 4:
         _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, 4)
-    elif h == 5:
-        _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, 5)
     elif h == 6:
         _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, 6)
     else:
-        _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, 7)
+        _joined_rows(src, dst, s, d, n2, ss2, ds2, rows, ss1, n, h)
 
 
 @njit(cache=True, nogil=True)
@@ -1396,23 +1391,18 @@ def _tile_lines(src, dst, s, d, m, ss2, ss1, h, n1, r):
 
 @njit(nogil=True, inline="always")
 def _tile_panel(src, dst, s, d, m, ss2, ss1, h, r):
-    """``_tile_lines`` of 8-row tiles, compiled once per shift ``h`` of the lines."""
+    """``_tile_lines`` of 8-row tiles, the shift ``h`` a constant for 16-byte aligned
+    destinations (as in ``_joined_shift``)."""
     if h == 0:
         _tile_lines(src, dst, s, d, m, ss2, ss1, 0, 8, r)
-    elif h == 1:
-        _tile_lines(src, dst, s, d, m, ss2, ss1, 1, 8, r)
     elif h == 2:
         _tile_lines(src, dst, s, d, m, ss2, ss1, 2, 8, r)
-    elif h == 3:
-        _tile_lines(src, dst, s, d, m, ss2, ss1, 3, 8, r)
     elif h == 4:
         _tile_lines(src, dst, s, d, m, ss2, ss1, 4, 8, r)
-    elif h == 5:
-        _tile_lines(src, dst, s, d, m, ss2, ss1, 5, 8, r)
     elif h == 6:
         _tile_lines(src, dst, s, d, m, ss2, ss1, 6, 8, r)
     else:
-        _tile_lines(src, dst, s, d, m, ss2, ss1, 7, 8, r)
+        _tile_lines(src, dst, s, d, m, ss2, ss1, h, 8, r)
 
 
 @njit(cache=True, nogil=True)
