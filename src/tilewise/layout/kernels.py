@@ -322,6 +322,36 @@ def _stream_line(typingctx, srcp, s, dstp, d):
     return types.void(srcp, types.intp, dstp, types.intp), codegen
 
 
+def _concat(builder, parts):
+    """The vectors ``parts`` (a power of two of them, of one type) joined in order."""
+    while len(parts) > 1:
+        n = 2 * parts[0].type.count
+        parts = [builder.shuffle_vector(a, b, _mask(list(range(n))))
+                 for a, b in zip(parts[::2], parts[1::2])]
+    return parts[0]
+
+
+def _store_shifted(builder, h, shifts, line, rest, ptr):
+    """A non-temporal aligned store at ``ptr``: ``line`` when ``h == 0``, else units
+    ``[h, h + len)`` of ``line`` followed by ``rest()`` (built in the case that needs it),
+    ``h`` below ``shifts`` selecting a constant shuffle."""
+    lineu = line.type.count
+    done = builder.append_basic_block("shift_done")
+    whole = builder.append_basic_block("shift_whole")
+    switch = builder.switch(h, whole)
+    for v in range(1, shifts):
+        case = builder.append_basic_block(f"shift{v}")
+        switch.add_case(ir.Constant(h.type, v), case)
+        builder.position_at_end(case)
+        shifted = builder.shuffle_vector(line, rest(), _mask(list(range(v, v + lineu))))
+        _nontemporal(builder, builder.store(shifted, ptr, align=_LINE))
+        builder.branch(done)
+    builder.position_at_end(whole)
+    _nontemporal(builder, builder.store(line, ptr, align=_LINE))
+    builder.branch(done)
+    builder.position_at_end(done)
+
+
 def _make_line(pieces: int):
     def _line(typingctx, srcp, s, ss, dstp, d, h):
         """One aligned non-temporal line at ``dst + d`` (64-byte aligned) from runs of
@@ -345,29 +375,10 @@ def _make_line(pieces: int):
                     ptr = builder.bitcast(builder.gep(sp, [at]),
                                           ir.VectorType(elty, run).as_pointer())
                     parts.append(builder.load(ptr, align=elty.width // 8))
-                while len(parts) > 1:
-                    n = 2 * parts[0].type.count
-                    parts = [builder.shuffle_vector(a, b, _mask(list(range(n))))
-                             for a, b in zip(parts[::2], parts[1::2])]
-                return parts[0]
+                return _concat(builder, parts)
 
             ptr = builder.bitcast(builder.gep(dp, [d]), vty.as_pointer())
-            line = joined(0)
-            done = builder.append_basic_block("line_done")
-            whole = builder.append_basic_block("line_whole")
-            switch = builder.switch(h, whole)
-            for v in range(1, lineu):
-                case = builder.append_basic_block(f"line_shift{v}")
-                switch.add_case(ir.Constant(h.type, v), case)
-                builder.position_at_end(case)
-                shifted = builder.shuffle_vector(line, joined(pieces),
-                                                 _mask(list(range(v, v + lineu))))
-                _nontemporal(builder, builder.store(shifted, ptr, align=_LINE))
-                builder.branch(done)
-            builder.position_at_end(whole)
-            _nontemporal(builder, builder.store(line, ptr, align=_LINE))
-            builder.branch(done)
-            builder.position_at_end(done)
+            _store_shifted(builder, h, lineu, joined(0), lambda: joined(pieces), ptr)
             return context.get_dummy_value()
 
         return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), codegen
@@ -391,30 +402,10 @@ def _join_codegen(g: int):
             ptr = builder.bitcast(builder.gep(sp, [at]), rty.as_pointer())
             return builder.load(ptr, align=elty.width // 8)
 
-        def join(parts):
-            while len(parts) > 1:
-                n = 2 * parts[0].type.count
-                parts = [builder.shuffle_vector(x, y, _mask(list(range(n))))
-                         for x, y in zip(parts[::2], parts[1::2])]
-            return parts[0]
-
         ptr = builder.bitcast(builder.gep(dp, [d]), ir.VectorType(elty, lineu).as_pointer())
-        line = join([load(at) for at in addrs[:g]])
-        done = builder.append_basic_block("join_done")
-        whole = builder.append_basic_block("join_whole")
-        switch = builder.switch(sh, whole)
-        for v in range(1, lineu // g):
-            case = builder.append_basic_block(f"join_shift{v}")
-            switch.add_case(ir.Constant(sh.type, v), case)
-            builder.position_at_end(case)
-            rest = join([load(addrs[g])] + [ir.Constant(rty, None)] * (g - 1))
-            shifted = builder.shuffle_vector(line, rest, _mask(list(range(v, v + lineu))))
-            _nontemporal(builder, builder.store(shifted, ptr, align=_LINE))
-            builder.branch(done)
-        builder.position_at_end(whole)
-        _nontemporal(builder, builder.store(line, ptr, align=_LINE))
-        builder.branch(done)
-        builder.position_at_end(done)
+        line = _concat(builder, [load(at) for at in addrs[:g]])
+        _store_shifted(builder, sh, lineu // g, line, lambda: _concat(
+            builder, [load(addrs[g])] + [ir.Constant(rty, None)] * (g - 1)), ptr)
         return context.get_dummy_value()
 
     return codegen
@@ -1475,28 +1466,41 @@ _words_only(_gather_rows8, _rows8_words)
 _words_only(_joined_plane, _plane_words)
 
 
+def _narrow_only(kernel, stub):
+    """``stub`` runs ``kernel`` on 1-, 2- and 4-byte units and returns False (nothing moved)
+    for 8-byte words, whose 16 channels make two lines a position (the plane transposes)."""
+
+    @overload(stub, jit_options={"nogil": True})
+    def _impl(src, *args):
+        if src == types.CPointer(types.uint64):
+            return lambda src, *args: False
+        return lambda src, *args: kernel(src, *args)
+
+    return stub
+
+
 def _planes_narrow(src, *args):
-    """``_plane_pack`` for 1-, 2- and 4-byte units; False (nothing moved) for 8-byte words,
-    whose 16 channels make two lines a position."""
-
-
-@overload(_planes_narrow, jit_options={"nogil": True})
-def _planes_narrow_impl(src, *args):
-    if src == types.CPointer(types.uint64):
-        return lambda src, *args: False
-    return lambda src, *args: _plane_pack(src, *args)
+    """``_plane_pack`` for units narrower than 8 bytes (see ``_narrow_only``)."""
 
 
 def _unplanes_narrow(src, *args):
-    """``_plane_unpack`` for 1-, 2- and 4-byte units; False (nothing moved) for 8-byte
-    words."""
+    """``_plane_unpack`` for units narrower than 8 bytes (see ``_narrow_only``)."""
 
 
-@overload(_unplanes_narrow, jit_options={"nogil": True})
-def _unplanes_narrow_impl(src, *args):
-    if src == types.CPointer(types.uint64):
-        return lambda src, *args: False
-    return lambda src, *args: _plane_unpack(src, *args)
+_narrow_only(_plane_pack, _planes_narrow)
+_narrow_only(_plane_unpack, _unplanes_narrow)
+
+
+@njit(nogil=True, inline="always")
+def _unclipped_inner(nest, k):
+    """Whether the ``k`` innermost loops of ``nest`` exist, none clipped nor a partner."""
+    nl = nest.shape[0]
+    if nl < k:
+        return False
+    for i in range(nl):
+        if nest[i, 3] >= nl - k or (i >= nl - k and nest[i, 3] >= 0):
+            return False
+    return True
 
 
 @njit(nogil=True, inline="always")
@@ -1504,13 +1508,8 @@ def _plane_unpacks(nest, unit):
     """Whether the two innermost loops of ``nest`` unpack 16-channel tiles into 16 planes,
     unclipped: ``(16, 1, plane)`` then ``(n0, 16, 1)`` (``_plane_unpack``)."""
     nl = nest.shape[0]
-    if unit == 8 or nl < 2:
-        return False
-    for i in range(nl):
-        if nest[i, 3] >= nl - 2:
-            return False
-    return (nest[nl - 2, 0] == ROWS16 and nest[nl - 2, 1] == 1 and nest[nl - 2, 3] < 0
-            and nest[nl - 1, 1] == ROWS16 and nest[nl - 1, 2] == 1 and nest[nl - 1, 3] < 0)
+    return (unit < 8 and _unclipped_inner(nest, 2) and nest[nl - 2, 0] == ROWS16
+            and nest[nl - 2, 1] == 1 and nest[nl - 1, 1] == ROWS16 and nest[nl - 1, 2] == 1)
 
 
 @njit(nogil=True, inline="always")
@@ -1518,13 +1517,8 @@ def _plane_packs(nest, unit):
     """Whether the two innermost loops of ``nest`` pack 16 channel planes into 16-channel
     tiles, unclipped: ``(n1, 1, 16)`` then ``(16, plane, 1)`` (``_plane_pack``)."""
     nl = nest.shape[0]
-    if unit == 8 or nl < 2:
-        return False
-    for i in range(nl):
-        if nest[i, 3] >= nl - 2:
-            return False
-    return (nest[nl - 1, 0] == ROWS16 and nest[nl - 1, 2] == 1 and nest[nl - 1, 3] < 0
-            and nest[nl - 2, 1] == 1 and nest[nl - 2, 2] == ROWS16 and nest[nl - 2, 3] < 0)
+    return (unit < 8 and _unclipped_inner(nest, 2) and nest[nl - 1, 0] == ROWS16
+            and nest[nl - 1, 2] == 1 and nest[nl - 2, 1] == 1 and nest[nl - 2, 2] == ROWS16)
 
 
 @njit(nogil=True, inline="always")
@@ -1533,14 +1527,8 @@ def _joins(nest, unit):
     runs of 8-byte units, a whole number of lines, whose destination is contiguous along the
     middle loop."""
     nl = nest.shape[0]
-    if unit != 8 or nl < 3:
+    if unit != 8 or not _unclipped_inner(nest, 3):
         return False
-    for i in range(nl - 3, nl):
-        if nest[i, 3] >= 0:
-            return False
-    for i in range(nl):
-        if nest[i, 3] >= nl - 3:
-            return False
     n0 = nest[nl - 1, 0]
     return (nest[nl - 1, 1] == 1 and nest[nl - 1, 2] == 1 and nest[nl - 2, 2] == n0
             and n0 % 8 == 0 and n0 > 0)
