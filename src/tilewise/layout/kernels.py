@@ -37,12 +37,12 @@ In-cache destinations (below ``STREAMING_BYTES``), plain stores:
 Destinations of ``STREAMING_BYTES`` or more (unpacks gathering 8-byte words: 2 MiB; on Intel
 3 MiB for transposes of units and unpacked panels: ``Nest.streams``, ``_stream_from``) are
 written with non-temporal stores, as memcpy does for large copies. Packs of tile rows
-shorter than 32 bytes and of single elements (NCHW -> NCHWc) are *staged* (``_stage``,
-``_walk_staged``): each chunk of up to
-``CHUNK_BYTES`` of the packed tensor is built in a stack scratch by the in-cache kernels and
-streamed out as whole lines. Unpacks of units narrower than 8 bytes (NCHW16c -> NCHW) are
-written through the cache at every size (``_streams_badly``). The rest stream from the
-block walker:
+shorter than a line that are not panels (below) and of single elements other than 16-channel
+tiles of 1-, 2- or 4-byte elements (NCHW -> NCHW8c, padded channels) are *staged*
+(``_stage``, ``_walk_staged``): each chunk of up to ``CHUNK_BYTES`` of the packed tensor is
+built in a stack scratch by the in-cache kernels and streamed out as whole lines. Unpacks of
+transposed units narrower than 8 bytes are written through the cache at every size
+(``_streams_badly``) but 16-channel tiles (below). The rest stream from the block walker:
 
 * contiguous runs: whole aligned lines from 128 bytes on (``_STREAM_RUN``), else scalar
   ``movnti``; runs of whole lines of 8-byte units whose block of runs is contiguous in the
@@ -66,6 +66,9 @@ block walker:
   T(32,32), T(64,64), ...) are panels too, whose rows (tiles) go out in groups, 8 source
   rows at a time (``_panel_order``), and packs of 8-row tiles of 16- or 32-byte runs (bf16
   and f32 T(8,8)), written as one row of lines joined across tiles (``_tile_lines``);
+* 16-channel tiles of 1-, 2- or 4-byte elements (NCHW <-> NCHW16c; T(16, t) bands of one
+  unit a row): a line of positions at a time through a 16-plane register transpose, 16
+  lines in, 16 lines out (``_plane_pack``, ``_plane_unpack``);
 * other gathers: staged in a line-aligned L1 scratch and streamed out as aligned 64-byte
   vector stores (never a partial line in the middle of a chunk).
 
@@ -2011,7 +2014,8 @@ def _streams_badly(dims: list[_Dim], unit: int, fill: bool) -> bool:
     of units narrower than 8 bytes (NCHW16c -> NCHW, bf16 T(16,2)), whose streaming gathers
     write many partial lines per pass. Measured at 16 MiB, GB/s streamed -> plain: f32
     NCHW16c 3.1 -> 7.3, i8 NCHW16c 1.7 -> 7.2, bf16 T(16,2) 2.6 -> 7.0 (np.copyto
-    10-13)."""
+    10-13). Not 16-channel tiles (``_is_plane_unpack``), which stream a line of each plane
+    at a time (``_plane_unpack``: i8 NCHW16c 1.13-1.32x the plain stores at 16-256 MiB)."""
     if fill or not dims or _is_plane_unpack(dims, unit):
         return False
     n0, ss0, ds0 = dims[-1][:3]
@@ -2032,7 +2036,9 @@ def _stages_well(dims: list[_Dim], unit: int, itemsize: int) -> bool:
     shorter than a line (f32 T(8,8), bf16 T(8,8), i8 T(16,32): 0.2-0.6 -> 0.6-0.85 of the
     fastest copy) and transposes of single elements (NCHW -> NCHWc: 0.1-0.3 -> 0.2-0.5).
     Longer rows stream faster straight from the source (``_split_streams`` reads fewer
-    streams at a time), and so do the 8-byte line transposes (``_gather_stream8``)."""
+    streams at a time), and so do the 8-byte line transposes (``_gather_stream8``). Panels
+    (f32 and bf16 T(8,8) among them, ``_rows_panel``) and 16-channel tiles
+    (``_is_plane_pack``) are taken out of the staged ones by ``plan``."""
     if not dims:
         return False
     n0, ss0, ds0 = dims[-1][:3]
