@@ -11,7 +11,7 @@ for rows r < 16 and columns j < w of each band; the loops outside them step from
 band. The block walker moves such a band in lane-zip transposes of 16-byte pieces (a tile
 of 16 units gets two or more partial stores) and, streamed, through its generic staging.
 Here a band moves ``_side(unit)`` columns at a time: ``16 / side`` register transposes
-(``kernels._transpose_sq``: rows of 32 bytes, 16 bytes for single bytes) write whole tiles,
+(``primitives._transpose_sq``: rows of 32 bytes, 16 bytes for single bytes) write whole tiles,
 ``16 * side`` units (256 or 512 bytes) of the packed band in order; an unpack's squares
 store to its 16 rows. Streamed (``nt``), the destination goes through an L1 scratch,
 ``_CHUNK`` bytes a pass, and out as whole lines (``kernels._stream_out``): a pack's
@@ -25,9 +25,10 @@ from __future__ import annotations
 import numpy as np
 from numba import carray, cfunc, njit
 
-from .kernels import (_TABLE_COLS, MISALIGNED, OK, OVERLAP, _at1, _at2, _at4,
-                      _at8, _ati, _fence, _load, _next, _ptr1, _ptr2, _ptr4,
-                      _ptr8, _put, _scratch, _side, _stream_out, _transpose_sq, _unit_bytes)
+from .kernels import (_TABLE_COLS, MISALIGNED, OK, OVERLAP, _at1, _at2, _at4, _at8, _ati, _next,
+                      _scratch, _stream_out)
+from .primitives import (_LINE, _fence, _load, _ptr1, _ptr2, _ptr4, _ptr8, _put, _side,
+                         _transpose_sq, _unit_bytes)
 
 ROWS = 16  # rows of a band (T(16, t) tiles, the 16 channels of NCHW16c)
 # Bytes of the packed band moved through the scratch per pass when streaming, and of the
@@ -38,7 +39,6 @@ _CHUNK = 8192
 _SKEW = 64
 _PAGE = 4096
 _L2_BYTES = 2 << 20
-_LINE = 64
 # Streamed unpacks whose 16 rows are at least this far apart (NCHW16c channel planes) go to
 # the block walker's plane transposes (``kernels._plane_unpack``), not the band kernel.
 _PLANES_APART = 65536
