@@ -28,7 +28,7 @@ from numba import carray, cfunc, njit
 from .kernels import (_TABLE_COLS, MISALIGNED, OK, OVERLAP, _at1, _at2, _at4, _at8, _ati, _next,
                       _scratch, _stream_out)
 from .primitives import (_LINE, _fence, _load, _ptr1, _ptr2, _ptr4, _ptr8, _put, _side,
-                         _transpose_sq, _unit_bytes)
+                         _to_line, _transpose_sq, _unit_bytes)
 
 ROWS = 16  # rows of a band (T(16, t) tiles, the 16 channels of NCHW16c)
 # Bytes of the packed band moved through the scratch per pass when streaming, and of the
@@ -151,7 +151,7 @@ def _unpack_band(src, s, w, dst, d, scr, daddr, nt):
     j0 = zero
     j1 = min(w, cols)
     if (w * u) % _LINE == 0:  # every row's parts start on its lines
-        j1 = min(w, (lineu - (daddr // u + d) % lineu) % lineu or cols)
+        j1 = min(w, _to_line(dst, daddr, d) or cols)
     while j0 < w:
         _unpack_cols(src, s, scr, zero, pitch, j0, j1)
         for r in range(ROWS):

@@ -90,7 +90,7 @@ from .. import cpuinfo
 from .primitives import (ROWS16, _LANE, _LINE, _address, _advance, _data, _fence, _join2, _join4,
                          _line1, _line2, _line4, _load, _move16, _move2, _move32, _move4, _move8,
                          _ptr1, _ptr2, _ptr4, _ptr8, _put, _rows16_to_lines, _rows8_to_lines,
-                         _side, _stream, _stream_line, _transpose8, _transpose8_stream,
+                         _side, _stream, _stream_line, _to_line, _transpose8, _transpose8_stream,
                          _transpose_planes, _transpose_sq, _unit_bytes, _untranspose_planes,
                          _zip_in, _zip_out)
 
@@ -343,11 +343,11 @@ def _gather_zip(src, dst, s, d, a0, a1, ds1, b0, b1, ss0, saddr, daddr):
     ha = 0
     hb = 0
     if wide and (ss0 * u) % _LINE == 0:
-        ha = (lineu - (saddr // u + s + a0) % lineu) % lineu
+        ha = _to_line(src, saddr, s + a0)
         if a1 - a0 - ha < ka:
             ha = 0
     if not wide and (ds1 * u) % _LINE == 0:
-        hb = (lineu - (daddr // u + d + b0) % lineu) % lineu
+        hb = _to_line(dst, daddr, d + b0)
         if b1 - b0 - hb < kb:
             hb = 0
     as_ = a0 + ha
@@ -454,7 +454,7 @@ def _stream_out(scr, s, dst, d, n, daddr):
     unit is the pointer type's)."""
     unit = _unit_bytes(dst)
     lineu = _LINE // unit
-    head = min(n, (lineu - (daddr // unit + d) % lineu) % lineu)
+    head = min(n, _to_line(dst, daddr, d))
     for i in range(head):
         _stream(dst, d + i, _load(scr, s + i))
     i = head
@@ -528,10 +528,10 @@ def _joined_plane(src, dst, s, d, n2, ss2, ds2, n1, ss1, n0, daddr):
     lineu = _LINE // _unit_bytes(dst)
     if ds2 % lineu:  # the blocks' lines start at different units
         for i in range(n2):
-            h = (lineu - (daddr // _unit_bytes(dst) + d + i * ds2) % lineu) % lineu
+            h = _to_line(dst, daddr, d + i * ds2)
             _joined_rows(src, dst, s + i * ss2, d + i * ds2, 1, ss2, ds2, n1, ss1, n0, h)
         return
-    h = (lineu - (daddr // _unit_bytes(dst) + d) % lineu) % lineu
+    h = _to_line(dst, daddr, d)
     if n0 == lineu:
         _joined_shift(src, dst, s, d, n2, ss2, ds2, n1, ss1, lineu, h)
     elif n0 == 2 * lineu:
@@ -540,6 +540,16 @@ def _joined_plane(src, dst, s, d, n2, ss2, ds2, n1, ss1, n0, daddr):
         _joined_shift(src, dst, s, d, n2, ss2, ds2, n1, ss1, 4 * lineu, h)
     else:
         _joined_rows(src, dst, s, d, n2, ss2, ds2, n1, ss1, n0, h)
+
+
+@njit(nogil=True, inline="always")
+def _planes_scalar(src, dst, s, d, p0, p1, sp, sc, dp, dc):
+    """Positions ``[p0, p1)`` of the 16 channel planes unit by unit, streaming:
+    ``dst[d + p*dp + c*dc] = src[s + p*sp + c*sc]`` (the heads and tails of
+    ``_plane_pack`` and ``_plane_unpack``)."""
+    for p in range(p0, p1):
+        for c in range(ROWS16):
+            _stream(dst, d + p * dp + c * dc, _load(src, s + p * sp + c * sc))
 
 
 @njit(cache=True, nogil=True)
@@ -556,16 +566,13 @@ def _plane_pack(src, dst, s, d, n1, ss0, daddr):
     base = daddr // u + d
     if base % ROWS16:
         return False
-    p0 = min(n1, (lineu - base % lineu) % lineu // ROWS16)
+    p0 = min(n1, _to_line(dst, daddr, d) // ROWS16)
     p1 = p0 + (n1 - p0) // lineu * lineu
-    for p in range(p0):
-        for c in range(ROWS16):
-            _stream(dst, d + p * ROWS16 + c, _load(src, s + p + c * ss0))
+    one = np.int64(1)
+    _planes_scalar(src, dst, s, d, 0, p0, one, ss0, ROWS16, one)
     for p in range(p0, p1, lineu):
         _transpose_planes(src, s + p, ss0, dst, d + p * ROWS16, lineu)
-    for p in range(p1, n1):
-        for c in range(ROWS16):
-            _stream(dst, d + p * ROWS16 + c, _load(src, s + p + c * ss0))
+    _planes_scalar(src, dst, s, d, p1, n1, one, ss0, ROWS16, one)
     return True
 
 
@@ -580,16 +587,13 @@ def _plane_unpack(src, dst, s, d, n, ds1, daddr):
     lineu = _LINE // u
     if (ds1 * u) % _LINE:
         return False
-    p0 = min(n, (lineu - (daddr // u + d) % lineu) % lineu)
+    p0 = min(n, _to_line(dst, daddr, d))
     p1 = p0 + (n - p0) // lineu * lineu
-    for p in range(p0):
-        for c in range(ROWS16):
-            _stream(dst, d + c * ds1 + p, _load(src, s + p * ROWS16 + c))
+    one = np.int64(1)
+    _planes_scalar(src, dst, s, d, 0, p0, ROWS16, one, one, ds1)
     for p in range(p0, p1, lineu):
         _untranspose_planes(src, s + p * ROWS16, lineu, dst, d + p, ds1)
-    for p in range(p1, n):
-        for c in range(ROWS16):
-            _stream(dst, d + c * ds1 + p, _load(src, s + p * ROWS16 + c))
+    _planes_scalar(src, dst, s, d, p1, n, ROWS16, one, one, ds1)
     return True
 
 

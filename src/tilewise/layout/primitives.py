@@ -7,7 +7,7 @@ the pointer's element type, every line is 64 bytes."""
 from __future__ import annotations
 
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.extending import intrinsic
 
 _LINE = 64
@@ -134,6 +134,14 @@ def _unit_bytes(typingctx, ptr):
         return context.get_constant(types.intp, nbytes)
 
     return types.intp(ptr), codegen
+
+
+@njit(nogil=True, inline="always")
+def _to_line(ptr, addr, at):
+    """Units of ``ptr``'s type from unit ``at`` of a buffer at byte address ``addr`` to the
+    next 64-byte line boundary (0 on one)."""
+    lineu = _LINE // _unit_bytes(ptr)
+    return (lineu - (addr // _unit_bytes(ptr) + at) % lineu) % lineu
 
 
 @intrinsic
