@@ -92,14 +92,20 @@ def test_wide_bands_in_passes(t, width):
                 assert dst.tobytes() == want.tobytes(), (packed_is_src, nt, offset)
 
 
-@pytest.mark.parametrize("shape, pos, tiles, want", [
-    ((1024, 16384), (0, 1), (16, 2), (2, True)),  # rows 32 KiB apart: the band kernel
-    ((1, 32, 256, 256), (1,), (16,), None),  # planes 128 KiB apart: the plane transposes
+@pytest.mark.parametrize("shape, pos, tiles", [
+    ((1024, 16384), (0, 1), (16, 2)),  # rows 32 KiB apart
+    ((256, 512), (0, 1), (16, 2)),  # rows 1 KiB apart
+    ((1, 32, 256, 256), (1,), (16,)),  # planes 128 KiB apart
 ])
-def test_streamed_unpacks_take_the_bands_unless_the_rows_are_planes(shape, pos, tiles, want):
+def test_streamed_unpacks_take_the_plane_transposes(shape, pos, tiles):
+    """Streamed, no band is unpacked by the band kernel (``kernels._plane_unpack`` instead);
+    in cache, rows under 2 KiB apart are."""
     x = np.zeros(shape, ml_dtypes.bfloat16)
     nest = _band_nest(x, pos, tiles, True)
-    assert bands.choose(nest.table, nest.fill, nest.unit, True, x.nbytes) == want
+    assert bands.choose(nest.table, nest.fill, nest.unit, True, x.nbytes) is None
+    near = nest.table[-1, 0] * nest.unit < 2048
+    assert bands.choose(nest.table, nest.fill, nest.unit, False, x.nbytes) == (
+        (2, False) if near else None)
 
 
 CASES = ([(dt, (256, 512), (0, 1), (16, 2)) for dt in (np.int8, ml_dtypes.bfloat16, np.float32)]

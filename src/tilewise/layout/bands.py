@@ -13,11 +13,10 @@ of 16 units gets two or more partial stores) and, streamed, through its generic 
 Here a band moves ``_side(unit)`` columns at a time: ``16 / side`` register transposes
 (``primitives._transpose_sq``: rows of 32 bytes, 16 bytes for single bytes) write whole tiles,
 ``16 * side`` units (256 or 512 bytes) of the packed band in order; an unpack's squares
-store to its 16 rows. Streamed (``nt``), the destination goes through an L1 scratch,
-``_CHUNK`` bytes a pass, and out as whole lines (``kernels._stream_out``): a pack's
-contiguous band part, or an unpack's 16 row parts, which start on the rows' lines (a
-part's first or last line split between passes costs a partial streaming write).
-``choose`` says where this beats the block walker.
+store to its 16 rows. A streamed (``nt``) pack's destination goes through an L1 scratch,
+``_CHUNK`` bytes a pass, and out as whole lines (``kernels._stream_out``). Streamed unpacks
+are the block walker's plane transposes (``kernels._plane_unpack``). ``choose`` says where
+this beats the block walker.
 """
 
 from __future__ import annotations
@@ -27,21 +26,14 @@ from numba import carray, cfunc, njit
 
 from .kernels import (_TABLE_COLS, MISALIGNED, OK, OVERLAP, _at1, _at2, _at4, _at8, _ati, _next,
                       _scratch, _stream_out)
-from .primitives import (_LINE, _fence, _load, _ptr1, _ptr2, _ptr4, _ptr8, _put, _side,
-                         _to_line, _transpose_sq, _unit_bytes)
+from .primitives import (_fence, _load, _ptr1, _ptr2, _ptr4, _ptr8, _put, _side, _transpose_sq,
+                         _unit_bytes)
 
 ROWS = 16  # rows of a band (T(16, t) tiles, the 16 channels of NCHW16c)
-# Bytes of the packed band moved through the scratch per pass when streaming, and of the
-# unpacked band's rows per pass (each row's part is ``_CHUNK / 16`` bytes).
+# Bytes of the packed band moved through the scratch per pass when streaming a pack.
 _CHUNK = 8192
-# Scratch rows of an unpack are this many bytes longer than their part: rows a power of two
-# apart would share one L1 set.
-_SKEW = 64
 _PAGE = 4096
 _L2_BYTES = 2 << 20
-# Streamed unpacks whose 16 rows are at least this far apart (NCHW16c channel planes) go to
-# the block walker's plane transposes (``kernels._plane_unpack``), not the band kernel.
-_PLANES_APART = 65536
 
 
 def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool,
@@ -58,18 +50,15 @@ def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool,
       L1 set: i8 NCHW16c -> NCHW ran at 0.4-0.7 of the block walker's speed), and rows 2 KiB
       or more apart only up to ``_L2_BYTES`` (i8 T(16,2) at 4 MiB, rows 2 KiB apart: 0.86-1.0
       of the block walker in four runs; f32 and bf16 at 1 MiB: 1.0-1.3);
-    * streamed unpacks of 2- and 4-byte units whose rows are less than ``_PLANES_APART``
-      apart, through the scratch as whole lines (i8 and bf16 T(16,2) at 16 MiB: 1.2-1.9x
-      the block walker's plain stores then; against its plane transposes,
-      ``kernels._plane_unpack``, 1.08-1.47x at 16-256 MiB but i8 T(16,2) at 256 MiB,
-      0.93). Rows further apart (NCHW16c planes) go to the plane transposes: bf16
-      1.04-1.16x the band kernel, f32 1.00-1.05x; single bytes and 8-byte words too."""
+    * never streamed unpacks: the block walker's plane transposes (``kernels._plane_unpack``,
+      each row two lines in turn, the rows' partial lines a line of positions through the
+      cache) ran at 1.0-1.25x the band kernel's staged lines for i8 and bf16 T(16,2) at
+      16-256 MiB (``pack_ab.py``, 9 rounds, twice; bf16 at 4 MiB 0.88-0.90x, 0.75 of the
+      fastest copy)."""
     kind = band_kind(table, fill)
     if kind == 1 and 1 < unit and (unit < 8 or not streaming):
         return kind, streaming
     row = table[-1, 0] * unit  # bytes between the unpacked rows
-    if kind == 2 and streaming and 1 < unit < 8 and row < _PLANES_APART:
-        return kind, True
     if kind == 2 and not streaming and row < _PAGE and (row < _PAGE // 2 or nbytes <= _L2_BYTES):
         return kind, False
     return None
@@ -135,29 +124,10 @@ def _pack_band(src, s, w, dst, d, scr, daddr, nt):
 
 
 @njit(nogil=True)
-def _unpack_band(src, s, w, dst, d, scr, daddr, nt):
-    """One band unpacked: 16 rows of ``w`` units from ``dst[d]``, ``w`` apart; plain stores
-    straight to the rows, or (``nt``) each pass transposes a part of every row into the
-    scratch and streams it out, the parts starting on the rows' lines when the rows are a
-    whole number of lines apart."""
-    if not nt:
-        _unpack_cols(src, s, dst, d, w, 0, w)
-        return
-    u = _unit_bytes(src)
-    lineu = _LINE // u
-    cols = max(_side(src), _CHUNK // (ROWS * u)) // lineu * lineu
-    pitch = cols + _SKEW // u
-    zero = np.int64(0)
-    j0 = zero
-    j1 = min(w, cols)
-    if (w * u) % _LINE == 0:  # every row's parts start on its lines
-        j1 = min(w, _to_line(dst, daddr, d) or cols)
-    while j0 < w:
-        _unpack_cols(src, s, scr, zero, pitch, j0, j1)
-        for r in range(ROWS):
-            _stream_out(scr, r * pitch, dst, d + r * w + j0, j1 - j0, daddr)
-        j0 = j1
-        j1 = min(w, j1 + cols)
+def _unpack_band(src, s, w, dst, d):
+    """One band unpacked: 16 rows of ``w`` units from ``dst[d]``, ``w`` apart, plain stores
+    straight to the rows (streamed unpacks are ``kernels._plane_unpack``'s)."""
+    _unpack_cols(src, s, dst, d, w, 0, w)
 
 
 @njit(nogil=True)
@@ -172,7 +142,7 @@ def _walk_bands(srcp, dstp, scr, daddr, nest, kind, nt):
         if kind == 1:
             _pack_band(srcp, s, w, dstp, d, scr, daddr, nt)
         else:
-            _unpack_band(srcp, s, w, dstp, d, scr, daddr, nt)
+            _unpack_band(srcp, s, w, dstp, d)
         s, d, done = _next(nest, idx, nl - 2, s, d)
         if done:
             return

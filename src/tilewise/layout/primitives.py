@@ -281,17 +281,14 @@ _ROUNDS = [([0, 8, 2, 10, 4, 12, 6, 14], [1, 9, 3, 11, 5, 13, 7, 15], 1),
            ([0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15], 4)]
 
 
-def _transpose8_codegen(context, builder, signature, args, streaming):
-    """``dst[d + i*ds + k] = src[s + i + k*ss]`` for i, k < 8: 8 vector loads, 24 shuffles,
-    8 vector stores; ``streaming``: the stores are aligned and non-temporal."""
-    sp, s, ss, dp, d, ds = args
-    elty = context.get_value_type(signature.args[0].dtype)
-    vty = ir.VectorType(elty, 8)
-    align = elty.width // 8
+def _transposed8(builder, sp, s, ss, vty):
+    """The 8 vectors ``out[i][k] = src[s + i + k*ss]`` (i, k < 8): 8 vector loads and 24
+    shuffles."""
     rows = []
     for k in range(8):
         ptr = builder.gep(sp, [builder.add(s, builder.mul(ss, ir.Constant(ss.type, k)))])
-        rows.append(builder.load(builder.bitcast(ptr, vty.as_pointer()), align=align))
+        rows.append(builder.load(builder.bitcast(ptr, vty.as_pointer()),
+                                 align=vty.element.width // 8))
     for lo, hi, step in _ROUNDS:
         out = [None] * 8
         for base in range(0, 8, 2 * step):
@@ -299,14 +296,49 @@ def _transpose8_codegen(context, builder, signature, args, streaming):
                 out[j] = builder.shuffle_vector(rows[j], rows[j + step], _mask(lo))
                 out[j + step] = builder.shuffle_vector(rows[j], rows[j + step], _mask(hi))
         rows = out
+    return rows
+
+
+def _transpose8_codegen(context, builder, signature, args, streaming):
+    """``dst[d + i*ds + k] = src[s + i + k*ss]`` for i, k < 8: 8 vector loads, 24 shuffles,
+    8 vector stores; ``streaming``: the stores are aligned and non-temporal."""
+    sp, s, ss, dp, d, ds = args
+    elty = context.get_value_type(signature.args[0].dtype)
+    vty = ir.VectorType(elty, 8)
+    rows = _transposed8(builder, sp, s, ss, vty)
     for i in range(8):
         ptr = builder.gep(dp, [builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))])
         st = builder.store(rows[i], builder.bitcast(ptr, vty.as_pointer()),
-                           align=_LINE if streaming else align)
+                           align=_LINE if streaming else elty.width // 8)
         if streaming:
             _nontemporal(builder, st)
     return context.get_dummy_value()
 
+
+@intrinsic
+def _transpose8_pair(typingctx, srcp, s, ss, bs, dstp, d, ds):
+    """Two ``_transpose8_stream`` of the blocks at ``src + s`` and ``src + s + bs`` into
+    ``dst + d`` and ``dst + d + 8``, stored row by row: each destination row gets its two
+    lines one after the other. Sixteen rows written a line each in turn ran at 0.64-0.71 of
+    the fastest copy at 64 and 256 MiB, two lines each in turn at 0.87-0.88 (f32 T(16,2)
+    unpack; Emerald Rapids VM: non-temporal stores of 16 interleaved rows, one line each,
+    16-17 GB/s, two lines each 22-24 GB/s, as fast as in order)."""
+
+    def codegen(context, builder, signature, args):
+        sp, s, ss, bs, dp, d, ds = args
+        vty = ir.VectorType(context.get_value_type(signature.args[0].dtype), 8)
+        blocks = [_transposed8(builder, sp, s, ss, vty),
+                  _transposed8(builder, sp, builder.add(s, bs), ss, vty)]
+        for i in range(8):
+            row = builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))
+            for k, rows in enumerate(blocks):
+                ptr = builder.gep(dp, [builder.add(row, ir.Constant(ds.type, 8 * k))])
+                _nontemporal(builder, builder.store(
+                    rows[i], builder.bitcast(ptr, vty.as_pointer()), align=_LINE))
+        return context.get_dummy_value()
+
+    sig = types.void(srcp, types.intp, types.intp, types.intp, dstp, types.intp, types.intp)
+    return sig, codegen
 
 
 def _swap_masks(k: int, step: int) -> tuple[list[int], list[int]]:
@@ -592,8 +624,11 @@ def _plane_rounds(npos: int, pack: bool):
 ROWS16 = 16  # the channels of an NCHW16c tile
 
 
-def _planes_codegen(pack: bool):
-    """The codegen of ``_transpose_planes`` (``pack``) and ``_untranspose_planes``."""
+def _planes_codegen(pack: bool, blocks: int = 1, streaming: bool = True):
+    """The codegen of ``_transpose_planes`` (``pack``), ``_untranspose_planes`` and, with
+    ``blocks == 2``, ``_untranspose_planes2``: ``blocks`` consecutive groups of 16 lines,
+    each plane's ``blocks`` lines stored one after the other; not ``streaming``: plain
+    stores, unaligned (``_untranspose_planes_put``)."""
 
     def codegen(context, builder, signature, args):
         sp, s, ss, dp, d, ds = args
@@ -604,14 +639,23 @@ def _planes_codegen(pack: bool):
         def at(base, stride, k):
             return builder.add(base, builder.mul(stride, ir.Constant(stride.type, k)))
 
-        vecs = [builder.load(builder.bitcast(builder.gep(sp, [at(s, ss, c)]), vty.as_pointer()),
-                             align=elty.width // 8) for c in range(ROWS16)]
         rounds, order = _plane_rounds(npos, pack)
-        for steps in rounds:
-            vecs = [builder.shuffle_vector(vecs[a], vecs[b], _mask(m)) for a, b, m in steps]
-        for k, i in enumerate(order):
-            ptr = builder.bitcast(builder.gep(dp, [at(d, ds, k)]), vty.as_pointer())
-            _nontemporal(builder, builder.store(vecs[i], ptr, align=_LINE))
+        outs = []
+        for blk in range(blocks):  # block ``blk``'s lines follow the block before
+            vecs = [builder.load(builder.bitcast(builder.gep(sp, [at(s, ss, blk * ROWS16 + c)]),
+                                                 vty.as_pointer()), align=elty.width // 8)
+                    for c in range(ROWS16)]
+            for steps in rounds:
+                vecs = [builder.shuffle_vector(vecs[a], vecs[b], _mask(m)) for a, b, m in steps]
+            outs.append([vecs[i] for i in order])
+        for k in range(ROWS16):
+            for blk, vecs in enumerate(outs):
+                at_k = builder.add(at(d, ds, k), ir.Constant(d.type, blk * npos))
+                ptr = builder.bitcast(builder.gep(dp, [at_k]), vty.as_pointer())
+                if streaming:
+                    _nontemporal(builder, builder.store(vecs[k], ptr, align=_LINE))
+                else:
+                    builder.store(vecs[k], ptr, align=elty.width // 8)
         return context.get_dummy_value()
 
     return codegen
@@ -635,6 +679,25 @@ def _untranspose_planes(typingctx, srcp, s, ss, dstp, d, ds):
     non-temporal (``dst + d`` and ``ds`` whole lines)."""
     return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), \
         _planes_codegen(False)
+
+
+@intrinsic
+def _untranspose_planes_put(typingctx, srcp, s, ss, dstp, d, ds):
+    """``_untranspose_planes`` with plain stores, ``dst + d`` anywhere: a line of positions
+    of each plane through the cache (the partial first and last lines of streamed planes)."""
+    return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), \
+        _planes_codegen(False, 1, False)
+
+
+@intrinsic
+def _untranspose_planes2(typingctx, srcp, s, ss, dstp, d, ds):
+    """``_untranspose_planes`` of two lines of positions (32 packed lines ``ss`` apart), each
+    plane's two
+    lines stored one after the other: 0.78-0.96 of the fastest copy at 64 and 256 MiB where
+    two calls of one line (each plane written a line in turn) ran at 0.65-0.81 (NCHW16c f32,
+    bf16, i8; T(16,2) i8 and bf16; see ``_transpose8_pair``)."""
+    return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), \
+        _planes_codegen(False, 2)
 
 
 @intrinsic
