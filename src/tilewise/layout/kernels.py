@@ -92,8 +92,7 @@ from .primitives import (ROWS16, _LANE, _LINE, _address, _advance, _data, _fence
                          _ptr1, _ptr2, _ptr4, _ptr8, _put, _rows16_to_lines, _rows8_to_lines,
                          _side, _stream, _stream_line, _to_line, _transpose8, _transpose8_pair,
                          _transpose8_stream, _transpose_planes, _transpose_sq, _unit_bytes,
-                         _untranspose_planes, _untranspose_planes2, _untranspose_planes_put,
-                         _zip_in, _zip_out)
+                         _untranspose_planes, _untranspose_planes2, _zip_in, _zip_out)
 
 # Destinations at least this large (bytes) bypass the cache. Below it, source and
 # destination stay in the last-level cache between uses and plain stores keep up with
@@ -383,13 +382,14 @@ def _gather_stream8(src, dst, s, d, a0, a1, ds1, n, ss0, h):
     ``_transpose8_pair``, where the columns are the outer loop). Every row's lines start at
     column ``h + 8k`` (``ds1`` is a multiple of a line). The shorter side of the block is
     the inner loop, so both the source and the destination move through memory a few lines
-    at a time; the ragged edges (columns below ``h`` and the last columns: 8 columns
-    through the cache, overlapping the streamed lines with the same bytes; the last rows,
-    and all of a block under 8 columns wide: scalar streaming stores)."""
+    at a time; the ragged edges (columns below ``h``, the last columns and rows) use scalar
+    streaming stores. Two lines of each row in turn (``_transpose8_pair``) where the block
+    has 16 rows or more: f32 T(16,2) unpack at 64 and 256 MiB 0.64-0.67 -> 0.76-0.82 of the
+    fastest copy (``pack_ab.py``, 11-15 rounds); 8 rows (i8 T(8,8)) lost 7 % with them."""
     a8 = a0 + (a1 - a0) // 8 * 8
     n8 = h + (n - h) // 8 * 8
-    if a8 - a0 <= n8 - h:  # two lines of each row in turn (_transpose8_pair)
-        n16 = h + (n8 - h) // 16 * 16
+    if a8 - a0 <= n8 - h:  # 16 rows or more: two lines of each row in turn
+        n16 = h + (n8 - h) // 16 * 16 if a8 - a0 >= 16 else h
         for b in range(h, n16, 16):
             for a in range(a0, a8, 8):
                 _transpose8_pair(src, s + a + b * ss0, ss0, 8 * ss0, dst, d + a * ds1 + b, ds1)
@@ -400,18 +400,11 @@ def _gather_stream8(src, dst, s, d, a0, a1, ds1, n, ss0, h):
         for a in range(a0, a8, 8):
             for b in range(h, n8, 8):
                 _transpose8_stream(src, s + a + b * ss0, ss0, dst, d + a * ds1 + b, ds1)
-    if n >= 8:  # the partial first and last lines: 8 columns through the cache each
-        for a in range(a0, a8, 8):
-            if h:
-                _transpose8(src, s + a, ss0, dst, d + a * ds1, ds1)
-            if n8 < n:
-                _transpose8(src, s + a + (n - 8) * ss0, ss0, dst, d + a * ds1 + n - 8, ds1)
-    else:
-        for a in range(a0, a8):
-            for b in range(h):
-                _stream(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
-            for b in range(n8, n):
-                _stream(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+    for a in range(a0, a8):  # a row's last line is the next row's first: streamed in turn
+        for b in range(h):
+            _stream(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
+        for b in range(n8, n):
+            _stream(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
     for a in range(a8, a1):
         for b in range(n):
             _stream(dst, d + a * ds1 + b, _load(src, s + a + b * ss0))
@@ -558,12 +551,15 @@ def _joined_plane(src, dst, s, d, n2, ss2, ds2, n1, ss1, n0, daddr):
 
 @njit(nogil=True, inline="always")
 def _planes_scalar(src, dst, s, d, p0, p1, sp, sc, dp, dc):
-    """Positions ``[p0, p1)`` of the 16 channel planes unit by unit, streaming:
-    ``dst[d + p*dp + c*dc] = src[s + p*sp + c*sc]`` (the heads and tails of
-    ``_plane_pack`` and ``_plane_unpack``)."""
+    """Positions ``[p0, p1)`` of the 16 channel planes unit by unit, plain stores:
+    ``dst[d + p*dp + c*dc] = src[s + p*sp + c*sc]`` (the heads and tails of ``_plane_pack``
+    and ``_plane_unpack``: partial lines, which streamed a unit at a time leave the write
+    combining buffers as partial writes; a 16-row unpack's row ends a line its next row
+    starts, written a band apart: bf16 T(16,2) unpack at 16 MiB, 0.58-0.62 of the fastest
+    copy streamed, 0.99-1.04 plain)."""
     for p in range(p0, p1):
         for c in range(ROWS16):
-            _stream(dst, d + p * dp + c * dc, _load(src, s + p * sp + c * sc))
+            _put(dst, d + p * dp + c * dc, _load(src, s + p * sp + c * sc))
 
 
 @njit(cache=True, nogil=True)
@@ -595,11 +591,9 @@ def _plane_unpack(src, dst, s, d, n, ds1, daddr):
     """Positions ``[0, n)`` of an unpack of 16-channel tiles (NCHW16c -> NCHW; 16-row bands,
     T(16, t) with one unit a tile row), streaming: ``dst[d + c*ds1 + p] = src[s + p*16 + c]``
     for the 16 planes ``c``, two lines of positions at a time by ``_untranspose_planes2``
-    once the planes' lines start at a position; the partial lines before and after, a whole
-    line of positions through the cache (``_untranspose_planes_put``, overlapping the
-    streamed lines with the same bytes), or scalar when the planes are shorter than a line
-    (i8 T(16,2) at 64 MiB, rows 8 KiB: 0.66 -> 0.?? of the fastest copy). Returns False
-    (nothing moved) when the planes are not a whole number of lines apart."""
+    once the planes' lines start at a position; the positions before and after, scalar,
+    through the cache (``_planes_scalar``). Returns False (nothing moved) when the planes are
+    not a whole number of lines apart."""
     u = _unit_bytes(dst)
     lineu = _LINE // u
     if (ds1 * u) % _LINE:
@@ -607,21 +601,13 @@ def _plane_unpack(src, dst, s, d, n, ds1, daddr):
     p0 = min(n, _to_line(dst, daddr, d))
     p1 = p0 + (n - p0) // lineu * lineu
     one = np.int64(1)
-    head, tail = p0, p1  # the scalar positions: [0, head) and [tail, n)
-    if n >= lineu:
-        if p0 > 0:
-            _untranspose_planes_put(src, s, lineu, dst, d, ds1)
-        if p1 < n:
-            q = n - lineu
-            _untranspose_planes_put(src, s + q * ROWS16, lineu, dst, d + q, ds1)
-        head, tail = 0, n
-    _planes_scalar(src, dst, s, d, 0, head, ROWS16, one, one, ds1)
+    _planes_scalar(src, dst, s, d, 0, p0, ROWS16, one, one, ds1)
     p2 = p0 + (p1 - p0) // (2 * lineu) * (2 * lineu)
     for p in range(p0, p2, 2 * lineu):  # each plane two lines in turn (_untranspose_planes2)
         _untranspose_planes2(src, s + p * ROWS16, lineu, dst, d + p, ds1)
     if p2 < p1:
         _untranspose_planes(src, s + p2 * ROWS16, lineu, dst, d + p2, ds1)
-    _planes_scalar(src, dst, s, d, tail, n, ROWS16, one, one, ds1)
+    _planes_scalar(src, dst, s, d, p1, n, ROWS16, one, one, ds1)
     return True
 
 

@@ -624,11 +624,10 @@ def _plane_rounds(npos: int, pack: bool):
 ROWS16 = 16  # the channels of an NCHW16c tile
 
 
-def _planes_codegen(pack: bool, blocks: int = 1, streaming: bool = True):
+def _planes_codegen(pack: bool, blocks: int = 1):
     """The codegen of ``_transpose_planes`` (``pack``), ``_untranspose_planes`` and, with
     ``blocks == 2``, ``_untranspose_planes2``: ``blocks`` consecutive groups of 16 lines,
-    each plane's ``blocks`` lines stored one after the other; not ``streaming``: plain
-    stores, unaligned (``_untranspose_planes_put``)."""
+    each plane's ``blocks`` lines stored one after the other."""
 
     def codegen(context, builder, signature, args):
         sp, s, ss, dp, d, ds = args
@@ -652,10 +651,7 @@ def _planes_codegen(pack: bool, blocks: int = 1, streaming: bool = True):
             for blk, vecs in enumerate(outs):
                 at_k = builder.add(at(d, ds, k), ir.Constant(d.type, blk * npos))
                 ptr = builder.bitcast(builder.gep(dp, [at_k]), vty.as_pointer())
-                if streaming:
-                    _nontemporal(builder, builder.store(vecs[k], ptr, align=_LINE))
-                else:
-                    builder.store(vecs[k], ptr, align=elty.width // 8)
+                _nontemporal(builder, builder.store(vecs[k], ptr, align=_LINE))
         return context.get_dummy_value()
 
     return codegen
@@ -679,14 +675,6 @@ def _untranspose_planes(typingctx, srcp, s, ss, dstp, d, ds):
     non-temporal (``dst + d`` and ``ds`` whole lines)."""
     return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), \
         _planes_codegen(False)
-
-
-@intrinsic
-def _untranspose_planes_put(typingctx, srcp, s, ss, dstp, d, ds):
-    """``_untranspose_planes`` with plain stores, ``dst + d`` anywhere: a line of positions
-    of each plane through the cache (the partial first and last lines of streamed planes)."""
-    return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), \
-        _planes_codegen(False, 1, False)
 
 
 @intrinsic
