@@ -92,7 +92,8 @@ from .primitives import (ROWS16, _LANE, _LINE, _address, _advance, _data, _fence
                          _ptr1, _ptr2, _ptr4, _ptr8, _put, _rows16_to_lines, _rows8_to_lines,
                          _side, _stream, _stream_line, _to_line, _transpose8, _transpose8_pair,
                          _transpose8_stream, _transpose_planes, _transpose_sq, _unit_bytes,
-                         _untranspose_planes, _untranspose_planes2, _zip_in, _zip_out)
+                         _untranspose_planes, _untranspose_planes2, _untranspose_seams, _zip_in,
+                         _zip_out)
 
 # Destinations at least this large (bytes) bypass the cache. Below it, source and
 # destination stay in the last-level cache between uses and plain stores keep up with
@@ -550,15 +551,15 @@ def _joined_plane(src, dst, s, d, n2, ss2, ds2, n1, ss1, n0, daddr):
 
 
 @njit(nogil=True, inline="always")
-def _planes_scalar(src, dst, s, d, p0, p1, sp, sc, dp, dc):
-    """Positions ``[p0, p1)`` of the 16 channel planes unit by unit, plain stores:
+def _planes_scalar(src, dst, s, d, p0, p1, sp, sc, dp, dc, c0, c1):
+    """Positions ``[p0, p1)`` of channel planes ``[c0, c1)`` unit by unit, plain stores:
     ``dst[d + p*dp + c*dc] = src[s + p*sp + c*sc]`` (the heads and tails of ``_plane_pack``
     and ``_plane_unpack``: partial lines, which streamed a unit at a time leave the write
     combining buffers as partial writes; a 16-row unpack's row ends a line its next row
     starts, written a band apart: bf16 T(16,2) unpack at 16 MiB, 0.58-0.62 of the fastest
     copy streamed, 0.99-1.04 plain)."""
     for p in range(p0, p1):
-        for c in range(ROWS16):
+        for c in range(c0, c1):
             _put(dst, d + p * dp + c * dc, _load(src, s + p * sp + c * sc))
 
 
@@ -579,10 +580,10 @@ def _plane_pack(src, dst, s, d, n1, ss0, daddr):
     p0 = min(n1, _to_line(dst, daddr, d) // ROWS16)
     p1 = p0 + (n1 - p0) // lineu * lineu
     one = np.int64(1)
-    _planes_scalar(src, dst, s, d, 0, p0, one, ss0, ROWS16, one)
+    _planes_scalar(src, dst, s, d, 0, p0, one, ss0, ROWS16, one, 0, ROWS16)
     for p in range(p0, p1, lineu):
         _transpose_planes(src, s + p, ss0, dst, d + p * ROWS16, lineu)
-    _planes_scalar(src, dst, s, d, p1, n1, one, ss0, ROWS16, one)
+    _planes_scalar(src, dst, s, d, p1, n1, one, ss0, ROWS16, one, 0, ROWS16)
     return True
 
 
@@ -591,9 +592,11 @@ def _plane_unpack(src, dst, s, d, n, ds1, daddr):
     """Positions ``[0, n)`` of an unpack of 16-channel tiles (NCHW16c -> NCHW; 16-row bands,
     T(16, t) with one unit a tile row), streaming: ``dst[d + c*ds1 + p] = src[s + p*16 + c]``
     for the 16 planes ``c``, two lines of positions at a time by ``_untranspose_planes2``
-    once the planes' lines start at a position; the positions before and after, scalar,
-    through the cache (``_planes_scalar``). Returns False (nothing moved) when the planes are
-    not a whole number of lines apart."""
+    once the planes' lines start at a position. The positions before and after: where the
+    planes follow one another (``ds1 == n``), each line a plane ends and the next begins is
+    one streamed line (``_untranspose_seams``); the first plane's head and the last one's
+    tail, and all of them otherwise, scalar through the cache (``_planes_scalar``). Returns
+    False (nothing moved) when the planes are not a whole number of lines apart."""
     u = _unit_bytes(dst)
     lineu = _LINE // u
     if (ds1 * u) % _LINE:
@@ -601,13 +604,17 @@ def _plane_unpack(src, dst, s, d, n, ds1, daddr):
     p0 = min(n, _to_line(dst, daddr, d))
     p1 = p0 + (n - p0) // lineu * lineu
     one = np.int64(1)
-    _planes_scalar(src, dst, s, d, 0, p0, ROWS16, one, one, ds1)
+    c0, c1 = 0, ROWS16  # the planes whose head and tail are scalar
+    if ds1 == n and 0 < p0 and 2 * lineu <= n:
+        _untranspose_seams(src, s, s + (n - lineu) * ROWS16, lineu, dst, d + p1, ds1, p0)
+        c0, c1 = ROWS16 - 1, 1
+    _planes_scalar(src, dst, s, d, 0, p0, ROWS16, one, one, ds1, 0, c1)
     p2 = p0 + (p1 - p0) // (2 * lineu) * (2 * lineu)
     for p in range(p0, p2, 2 * lineu):  # each plane two lines in turn (_untranspose_planes2)
         _untranspose_planes2(src, s + p * ROWS16, lineu, dst, d + p, ds1)
     if p2 < p1:
         _untranspose_planes(src, s + p2 * ROWS16, lineu, dst, d + p2, ds1)
-    _planes_scalar(src, dst, s, d, p1, n, ROWS16, one, one, ds1)
+    _planes_scalar(src, dst, s, d, p1, n, ROWS16, one, one, ds1, c0, ROWS16)
     return True
 
 

@@ -677,6 +677,55 @@ def _untranspose_planes(typingctx, srcp, s, ss, dstp, d, ds):
         _planes_codegen(False)
 
 
+def _seams_codegen(context, builder, signature, args):
+    """The codegen of ``_untranspose_seams``."""
+    sp, sh, st, ss, dp, d, ds, h = args
+    elty = context.get_value_type(signature.args[0].dtype)
+    npos = 8 * _LINE // elty.width
+    vty = ir.VectorType(elty, npos)
+    rounds, order = _plane_rounds(npos, False)
+
+    def planes(s):  # the 16 planes' lines of positions from the 16 packed lines at ``s``
+        vecs = [builder.load(builder.bitcast(builder.gep(sp, [builder.add(
+            s, builder.mul(ss, ir.Constant(ss.type, c)))]), vty.as_pointer()),
+            align=elty.width // 8) for c in range(ROWS16)]
+        for steps in rounds:
+            vecs = [builder.shuffle_vector(vecs[a], vecs[b], _mask(m)) for a, b, m in steps]
+        return [vecs[i] for i in order]
+
+    heads, tails = planes(sh), planes(st)
+    ptrs = [builder.bitcast(builder.gep(dp, [builder.add(d, builder.mul(
+        ds, ir.Constant(ds.type, c)))]), vty.as_pointer()) for c in range(ROWS16 - 1)]
+    done = builder.append_basic_block("seams_done")
+    switch = builder.switch(h, done)
+    for v in range(1, npos):
+        case = builder.append_basic_block(f"seams{v}")
+        switch.add_case(ir.Constant(h.type, v), case)
+        builder.position_at_end(case)
+        for c in range(ROWS16 - 1):
+            line = builder.shuffle_vector(tails[c], heads[c + 1],
+                                          _mask(list(range(v, v + npos))))
+            _nontemporal(builder, builder.store(line, ptrs[c], align=_LINE))
+        builder.branch(done)
+    builder.position_at_end(done)
+    return context.get_dummy_value()
+
+
+@intrinsic
+def _untranspose_seams(typingctx, srcp, sh, st, ss, dstp, d, ds, h):
+    """The lines where one plane ends and the next begins, when the 16 planes follow one
+    another (``ds`` units apart, each ``ds`` long, a whole number of lines) and start ``h``
+    units (0 < h < a line) before a line: ``_untranspose_planes`` of the first line of
+    positions (packed lines at ``src + sh``) and of the last (``src + st``), and for planes
+    ``c < 15`` the last ``line - h`` positions of plane ``c`` with the first ``h`` of plane
+    ``c + 1`` stored as one aligned non-temporal line at ``dst + d + c*ds`` (``d``: plane
+    0's last line). Written unit by unit, each of these lines was two partial lines a band
+    apart in time."""
+    sig = types.void(srcp, types.intp, types.intp, types.intp, dstp, types.intp, types.intp,
+                     types.intp)
+    return sig, _seams_codegen
+
+
 @intrinsic
 def _untranspose_planes2(typingctx, srcp, s, ss, dstp, d, ds):
     """``_untranspose_planes`` of two lines of positions (32 packed lines ``ss`` apart), each
