@@ -51,10 +51,9 @@ def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool,
       or more apart only up to ``_L2_BYTES`` (i8 T(16,2) at 4 MiB, rows 2 KiB apart: 0.86-1.0
       of the block walker in four runs; f32 and bf16 at 1 MiB: 1.0-1.3);
     * never streamed unpacks: the block walker's plane transposes (``kernels._plane_unpack``,
-      each row two lines in turn, the rows' partial lines a line of positions through the
-      cache) ran at 1.0-1.25x the band kernel's staged lines for i8 and bf16 T(16,2) at
-      16-256 MiB (``pack_ab.py``, 9 rounds, twice; bf16 at 4 MiB 0.88-0.90x, 0.75 of the
-      fastest copy)."""
+      each row two lines in turn) ran at 1.0-1.25x the band kernel's staged lines for i8
+      and bf16 T(16,2) at 16-256 MiB (``pack_ab.py``, 9 rounds, twice; bf16 at 4 MiB
+      0.88-0.90x, 0.75 of the fastest copy)."""
     kind = band_kind(table, fill)
     if kind == 1 and 1 < unit and (unit < 8 or not streaming):
         return kind, streaming

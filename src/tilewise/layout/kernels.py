@@ -379,9 +379,8 @@ def _gather_zip(src, dst, s, d, a0, a1, ds1, b0, b1, ss0, saddr, daddr):
 @njit(cache=True, nogil=True)
 def _gather_stream8(src, dst, s, d, a0, a1, ds1, n, ss0, h):
     """``_gather`` of 8-byte units with ``ss1 == 1`` into whole destination lines: each 8x8
-    transpose stores 8 aligned lines, non-temporal (two lines of each row in turn,
-    ``_transpose8_pair``, where the columns are the outer loop). Every row's lines start at
-    column ``h + 8k`` (``ds1`` is a multiple of a line). The shorter side of the block is
+    transpose stores 8 aligned lines, non-temporal. Every row's lines start at column
+    ``h + 8k`` (``ds1`` is a multiple of a line). The shorter side of the block is
     the inner loop, so both the source and the destination move through memory a few lines
     at a time; the ragged edges (columns below ``h``, the last columns and rows) use scalar
     streaming stores. Two lines of each row in turn (``_transpose8_pair``) where the block

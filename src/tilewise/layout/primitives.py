@@ -624,6 +624,18 @@ def _plane_rounds(npos: int, pack: bool):
 ROWS16 = 16  # the channels of an NCHW16c tile
 
 
+def _planes_network(builder, sp, s, ss, vty, pack: bool):
+    """The 16 output vectors of ``_plane_rounds``' network, in store order, from the 16 lines
+    ``src[s + c*ss]`` (vectors ``vty``)."""
+    vecs = [builder.load(builder.bitcast(builder.gep(sp, [builder.add(
+        s, builder.mul(ss, ir.Constant(ss.type, c)))]), vty.as_pointer()),
+        align=vty.element.width // 8) for c in range(ROWS16)]
+    rounds, order = _plane_rounds(vty.count, pack)
+    for steps in rounds:
+        vecs = [builder.shuffle_vector(vecs[a], vecs[b], _mask(m)) for a, b, m in steps]
+    return [vecs[i] for i in order]
+
+
 def _planes_codegen(pack: bool, blocks: int = 1):
     """The codegen of ``_transpose_planes`` (``pack``), ``_untranspose_planes`` and, with
     ``blocks == 2``, ``_untranspose_planes2``: ``blocks`` consecutive groups of 16 lines,
@@ -638,15 +650,9 @@ def _planes_codegen(pack: bool, blocks: int = 1):
         def at(base, stride, k):
             return builder.add(base, builder.mul(stride, ir.Constant(stride.type, k)))
 
-        rounds, order = _plane_rounds(npos, pack)
-        outs = []
-        for blk in range(blocks):  # block ``blk``'s lines follow the block before
-            vecs = [builder.load(builder.bitcast(builder.gep(sp, [at(s, ss, blk * ROWS16 + c)]),
-                                                 vty.as_pointer()), align=elty.width // 8)
-                    for c in range(ROWS16)]
-            for steps in rounds:
-                vecs = [builder.shuffle_vector(vecs[a], vecs[b], _mask(m)) for a, b, m in steps]
-            outs.append([vecs[i] for i in order])
+        # block ``blk``'s 16 lines follow the block before
+        outs = [_planes_network(builder, sp, at(s, ss, blk * ROWS16), ss, vty, pack)
+                for blk in range(blocks)]
         for k in range(ROWS16):
             for blk, vecs in enumerate(outs):
                 at_k = builder.add(at(d, ds, k), ir.Constant(d.type, blk * npos))
@@ -683,17 +689,8 @@ def _seams_codegen(context, builder, signature, args):
     elty = context.get_value_type(signature.args[0].dtype)
     npos = 8 * _LINE // elty.width
     vty = ir.VectorType(elty, npos)
-    rounds, order = _plane_rounds(npos, False)
-
-    def planes(s):  # the 16 planes' lines of positions from the 16 packed lines at ``s``
-        vecs = [builder.load(builder.bitcast(builder.gep(sp, [builder.add(
-            s, builder.mul(ss, ir.Constant(ss.type, c)))]), vty.as_pointer()),
-            align=elty.width // 8) for c in range(ROWS16)]
-        for steps in rounds:
-            vecs = [builder.shuffle_vector(vecs[a], vecs[b], _mask(m)) for a, b, m in steps]
-        return [vecs[i] for i in order]
-
-    heads, tails = planes(sh), planes(st)
+    heads = _planes_network(builder, sp, sh, ss, vty, False)
+    tails = _planes_network(builder, sp, st, ss, vty, False)
     ptrs = [builder.bitcast(builder.gep(dp, [builder.add(d, builder.mul(
         ds, ir.Constant(ds.type, c)))]), vty.as_pointer()) for c in range(ROWS16 - 1)]
     done = builder.append_basic_block("seams_done")
