@@ -172,25 +172,37 @@ def _concat(builder, parts):
     return parts[0]
 
 
+def _constant_cases(builder, value, cases, body, default):
+    """Code specialised to each constant of a runtime ``value``: a switch to one block per
+    ``v`` in ``cases`` (emitted by ``body(v)``, ``v`` a Python int, so its shuffles are
+    constant), ``default()`` for any other value; both join after."""
+    done = builder.append_basic_block("cases_done")
+    other = builder.append_basic_block("cases_other")
+    switch = builder.switch(value, other)
+    for v in cases:
+        block = builder.append_basic_block(f"case{v}")
+        switch.add_case(ir.Constant(value.type, v), block)
+        builder.position_at_end(block)
+        body(v)
+        builder.branch(done)
+    builder.position_at_end(other)
+    default()
+    builder.branch(done)
+    builder.position_at_end(done)
+
+
 def _store_shifted(builder, h, shifts, line, rest, ptr):
     """A non-temporal aligned store at ``ptr``: ``line`` when ``h == 0``, else units
     ``[h, h + len)`` of ``line`` followed by ``rest()`` (built in the case that needs it),
     ``h`` below ``shifts`` selecting a constant shuffle."""
     lineu = line.type.count
-    done = builder.append_basic_block("shift_done")
-    whole = builder.append_basic_block("shift_whole")
-    switch = builder.switch(h, whole)
-    for v in range(1, shifts):
-        case = builder.append_basic_block(f"shift{v}")
-        switch.add_case(ir.Constant(h.type, v), case)
-        builder.position_at_end(case)
-        shifted = builder.shuffle_vector(line, rest(), _mask(list(range(v, v + lineu))))
-        _nontemporal(builder, builder.store(shifted, ptr, align=_LINE))
-        builder.branch(done)
-    builder.position_at_end(whole)
-    _nontemporal(builder, builder.store(line, ptr, align=_LINE))
-    builder.branch(done)
-    builder.position_at_end(done)
+
+    def shifted(v):
+        vec = builder.shuffle_vector(line, rest(), _mask(list(range(v, v + lineu))))
+        _nontemporal(builder, builder.store(vec, ptr, align=_LINE))
+
+    _constant_cases(builder, h, range(1, shifts), shifted,
+                    lambda: _nontemporal(builder, builder.store(line, ptr, align=_LINE)))
 
 
 def _make_line(pieces: int):
@@ -289,6 +301,11 @@ def _transposed8(builder, sp, s, ss, vty):
         ptr = builder.gep(sp, [builder.add(s, builder.mul(ss, ir.Constant(ss.type, k)))])
         rows.append(builder.load(builder.bitcast(ptr, vty.as_pointer()),
                                  align=vty.element.width // 8))
+    return _rounds8(builder, rows)
+
+
+def _rounds8(builder, rows):
+    """``_ROUNDS`` on 8 vectors of 8: ``out[i][k] = rows[k][i]`` (24 shuffles)."""
     for lo, hi, step in _ROUNDS:
         out = [None] * 8
         for base in range(0, 8, 2 * step):
@@ -519,14 +536,7 @@ def _make_rows_to_lines(cols: int):
             else:
                 rows = [builder.shuffle_vector(load(k, 4), load(k + 8, 4), _mask(list(range(8))))
                         for k in range(8)]
-            for lo, hi, step in _ROUNDS:
-                out = [None] * 8
-                for base in range(0, 8, 2 * step):
-                    for j in range(base, base + step):
-                        out[j] = builder.shuffle_vector(rows[j], rows[j + step], _mask(lo))
-                        out[j + step] = builder.shuffle_vector(rows[j], rows[j + step],
-                                                               _mask(hi))
-                rows = out
+            rows = _rounds8(builder, rows)
             z = rows if cols == 8 else [rows[i // 2 + 4 * (i % 2)] for i in range(8)]
 
             def store(vec, at):
@@ -534,13 +544,8 @@ def _make_rows_to_lines(cols: int):
                 _nontemporal(builder, builder.store(vec, ptr, align=_LINE))
 
             cptr = builder.bitcast(cp, vty.as_pointer())
-            done = builder.append_basic_block("rows_done")
-            whole = builder.append_basic_block("rows_whole")
-            switch = builder.switch(p, whole)
-            for v in range(1, 8):
-                case = builder.append_basic_block(f"rows_shift{v}")
-                switch.add_case(ir.Constant(p.type, v), case)
-                builder.position_at_end(case)
+
+            def shifted(v):
                 mask = _mask(list(range(8 - v, 16 - v)))
                 start = builder.sub(d, ir.Constant(d.type, v))
                 with builder.if_then(builder.icmp_signed("==", first,
@@ -551,12 +556,12 @@ def _make_rows_to_lines(cols: int):
                     store(builder.shuffle_vector(z[k - 1], z[k], mask),
                           builder.add(start, ir.Constant(d.type, 8 * k)))
                 builder.store(z[7], cptr, align=_LINE)
-                builder.branch(done)
-            builder.position_at_end(whole)
-            for k in range(8):
-                store(z[k], builder.add(d, ir.Constant(d.type, 8 * k)))
-            builder.branch(done)
-            builder.position_at_end(done)
+
+            def whole():
+                for k in range(8):
+                    store(z[k], builder.add(d, ir.Constant(d.type, 8 * k)))
+
+            _constant_cases(builder, p, range(1, 8), shifted, whole)
             return context.get_dummy_value()
 
         sig = types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp, dstp,
@@ -693,18 +698,13 @@ def _seams_codegen(context, builder, signature, args):
     tails = _planes_network(builder, sp, st, ss, vty, False)
     ptrs = [builder.bitcast(builder.gep(dp, [builder.add(d, builder.mul(
         ds, ir.Constant(ds.type, c)))]), vty.as_pointer()) for c in range(ROWS16 - 1)]
-    done = builder.append_basic_block("seams_done")
-    switch = builder.switch(h, done)
-    for v in range(1, npos):
-        case = builder.append_basic_block(f"seams{v}")
-        switch.add_case(ir.Constant(h.type, v), case)
-        builder.position_at_end(case)
+    def seams(v):
         for c in range(ROWS16 - 1):
             line = builder.shuffle_vector(tails[c], heads[c + 1],
                                           _mask(list(range(v, v + npos))))
             _nontemporal(builder, builder.store(line, ptrs[c], align=_LINE))
-        builder.branch(done)
-    builder.position_at_end(done)
+
+    _constant_cases(builder, h, range(1, npos), seams, lambda: None)
     return context.get_dummy_value()
 
 
