@@ -76,6 +76,9 @@ def main(argv=None) -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results" / "stream_rows.json"))
     args = ap.parse_args(argv)
+    if args.mib < 16 or args.rounds < 1:
+        ap.error(f"--mib {args.mib} --rounds {args.rounds}: 16 rows 1 MiB apart need "
+                 "--mib 16 or more, and at least one round")
     n = (args.mib << 20) // 8
     dst, src, copy = _aligned(n), np.ones(n, np.uint64), np.empty(n, np.uint64)
     v = np.uint64(7)
