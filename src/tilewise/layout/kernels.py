@@ -708,32 +708,41 @@ def _panel_order(m, n1, g):
     """How ``_panel`` visits its ``m`` rows' lines: ``(group, chunk)``, the rows of a group line by
     line, ``chunk`` lines along the rows at a time. Rows of ``_PANEL_MIN_ROWS`` to
     ``_PANEL_ROWS`` runs are a pack's tiles (each run from another source row): 8 source rows at
-    a time for 8 tiles (2 tiles and all rows for 16-row tiles), so the destination goes out
-    nearly in order while 8 to 16 source rows stream. Emerald Rapids VM, 64 and 256 MiB, of the
-    fastest copy (variants of this walk side by side in one process): bf16 T(16,32) 0.58-0.70 ->
-    0.83-0.91, bf16 T(32,32) 0.61-0.69 -> 0.83-0.90, i8 T(64,64) 0.66-0.78 -> 0.74-0.98; all
-    rows of one tile before the next (16-64 source rows at once) 0.39-0.73, and the source in
-    order (below) 0.58-0.78. Other rows (an unpack's cross ``n1`` tiles; 8-row tiles were not
-    measured) go line by line over all rows, the source in order (``group = m``)."""
+    a time for 8 tiles (all rows for 16-row tiles), so the destination goes out nearly in order
+    while 8 to 16 source rows stream. Emerald Rapids VM, 64 and 256 MiB, of the fastest copy
+    (variants of this walk side by side in one process): bf16 T(16,32) 0.58-0.70 -> 0.83-0.91,
+    bf16 T(32,32) 0.61-0.69 -> 0.83-0.90, i8 T(64,64) 0.66-0.78 -> 0.74-0.98; all rows of one
+    tile before the next (16-64 source rows at once) 0.39-0.73, and the source in order (below)
+    0.58-0.78. 16-row tiles went from 2 tiles a group to 8 with the pairs of lines
+    (``_panel``): bf16 T(16,32) 1.06-1.12x with 4 tiles, 1.17-1.20x with 8. Other rows (an
+    unpack's cross ``n1`` tiles; 8-row tiles were not measured) go line by line over all rows,
+    the source in order (``group = m``)."""
     if not _PANEL_MIN_ROWS <= n1 <= _PANEL_ROWS:
         return m, n1
     if n1 == _PANEL_MIN_ROWS:
-        return 2, n1
+        return 8, n1
     return 8, 8
 
 
 @njit(nogil=True, inline="always")
-def _panel_lines(src, dst, s, d, t0, t1, k0, k1, ss2, ds2, step, ss1, h, g):
-    """Lines ``[k0, k1)`` of rows ``[t0, t1)`` of a ``_panel``, line by line."""
-    for k in range(k0, k1):
+def _panel_lines(src, dst, s, d, t0, t1, k0, k1, ss2, ds2, step, ss1, h, g, pair):
+    """Lines ``[k0, k1)`` of rows ``[t0, t1)`` of a ``_panel``: line by line, or with ``pair``
+    (runs of half a line or more) two lines of each row in turn (``_panel`` says when)."""
+    by = 2 if pair and g <= 2 else 1
+    for k in range(k0, k1, by):
         sk = s + k * step
         dk = d + h + 8 * k
+        two = by == 2 and k + 1 < k1
         if g == 1:
             for t in range(t0, t1):
                 _line1(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
+                if two:
+                    _line1(src, sk + step + t * ss2, ss1, dst, dk + 8 + t * ds2, h)
         elif g == 2:
             for t in range(t0, t1):
                 _line2(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
+                if two:
+                    _line2(src, sk + step + t * ss2, ss1, dst, dk + 8 + t * ds2, h)
         else:
             for t in range(t0, t1):
                 _line4(src, sk + t * ss2, ss1, dst, dk + t * ds2, h)
@@ -809,7 +818,14 @@ def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     j of each of the ``m`` destination rows t, a row being ``n1`` runs of ``r`` units (8
     units a line, ``g = 8 / r`` runs). The destination lines of every row start at unit
     ``h``. In groups of rows (``_panel_order``), a chunk of lines at a time, each row's lines
-    are joined in registers from ``g`` runs (``2g`` when ``h > 0``) and streamed out. A
+    are joined in registers from ``g`` runs (``2g`` when ``h > 0``) and streamed out, two
+    lines of each row in turn where the runs are half a line or more and the group is a pack's
+    or at most 16 rows: streamed stores to interleaved rows ran at 17 GB/s one line a row per
+    turn and 24-25 with two (``benchmarks/stream_rows.py``). Side by side with one line a row
+    (``pack_ab.py``, 7 rounds, 64 and 256 MiB): i8 T(64,64) pack 1.19-1.22x, bf16 T(16,32) and
+    T(32,32) packs 1.08-1.16x, unpacks of i8 T(32,32) 1.24-1.26x, i8 and bf16 T(16,32)
+    1.13-1.22x, f32 T(8,8) 1.05-1.09x; unpacks of 32 and 64 rows of whole lines (bf16
+    T(32,32), i8 T(64,64)) lost 0.84-0.91x at 16 MiB, so keep one line a row. A
     row's first ``h`` and last few units (parts of lines shared with the rows before and
     after it) are scalar streaming stores, row after row at the end of its group."""
     if n1 == 8 and r == 4 and ds2 == 32:  # a pack's 8-row tiles (``_tile_lines``)
@@ -822,11 +838,12 @@ def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     step = g * ss1
     lines = max(n1 // g - (1 if h else 0), 0)
     group, chunk = _panel_order(m, n1, g)
+    pair = g == 2 or group <= _PANEL_MIN_ROWS
     for t0 in range(0, m, group):
         t1 = min(m, t0 + group)
         for k0 in range(0, lines, chunk):
             _panel_lines(src, dst, s, d, t0, t1, k0, min(lines, k0 + chunk), ss2, ds2, step,
-                         ss1, h, g)
+                         ss1, h, g, pair)
         for t in range(t0, t1):
             st = s + t * ss2
             dt = d + t * ds2

@@ -743,3 +743,4 @@ def _fence(typingctx):
         return context.get_dummy_value()
 
     return types.void(), codegen
+
