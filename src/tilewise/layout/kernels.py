@@ -714,9 +714,9 @@ def _panel_order(m, n1, g):
     bf16 T(32,32) 0.61-0.69 -> 0.83-0.90, i8 T(64,64) 0.66-0.78 -> 0.74-0.98; all rows of one
     tile before the next (16-64 source rows at once) 0.39-0.73, and the source in order (below)
     0.58-0.78. 16-row tiles went from 2 tiles a group to 8 with the pairs of lines
-    (``_panel``): bf16 T(16,32) 1.06-1.12x with 4 tiles, 1.17-1.20x with 8. Other rows (an
-    unpack's cross ``n1`` tiles; 8-row tiles were not measured) go line by line over all rows,
-    the source in order (``group = m``)."""
+    (``_panel``): bf16 T(16,32) at 64 and 256 MiB 1.12 and 1.07x with 4, 1.17 and 1.20x with
+    8. Other rows (an unpack's cross ``n1`` tiles; 8-row tiles were not measured) go line by
+    line over all rows, the source in order (``group = m``)."""
     if not _PANEL_MIN_ROWS <= n1 <= _PANEL_ROWS:
         return m, n1
     if n1 == _PANEL_MIN_ROWS:
