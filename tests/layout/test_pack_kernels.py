@@ -13,7 +13,7 @@ from numba import njit
 
 from tilewise import PackError, pack, pack_reference, unpack, unpack_reference
 from tilewise.layout import kernels
-from tilewise.layout.kernels import _panel_order
+from tilewise.layout.kernels import _pairs, _panel_order
 from tilewise.layout.pack import _nest, unpack_packing, verify
 
 from .test_pack_properties import problems
@@ -148,6 +148,16 @@ def test_panel_order():
     assert _panel_order(16, 256, 2) == (16, 256)
     assert _panel_order(4, 128, 2) == (4, 128)  # f64 T(128,4) pack, split: 128 source rows
     assert _panel_order(512, 8, 1) == (512, 8)  # 8-row tiles: not measured, source in order
+
+
+def test_panel_pairs():
+    # Two lines of each row in turn: lines of two runs always (i8 T(32,32) unpacks, 32 rows);
+    # of one run in a pack's group of 8 tiles or an unpack's 16 rows, not 32 or 64 rows
+    # (bf16 T(32,32), i8 T(64,64) unpacks lost with pairs); never lines of four runs.
+    assert _pairs(2, 32) and _pairs(2, 8)
+    assert _pairs(1, 8) and _pairs(1, 16)
+    assert not _pairs(1, 32) and not _pairs(1, 64)
+    assert not _pairs(4, 8)
 
 
 def test_documented_nest_and_stream_split():

@@ -155,6 +155,9 @@ CHUNK_BYTES = 65536
 # tiles are planned as panels (``_rows_panel``).
 _PANEL_MIN_ROWS = 16
 _PANEL_ROWS = 64
+# Groups of at most this many panel rows whose lines hold one run each take two lines of a row
+# in turn (``_pairs``); larger ones one.
+_PAIR_ROWS = 16
 
 # Streamed runs of at least this many bytes go out as whole aligned lines (``_stream_out``: a
 # misaligned run's first and last lines as scalar stores); shorter ones unit by unit. Unpack
@@ -725,10 +728,18 @@ def _panel_order(m, n1, g):
 
 
 @njit(nogil=True, inline="always")
+def _pairs(g, group):
+    """Whether ``_panel`` writes two lines of each row of a ``group`` in turn, for lines of
+    ``g`` runs: lines of two runs always, of one run in groups of at most ``_PAIR_ROWS`` rows
+    (a pack's 8 tiles, an unpack's 16-row tiles); never lines of four runs (``_line4``)."""
+    return g == 2 or (g == 1 and group <= _PAIR_ROWS)
+
+
+@njit(nogil=True, inline="always")
 def _panel_lines(src, dst, s, d, t0, t1, k0, k1, ss2, ds2, step, ss1, h, g, pair):
     """Lines ``[k0, k1)`` of rows ``[t0, t1)`` of a ``_panel``: line by line, or with ``pair``
-    (runs of half a line or more) two lines of each row in turn (``_panel`` says when)."""
-    by = 2 if pair and g <= 2 else 1
+    (``_pairs``) two lines of each row in turn."""
+    by = 2 if pair else 1
     for k in range(k0, k1, by):
         sk = s + k * step
         dk = d + h + 8 * k
@@ -819,15 +830,15 @@ def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     units a line, ``g = 8 / r`` runs). The destination lines of every row start at unit
     ``h``. In groups of rows (``_panel_order``), a chunk of lines at a time, each row's lines
     are joined in registers from ``g`` runs (``2g`` when ``h > 0``) and streamed out, two
-    lines of each row in turn where the runs are half a line or more and the group is a pack's
-    or at most 16 rows: streamed stores to interleaved rows ran at 17 GB/s one line a row per
-    turn and 24-25 with two (``benchmarks/stream_rows.py``). Side by side with one line a row
-    (``pack_ab.py``, 7 rounds, 64 and 256 MiB): i8 T(64,64) pack 1.19-1.22x, bf16 T(16,32) and
-    T(32,32) packs 1.08-1.16x, unpacks of i8 T(32,32) 1.24-1.26x, i8 and bf16 T(16,32)
-    1.13-1.22x, f32 T(8,8) 1.05-1.09x; unpacks of 32 and 64 rows of whole lines (bf16
-    T(32,32), i8 T(64,64)) lost 0.84-0.91x at 16 MiB, so keep one line a row. A
-    row's first ``h`` and last few units (parts of lines shared with the rows before and
-    after it) are scalar streaming stores, row after row at the end of its group."""
+    lines of each row in turn where ``_pairs`` says: streamed stores to interleaved rows ran
+    at 17 GB/s one line a row per turn and 24-25 with two (``benchmarks/stream_rows.py``).
+    Side by side with one line a row (``pack_ab.py``, 7 rounds, 64 and 256 MiB): i8 T(64,64)
+    pack 1.19-1.22x, bf16 T(16,32) and T(32,32) packs 1.08-1.16x, unpacks of i8 T(32,32)
+    1.24-1.26x, i8 and bf16 T(16,32) 1.13-1.22x, f32 T(8,8) 1.05-1.09x; unpacks of 32 and 64
+    rows of whole lines (bf16 T(32,32), i8 T(64,64)) lost 0.84-0.91x at 16 MiB, so keep one
+    line a row. A row's first ``h`` and last few units (parts of lines shared with the rows
+    before and after it) are scalar streaming stores, row after row at the end of its
+    group."""
     if n1 == 8 and r == 4 and ds2 == 32:  # a pack's 8-row tiles (``_tile_lines``)
         _tile_panel(src, dst, s, d, m, ss2, ss1, h, 4)
         return
@@ -838,7 +849,7 @@ def _panel(src, dst, s, d, m, ss2, ds2, n1, ss1, r, h):
     step = g * ss1
     lines = max(n1 // g - (1 if h else 0), 0)
     group, chunk = _panel_order(m, n1, g)
-    pair = g == 2 or group <= _PANEL_MIN_ROWS
+    pair = _pairs(g, group)
     for t0 in range(0, m, group):
         t1 = min(m, t0 + group)
         for k0 in range(0, lines, chunk):

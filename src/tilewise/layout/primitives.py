@@ -743,4 +743,3 @@ def _fence(typingctx):
         return context.get_dummy_value()
 
     return types.void(), codegen
-
