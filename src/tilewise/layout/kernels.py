@@ -391,7 +391,7 @@ def _gather_stream8(src, dst, s, d, a0, a1, ds1, n, ss0, h):
     fastest copy (``pack_ab.py``, 11-15 rounds); 8 rows (i8 T(8,8)) lost 7 % with them."""
     a8 = a0 + (a1 - a0) // 8 * 8
     n8 = h + (n - h) // 8 * 8
-    if a8 - a0 <= n8 - h:  # 16 rows or more: two lines of each row in turn
+    if a8 - a0 <= n8 - h:  # rows the inner loop; with 16 or more, two lines of a row in turn
         n16 = h + (n8 - h) // 16 * 16 if a8 - a0 >= 16 else h
         for b in range(h, n16, 16):
             for a in range(a0, a8, 8):

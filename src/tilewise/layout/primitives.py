@@ -316,19 +316,26 @@ def _rounds8(builder, rows):
     return rows
 
 
+def _store_rows8(builder, dp, d, ds, blocks, vty, streaming):
+    """Row ``i`` of each transposed block in ``blocks`` (``_transposed8``'s vectors) at
+    ``dst + d + i*ds``, block ``k`` at ``+ 8k``: each row gets its blocks' lines one after the
+    other; ``streaming``: aligned non-temporal stores."""
+    for i in range(8):
+        row = builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))
+        for k, rows in enumerate(blocks):
+            ptr = builder.gep(dp, [builder.add(row, ir.Constant(ds.type, 8 * k))])
+            st = builder.store(rows[i], builder.bitcast(ptr, vty.as_pointer()),
+                               align=_LINE if streaming else vty.element.width // 8)
+            if streaming:
+                _nontemporal(builder, st)
+
+
 def _transpose8_codegen(context, builder, signature, args, streaming):
     """``dst[d + i*ds + k] = src[s + i + k*ss]`` for i, k < 8: 8 vector loads, 24 shuffles,
     8 vector stores; ``streaming``: the stores are aligned and non-temporal."""
     sp, s, ss, dp, d, ds = args
-    elty = context.get_value_type(signature.args[0].dtype)
-    vty = ir.VectorType(elty, 8)
-    rows = _transposed8(builder, sp, s, ss, vty)
-    for i in range(8):
-        ptr = builder.gep(dp, [builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))])
-        st = builder.store(rows[i], builder.bitcast(ptr, vty.as_pointer()),
-                           align=_LINE if streaming else elty.width // 8)
-        if streaming:
-            _nontemporal(builder, st)
+    vty = ir.VectorType(context.get_value_type(signature.args[0].dtype), 8)
+    _store_rows8(builder, dp, d, ds, [_transposed8(builder, sp, s, ss, vty)], vty, streaming)
     return context.get_dummy_value()
 
 
@@ -346,12 +353,7 @@ def _transpose8_pair(typingctx, srcp, s, ss, bs, dstp, d, ds):
         vty = ir.VectorType(context.get_value_type(signature.args[0].dtype), 8)
         blocks = [_transposed8(builder, sp, s, ss, vty),
                   _transposed8(builder, sp, builder.add(s, bs), ss, vty)]
-        for i in range(8):
-            row = builder.add(d, builder.mul(ds, ir.Constant(ds.type, i)))
-            for k, rows in enumerate(blocks):
-                ptr = builder.gep(dp, [builder.add(row, ir.Constant(ds.type, 8 * k))])
-                _nontemporal(builder, builder.store(
-                    rows[i], builder.bitcast(ptr, vty.as_pointer()), align=_LINE))
+        _store_rows8(builder, dp, d, ds, blocks, vty, True)
         return context.get_dummy_value()
 
     sig = types.void(srcp, types.intp, types.intp, types.intp, dstp, types.intp, types.intp)
@@ -698,6 +700,7 @@ def _seams_codegen(context, builder, signature, args):
     tails = _planes_network(builder, sp, st, ss, vty, False)
     ptrs = [builder.bitcast(builder.gep(dp, [builder.add(d, builder.mul(
         ds, ir.Constant(ds.type, c)))]), vty.as_pointer()) for c in range(ROWS16 - 1)]
+
     def seams(v):
         for c in range(ROWS16 - 1):
             line = builder.shuffle_vector(tails[c], heads[c + 1],
@@ -726,10 +729,9 @@ def _untranspose_seams(typingctx, srcp, sh, st, ss, dstp, d, ds, h):
 @intrinsic
 def _untranspose_planes2(typingctx, srcp, s, ss, dstp, d, ds):
     """``_untranspose_planes`` of two lines of positions (32 packed lines ``ss`` apart), each
-    plane's two
-    lines stored one after the other: 0.78-0.96 of the fastest copy at 64 and 256 MiB where
-    two calls of one line (each plane written a line in turn) ran at 0.65-0.81 (NCHW16c f32,
-    bf16, i8; T(16,2) i8 and bf16; see ``_transpose8_pair``)."""
+    plane's two lines stored one after the other: 0.78-0.96 of the fastest copy at 64 and
+    256 MiB where two calls of one line (each plane written a line in turn) ran at 0.65-0.81
+    (NCHW16c f32, bf16, i8; T(16,2) i8 and bf16; see ``_transpose8_pair``)."""
     return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), \
         _planes_codegen(False, 2)
 
