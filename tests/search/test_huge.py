@@ -174,8 +174,8 @@ def test_padding_and_calls_together_lift_the_bound_of_a_ragged_gemm():
     assert eng.stages[last].kind == "tile" and eng.stages[last].level == eng.L - 1
     nd = _node(eng, m, last)
     si = eng.with_capped(eng.stand_ins(nd, last), nd.split, last)
-    plain = eng._calls(run, nd.split, si, si.capped[:, -1, :], coupled=False)
-    coupled = eng._calls(run, nd.split, si, si.capped[:, -1, :])
+    plain = eng._calls(run, nd.split, si, si.capped[:, -1, :], coupled=False).calls
+    coupled = eng._calls(run, nd.split, si, si.capped[:, -1, :]).calls
     assert (coupled >= plain).all() and (coupled > plain).any()
     lb_plain = eng.bound(nd, last, run, stats, si=replace(si, calls=plain))[0, 0]
     lb = eng.bound(nd, last, run, stats, si=replace(si, calls=coupled))[0, 0]

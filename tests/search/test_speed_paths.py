@@ -131,7 +131,7 @@ def test_call_floors_equal_the_least_over_every_combo():
     whole = np.maximum(small, np.stack([rng.choice(v, n) for v in vals], 1))
     padded = whole * rng.integers(1, 2000, (n, D))
     mask = eng.problem.compute.op_mask
-    got = cf.steps(s, padded, small, whole, mask)
+    got = cf.steps(s, padded, small, whole, mask).calls
     assert np.isfinite(got).mean() > 0.2 and (got > 1).any()   # floors found, not trivial
     for b in range(n):
         for u in range(cf.lo.shape[1]):
@@ -209,8 +209,8 @@ def test_coupled_call_floors_stay_under_every_completion(workload):
         m = _random_mapping(eng, rng)
         nd = _node(eng, m, stage)
         si = eng.with_capped(eng.stand_ins(nd, stage), nd.split, stage)
-        plain = eng._calls(run, nd.split, si, si.capped[:, -1, :], coupled=False)[0]
-        coupled = eng._calls(run, nd.split, si, si.capped[:, -1, :])[0]
+        plain = eng._calls(run, nd.split, si, si.capped[:, -1, :], coupled=False).calls[0]
+        coupled = eng._calls(run, nd.split, si, si.capped[:, -1, :]).calls[0]
         assert (coupled >= plain).all()
         raised += int((coupled > plain).any())
         own = [_ladders_under(eng, m, j, L - 2) for j in range(D)]

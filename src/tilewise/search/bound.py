@@ -74,6 +74,13 @@ it. Three facts of the model make one cheap to compute:
    1.000x -> 1.015x the compute bound, the optimum 1.017x; 137 K -> 15 K nodes). Where a
    dim's last slice is ragged, its padding and its calls are floored together (a small tile
    pads least, a large one calls least; :mod:`.calls`, "padding and calls together").
+7. *Calls and exposed bytes together* (:mod:`.exposure`). A double-buffer set that leaves
+   tensors exposed at the innermost level fits larger tiles (fewer calls) but moves their
+   bytes on the critical path; taken apart, the fewest calls and the fewest exposed bytes
+   came from different tiles. Per set, the least over the listed combos of the call time plus
+   a floor of the exposed link time of that combo (each step changes the tiles of the tensors
+   the advancing dim indexes) bounds the compute time plus the innermost exposed time
+   (GEMM 10^6 x 10^6 x 10^6 on aie-4x2: 61,998 -> 9,540 nodes, the same top 5).
 
 The tests check bound <= exact cost for random nodes and completions (property test), and the
 search against brute force.
@@ -217,7 +224,7 @@ def op_points(padded, inner, mask, points, steps):
 
 @njit(cache=True)
 def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, it, bufs, fixed,
-                 subs, nsub, var_sub, moved, levels, compute, out, nfit, calls=None):
+                 subs, nsub, var_sub, moved, levels, compute, out, nfit, calls=None, joint=None):
     """Per node ``b`` and objective ``objs[k]`` (codes, :data:`OBJ_CODE`), into ``out [n,
     K]``: the least objective over the double-buffer choices (per level the set
     ``subs[l, var_sub[v, l]]``, :func:`level_subsets`) whose buffers fit (``bufs [n, L, Tm]``
@@ -236,7 +243,11 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
     ``compute.ideal`` (the link times only grow with the bytes). ``inf`` when nothing fits. ``nfit [n]``: how many
     choices fit. ``calls [n, U, O]`` (optional): the fewest kernel calls per op under each
     double-buffer set of the innermost level (:mod:`.calls`; ``inf``: that set cannot fit),
-    raising ``steps`` for the compute time of the choices with that set."""
+    raising ``steps`` for the compute time of the choices with that set. ``joint [n, U]``
+    (optional, with ``calls``): per set the joint floor of the call and exposed link times
+    of the innermost level (:mod:`.exposure`, seconds over the least padded points' compute;
+    0: none), which the compute time plus that level's exposed time of the choices with that
+    set is raised to."""
     R, W, NR, NW = tr.R, tr.W, tr.NR, tr.NW
     n, L, T = R.shape
     V = var_sub.shape[0]
@@ -297,6 +308,11 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
                     st_u[o] = max(steps[b, o], calls[b, u, o])
                 cs_u[u] = compute_cycles(points[b], st_u, compute.op_pp, compute.op_rate,
                                          compute.call) / compute.clock
+                if joint is not None and joint[b, u] > 0:   # T_c + E_inner >= T_points + joint
+                    st_u[:] = 0.0
+                    t_pts = compute_cycles(points[b], st_u, compute.op_pp, compute.op_rate,
+                                           compute.call) / compute.clock
+                    cs_u[u] = max(cs_u[u], t_pts + joint[b, u] - ex[L - 1, u])
         best = np.inf
         least_space = np.inf
         nf = 0

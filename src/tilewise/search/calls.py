@@ -51,6 +51,12 @@ open 3 x 10^-4 under its optimum, inside the ties of its top five (151,006 nodes
 61,998. Where a dim has more than :data:`MAX_COUPLED` ladders below a node (shallow nodes),
 or a node's padding does not vary, the plain floor stands; a tile stage's first filter uses
 the plain floor and only the children it keeps get the coupled one.
+
+**Calls and exposed bytes together** (:mod:`.exposure`): :meth:`CallFloors.steps` also scans
+each double-buffer set's combos for the least call time plus a floor of the exposed link
+time of the same combo, so a set that buffers nothing is not credited with the calls of its
+large tiles and the few exposed bytes of the node's largest ones at once (the 10^6 GEMM:
+61,998 -> 9,540 nodes).
 """
 
 from __future__ import annotations
@@ -61,6 +67,7 @@ import numpy as np
 from numba import njit
 
 from ..model.rules import buffer_bytes
+from .exposure import Exposure, joint_floor, no_exposure, per_point_table
 from .rows import unique_rows
 
 MAX_PREFIXES = 1 << 15   # fitting prefixes per (split, double-buffer set); beyond: no floor
@@ -229,6 +236,8 @@ class CallFloors:
         self._parts: list[np.ndarray] = []
         self._seen: dict = {}
         self._pos = 0
+        self._xp_table: tuple | None = None   # (combos, exposure, fr, fw): _exposure
+        self._no_xp: tuple | None = None
         self._tables(np.zeros((0, len(st.dims)), np.int64))
 
     def _ensure(self, splits: np.ndarray, counts: np.ndarray) -> None:
@@ -315,14 +324,16 @@ class CallFloors:
         for d in range(D):
             self.combo_idx[:, d] = self.value_lo[d] + np.searchsorted(uv[d], combos[:, d])
 
-    def steps(self, s, padded, small, whole, op_mask, coupling: "Coupling | None" = None
-              ) -> np.ndarray:
-        """``[n, U, O]`` the fewest kernel calls per op of nodes of splits ``s [n]`` with least
+    def steps(self, s, padded, small, whole, op_mask, coupling: "Coupling | None" = None,
+              exposure: Exposure | None = None) -> "CallFloor":
+        """The fewest kernel calls per op ``[n, U, O]`` of nodes of splits ``s [n]`` with least
         padded extents ``padded [n, D]`` and smallest / largest innermost tiles ``small,
         whole [n, D]`` under each innermost double-buffer set (``inf``: none fits; 0 for a split
         whose combos are too many to list: no floor). With ``coupling`` (:class:`Coupling`),
         the calls *in excess of padding*: per op, the least of ``k (points - P) + calls`` over
-        the innermost tiles below each node (module doc, "padding and calls together")."""
+        the innermost tiles below each node (module doc, "padding and calls together"). With
+        ``exposure``, also the joint floor of the calls and exposed bytes per set ``[n, U]``
+        (seconds, :mod:`.exposure`; 0: none)."""
         n, U = len(s), self.lo.shape[1]
         self._ensure(*np.unique(np.asarray(s, np.int64), return_counts=True))
         cols = [np.asarray(s, np.int64)[:, None], padded, small, whole]
@@ -334,6 +345,8 @@ class CallFloors:
         D = padded.shape[1]
         uk = key[first]
         out = np.empty((len(first), U, op_mask.shape[0]))
+        joint = np.zeros((len(first), U))
+        xp, fr, fw = self._exposure(exposure)
         if coupling is None:
             lad = np.zeros((len(first), D, 2), np.int64)
             inner = lpad = loff = np.zeros(D + 1, np.int64)
@@ -344,10 +357,36 @@ class CallFloors:
         _steps(uk[:, 0].copy(), uk[:, 1:1 + D].copy(), uk[:, 1 + D:1 + 2 * D].copy(),
                uk[:, 1 + 2 * D:1 + 3 * D].copy(), op_mask, self.combo_idx, self.values,
                self.value_lo, self.lo, self.hi, self.u_order, self.sub_of, self.volume,
-               lad, inner, lpad, loff, kpp, out)
-        out = out[inv]
-        out[~self.floored[np.asarray(s)]] = 0.0   # over MAX_PREFIXES: no floor (0 raises nothing)
-        return out
+               lad, inner, lpad, loff, kpp, xp, fr, fw, out, joint)
+        out, joint = out[inv], joint[inv]
+        none = ~self.floored[np.asarray(s)]   # over MAX_PREFIXES: no floor (0 raises nothing)
+        out[none] = 0.0
+        joint[none] = 0.0
+        return CallFloor(out, joint if exposure is not None else None)
+
+
+    def _exposure(self, xp: Exposure | None) -> tuple[Exposure, np.ndarray, np.ndarray]:
+        """``xp`` (or tables that floor nothing) and :func:`.exposure.per_point_table` of the
+        listed combos under it, kept while both stay."""
+        if xp is None:
+            if self._no_xp is None:
+                U, Tm = self.lo.shape[1], self.subs.shape[1]
+                self._no_xp = (no_exposure(self.combos.shape[1], Tm, U, self.lo.shape[0]),
+                               np.zeros((U, 0)), np.zeros((U, 0)))   # never read: none active
+            return self._no_xp
+        if self._xp_table is None or self._xp_table[0] is not self.combos \
+                or self._xp_table[1] is not xp:
+            self._xp_table = (self.combos, xp, *per_point_table(xp, self.combos))
+        return self._xp_table[1:]
+
+
+class CallFloor(NamedTuple):
+    """A node batch's floors (:meth:`CallFloors.steps`): the fewest kernel calls per op
+    ``calls [n, U, O]`` and the joint floor of calls and exposed bytes ``joint [n, U]``
+    (seconds, :mod:`.exposure`; None where it does not apply)."""
+
+    calls: np.ndarray
+    joint: np.ndarray | None
 
 
 class Coupling(NamedTuple):
@@ -522,7 +561,7 @@ def _scan(calls, cidx, lo, hi, mask, least, volume, points, best, jv, padded, ta
 
 @njit(cache=True)
 def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_order, sub_of,
-           volume, lad, inner, lpad, loff, kpp, out):
+           volume, lad, inner, lpad, loff, kpp, xp, fr, fw, out, joint):
     """Fill ``out [n, U, O]`` (:meth:`CallFloors.steps`). Per node, first the calls per dim
     of each distinct combo value ``calls[v] = ceil(P_d / min(value, w_d))`` (``inf`` where
     the value is under the node's smallest tile ``s_d``: such a combo holds no mapping
@@ -531,7 +570,10 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_o
     one op, at the fewest of a set of tensors double-buffered that is a subset of this one
     (those fit every combo this one fits: ``sub_of [u, u2]``, sets in ``u_order`` by size).
     With ladder ranges ``lad`` (:class:`Coupling`; empty ranges: none), each op's fewest calls
-    are raised to its least calls in excess of padding (:func:`_coupled`)."""
+    are raised to its least calls in excess of padding (:func:`_coupled`). Where ``xp``
+    (:class:`.exposure.Exposure`) marks a set active and one op spans every dim, ``joint [n,
+    U]`` gets the joint floor of calls and exposed bytes (:func:`.exposure.joint_floor`; ``fr,
+    fw`` the listed combos' bytes per point, :func:`.exposure.per_point_table`)."""
     n, U, O = out.shape
     D = padded.shape[1]
     calls = np.empty(values.shape[0])
@@ -580,6 +622,9 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_o
                 out[b, u, 0] = _least_calls(calls, cidx, lo[s[b], u], hi[s[b], u], op_mask[0],
                                             floor, volume, points, jv, padded[b], tab, var,
                                             kpp[0], coupled)
+                if every and xp.active[u]:
+                    joint[b, u] = joint_floor(calls, cidx, values, lo[s[b], u], hi[s[b], u],
+                                              volume, points, whole[b], xp, fr, fw, u, s[b])
                 continue
             for i in range(lo[s[b], u], hi[s[b], u]):
                 ok = True

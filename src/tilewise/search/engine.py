@@ -31,7 +31,8 @@ from ..model.rules import link_instances, require_energy
 from .bound import (OBJ_CODE, Traffic, best_variant, favorable_orders, level_subsets,
                     op_points, variant_latencies)
 from .buffers import BufferTable
-from .calls import CallFloors, Coupling
+from .calls import CallFloor, CallFloors, Coupling
+from .exposure import Exposure, exposure
 from .chain_rules import ChainRules
 from .custom import BASE, Custom
 from .floors import MAX_ORDERS, maximal_combos
@@ -272,8 +273,15 @@ class Engine:
         if self._call_floors is None or self._call_floors[0] is not subs:
             cf = CallFloors(self.space, self.problem, self.buf.slot, subs[self.L - 1],
                             int(nsub[self.L - 1]))
-            self._call_floors = (subs, cf if cf.ok else None)
+            xp = exposure(self.problem, self.moved_idx, subs[self.L - 1], int(nsub[self.L - 1]),
+                          self.ways, self.rbw[:, self.L - 1], self.wbw[:, self.L - 1])
+            self._call_floors = (subs, cf if cf.ok else None, xp)
         return self._call_floors[1]
+
+    def exposure(self) -> Exposure | None:
+        """The tables of the joint floor of calls and exposed bytes (:mod:`.exposure`) for
+        the current double-buffer choices; None where it does not apply."""
+        return self._call_floors[2] if self.call_floors() is not None else None
 
     def tile_combos(self) -> int:
         """The size of the tile space: ladder combinations summed over the splits."""
@@ -594,7 +602,10 @@ class Engine:
         rfl, wfl = (np.zeros((m, self.L)), np.zeros((m, self.L))) if fl is None else fl
         # C-contiguous always: one compiled best_variant, not one per layout (3 s each, cold)
         rfl, wfl = np.ascontiguousarray(rfl), np.ascontiguousarray(wfl)
-        calls = si.calls if si.calls is not None else self._calls(run, s, si, inner)
+        calls, joint = si.calls, si.joint
+        if calls is None:
+            fl = self._calls(run, s, si, inner)
+            calls, joint = (None, None) if fl is None else fl
 
         need = []   # the base objectives to bound, each once
         for o in run.objectives:
@@ -605,7 +616,7 @@ class Engine:
         best_variant(np.array([OBJ_CODE[k] for k in need], np.int64), points, steps, points_all,
                      tr, rfl, wfl, self.rbw[s], self.wbw[s], self.xfs[s], it, si.buffers,
                      si.other, *self.db_subs, self.moved_idx, self.prune_levels,
-                     self.problem.compute, vals, nfit, calls)
+                     self.problem.compute, vals, nfit, calls, joint)
         col = {k: vals[:, i] for i, k in enumerate(need)}
         if "space" in col and self.share > 1:   # memory="max": the sums bound share x it
             col["space"] = col["space"] / self.share
@@ -618,8 +629,9 @@ class Engine:
         return sub, nfit
 
     def _calls(self, run: RunConfig, s, si: StandIns, inner, coupled: bool = True
-               ) -> np.ndarray | None:
-        """The fewest kernel calls ``[n, U, O]`` (:mod:`.calls`) of nodes of splits ``s``
+               ) -> CallFloor | None:
+        """The fewest kernel calls ``[n, U, O]`` (:mod:`.calls`) and the joint floor of calls
+        and exposed bytes (:mod:`.exposure`) of nodes of splits ``s``
         with stand-ins ``si`` and largest innermost tiles ``inner``, or None where they do
         not bound ``run``: they raise latency bounds, and where latency is only a secondary
         key (ties on the objective are rare) the per-dim calls bound it well enough for
@@ -633,7 +645,7 @@ class Engine:
         coupling = None if si.ladders is None or not coupled else Coupling(si.ladders,
                                                                           *self.coupling)
         return cf.steps(s, si.padded, si.small[:, -1], inner, self.problem.compute.op_mask,
-                        coupling)
+                        coupling, self.exposure())
 
     def with_calls(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig,
                    coupled: bool = True) -> StandIns:
@@ -642,8 +654,8 @@ class Engine:
         for nodes bounded more than once with the same stand-ins (a tile stage's children:
         a first filter, then the model)."""
         si = self.with_capped(si, s, stage)
-        calls = self._calls(run, s, si, si.capped[:, -1, :], coupled)
-        return si if calls is None else replace(si, calls=calls)
+        fl = self._calls(run, s, si, si.capped[:, -1, :], coupled)
+        return si if fl is None else replace(si, calls=fl.calls, joint=fl.joint)
 
     def with_visits(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig,
                     part: str = "all") -> StandIns:

@@ -113,7 +113,7 @@ def bounded_tile_children(eng: Engine, nd: Nodes, stage: int, run: RunConfig, pr
         ch = ch.with_bound(*_own_bound(eng, ch, stage + 1, run, stats, si, prune))
         if si.calls is not None and stage + 1 < len(eng.stages) \
                 and eng.stages[stage + 1].kind == "order":
-            ch = replace(ch, calls=si.calls)   # for its loop-order children
+            ch = replace(ch, calls=si.calls, joint=si.joint)   # for its loop-order children
         m, later = prune.split(ch.bound)
         if later.any():
             done -= prune.defer(stage + 1, ch.take(later))
@@ -228,7 +228,8 @@ def _order_expansion(eng: Engine, nd: Nodes, stage: int,
     k = eng.stages[stage].level
     # the level-k order changes no tile: one set of stand-ins (and call floors) for all children
     if nd.calls is not None:   # kept from the nodes' own bound
-        si = replace(eng.with_capped(eng.stand_ins(nd, stage), nd.split, stage), calls=nd.calls)
+        si = replace(eng.with_capped(eng.stand_ins(nd, stage), nd.split, stage), calls=nd.calls,
+                     joint=nd.joint)
     else:
         si = eng.with_calls(eng.stand_ins(nd, stage), nd.split, stage, run)
     real_all = eng.space.real_loops(si.whole, eng.ways[nd.split])

@@ -41,7 +41,8 @@ class Nodes:
     transfers ``[n, L, T]``) its own bound was computed with, kept for the bound of its
     children (:func:`.expand.bounded_tile_children`), or for an ``unfloored`` node its
     parent's (None: not kept, worked out again); ``calls`` its kernel-call floors
-    (:attr:`StandIns.calls`), kept for its loop-order children, whose tiles are its own
+    (:attr:`StandIns.calls`) and ``joint`` its joint floors of calls and exposed bytes
+    (:attr:`StandIns.joint`), kept for its loop-order children, whose tiles are its own
     (None: not kept)."""
 
     split: np.ndarray
@@ -53,6 +54,7 @@ class Nodes:
     unfloored: np.ndarray | None = None
     traffic: tuple | None = None
     calls: np.ndarray | None = None
+    joint: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.split)
@@ -62,14 +64,15 @@ class Nodes:
         opt = lambda a: None if a is None else a[idx]
         return Nodes(self.split[idx], self.group[idx], self.orders[idx], self.weight[idx],
                      opt(self.bound), opt(self.threshold), opt(self.unfloored),
-                     None if self.traffic is None else self.traffic.take(idx), opt(self.calls))
+                     None if self.traffic is None else self.traffic.take(idx), opt(self.calls),
+                     opt(self.joint))
 
     def with_bound(self, bound: np.ndarray, unfloored: np.ndarray | None = None,
                    traffic: tuple | None = None) -> "Nodes":
         """These nodes with bounds ``bound``, marked ``unfloored``, their ``traffic`` bounds
         (see the class doc)."""
         return Nodes(self.split, self.group, self.orders, self.weight, bound, self.threshold,
-                     unfloored, traffic, self.calls)
+                     unfloored, traffic, self.calls, self.joint)
 
     @staticmethod
     def concat(parts: list["Nodes"]) -> "Nodes":
@@ -78,10 +81,10 @@ class Nodes:
             got = [getattr(p, name) for p in parts]
             if all(g is None for g in got):
                 return None
-            if name in ("traffic", "calls"):   # kept only where every part kept it
+            if name in ("traffic", "calls", "joint"):   # kept only where every part kept it
                 if any(g is None for g in got):
                     return None
-                if name == "calls":
+                if name in ("calls", "joint"):
                     return np.concatenate(got)
                 return type(got[0])(*(np.concatenate(a) for a in zip(*got)))
             if name == "threshold":  # never deferred while fixing an order: no threshold
@@ -109,7 +112,9 @@ class StandIns:
     padded extent all cores compute (for the compute energy); ``calls [n, U, O]`` the fewest
     kernel calls (:meth:`.Engine.with_calls`) and ``visits [n, 2, L]`` the visit floors of the
     bytes read into and written out of each level (:meth:`.Engine.with_visits`), once
-    computed; ``ladders [n, D, 2]`` per dim the range of ladders below the node
+    computed; ``joint [n, U]`` the joint floors of the calls and exposed bytes per innermost
+    double-buffer set (seconds, :mod:`.exposure`; None: none), with ``calls``;
+    ``ladders [n, D, 2]`` per dim the range of ladders below the node
     (:attr:`.groups.TileGroups.inner`), for the kernel-call floors (:mod:`.calls`)."""
 
     whole: np.ndarray
@@ -123,6 +128,7 @@ class StandIns:
     calls: np.ndarray | None = None
     visits: np.ndarray | None = None
     ladders: np.ndarray | None = None
+    joint: np.ndarray | None = None
 
     def take(self, idx) -> "StandIns":
         """The stand-ins of nodes ``idx`` (indices, a mask or a slice)."""
@@ -130,7 +136,7 @@ class StandIns:
         return StandIns(self.whole[idx], self.small[idx], self.counts[idx], self.padded[idx],
                         self.buffers[idx], self.other[idx], opt(self.capped),
                         opt(self.padded_all), opt(self.calls), opt(self.visits),
-                        opt(self.ladders))
+                        opt(self.ladders), opt(self.joint))
 
     def with_capped(self, capped: np.ndarray) -> "StandIns":
         return replace(self, capped=capped)
