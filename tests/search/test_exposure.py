@@ -127,7 +127,7 @@ def test_joint_floors_equal_the_least_over_every_combo():
     small = np.stack([rng.choice(v[: max(1, len(v) // 2)], n) for v in vals], 1)
     whole = np.maximum(small, np.stack([rng.choice(v, n) for v in vals], 1))
     padded = whole * rng.integers(1, 2000, (n, D))
-    got = cf.steps(s, padded, small, whole, eng.problem.compute.op_mask, exposure=xp).joint
+    got = cf.steps(s, padded, small, whole, eng.problem.compute.op_mask).joint
     assert (got > 0).any() and xp.active.sum() == 2   # no DB, or C alone: A and B exposed
     names = [eng.st.tensors[t].name for t in eng.space.moved]
     for b in range(n):

@@ -213,8 +213,10 @@ class CallFloors:
     (:func:`maximal_inner`, concatenated: ``combos [M, D]``, ``lo/hi [S, U]`` ranges), and
     :meth:`steps`, the fewest calls per op of nodes (module doc)."""
 
-    def __init__(self, space, problem, slot, subs: np.ndarray, nsub: int):
+    def __init__(self, space, problem, slot, subs: np.ndarray, nsub: int,
+                 exposure: Exposure | None = None):
         st = space.st
+        self.exposure = exposure   # the joint floor's tables (:mod:`.exposure`; None: none)
         L = st.n_levels
         self.space, self.problem, self.slot, self.subs = space, problem, slot, subs
         self.cap = float(problem.summed_levels().capacity[L - 1])  # sums of buffers
@@ -236,8 +238,8 @@ class CallFloors:
         self._parts: list[np.ndarray] = []
         self._seen: dict = {}
         self._pos = 0
-        self._xp_table: tuple | None = None   # (combos, exposure, fr, fw): _exposure
-        self._no_xp: tuple | None = None
+        self._per_parts: list[np.ndarray] = []   # per part, its per_point_table (exposure)
+        self._no_xp = no_exposure(len(st.dims), subs.shape[1], nsub, S)
         self._tables(np.zeros((0, len(st.dims)), np.int64))
 
     def _ensure(self, splits: np.ndarray, counts: np.ndarray) -> None:
@@ -278,7 +280,7 @@ class CallFloors:
             self._seen[key] = None if c is None else (self._pos, self._pos + len(c))
             if c is not None:
                 # largest first: a small call count found early cuts the others short
-                self._parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1), kind="stable")])
+                self._add_part(c[np.argsort(-np.prod(c.astype(float), axis=1), kind="stable")], u)
                 self._pos += len(c)
         return self._seen[key]
 
@@ -300,19 +302,30 @@ class CallFloors:
             if c is None:
                 return False
             parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1), kind="stable")])
+        for u, c in enumerate(parts):
+            self._add_part(c, u)
         hi = np.cumsum([len(c) for c in parts])
         self.lo[:] = (hi - [len(c) for c in parts])[None, :]
         self.hi[:] = hi[None, :]
         self.floored[:] = True
-        self._parts = parts
         self._pos = int(hi[-1]) if len(hi) else 0
         self._tables(np.concatenate(parts))
         return True
 
+    def _add_part(self, combos: np.ndarray, u: int) -> None:
+        """List ``combos`` (set ``u``'s, largest first) after the others, with their
+        :func:`.exposure.per_point_table` where the joint floor applies."""
+        self._parts.append(combos)
+        if self.exposure is not None:
+            self._per_parts.append(per_point_table(self.exposure, combos, u))
+
     def _tables(self, combos: np.ndarray) -> None:
         """``combos [M, D]`` as indices into each dim's distinct values (few: a node's calls
-        per value are then worked out once per dim, not once per combo and set)."""
+        per value are then worked out once per dim, not once per combo and set), and the
+        joint floor's per-combo table ``per [4, M]`` (empty without it)."""
         self.combos = combos
+        self.per = (np.concatenate(self._per_parts, axis=1) if self._per_parts
+                    else np.zeros((4, 0)))
         # each combo's volume (elements): a node's calls there are at least its padded
         # points over it, and the lists run largest first (:meth:`_own`, :meth:`_union`)
         self.volume = np.prod(combos.astype(float), axis=1)
@@ -324,16 +337,16 @@ class CallFloors:
         for d in range(D):
             self.combo_idx[:, d] = self.value_lo[d] + np.searchsorted(uv[d], combos[:, d])
 
-    def steps(self, s, padded, small, whole, op_mask, coupling: "Coupling | None" = None,
-              exposure: Exposure | None = None) -> "CallFloor":
+    def steps(self, s, padded, small, whole, op_mask, coupling: "Coupling | None" = None
+              ) -> "CallFloor":
         """The fewest kernel calls per op ``[n, U, O]`` of nodes of splits ``s [n]`` with least
         padded extents ``padded [n, D]`` and smallest / largest innermost tiles ``small,
         whole [n, D]`` under each innermost double-buffer set (``inf``: none fits; 0 for a split
         whose combos are too many to list: no floor). With ``coupling`` (:class:`Coupling`),
         the calls *in excess of padding*: per op, the least of ``k (points - P) + calls`` over
-        the innermost tiles below each node (module doc, "padding and calls together"). With
-        ``exposure``, also the joint floor of the calls and exposed bytes per set ``[n, U]``
-        (seconds, :mod:`.exposure`; 0: none)."""
+        the innermost tiles below each node (module doc, "padding and calls together"). Where
+        :attr:`exposure` is set, also the joint floor of the calls and exposed bytes per set
+        ``[n, U]`` (seconds, :mod:`.exposure`; 0: none)."""
         n, U = len(s), self.lo.shape[1]
         self._ensure(*np.unique(np.asarray(s, np.int64), return_counts=True))
         cols = [np.asarray(s, np.int64)[:, None], padded, small, whole]
@@ -346,7 +359,7 @@ class CallFloors:
         uk = key[first]
         out = np.empty((len(first), U, op_mask.shape[0]))
         joint = np.zeros((len(first), U))
-        xp, fr, fw = self._exposure(exposure)
+        xp = self.exposure if self.exposure is not None else self._no_xp
         if coupling is None:
             lad = np.zeros((len(first), D, 2), np.int64)
             inner = lpad = loff = np.zeros(D + 1, np.int64)
@@ -357,27 +370,13 @@ class CallFloors:
         _steps(uk[:, 0].copy(), uk[:, 1:1 + D].copy(), uk[:, 1 + D:1 + 2 * D].copy(),
                uk[:, 1 + 2 * D:1 + 3 * D].copy(), op_mask, self.combo_idx, self.values,
                self.value_lo, self.lo, self.hi, self.u_order, self.sub_of, self.volume,
-               lad, inner, lpad, loff, kpp, xp, fr, fw, out, joint)
+               lad, inner, lpad, loff, kpp, xp, self.per, out, joint)
         out, joint = out[inv], joint[inv]
         none = ~self.floored[np.asarray(s)]   # over MAX_PREFIXES: no floor (0 raises nothing)
         out[none] = 0.0
         joint[none] = 0.0
-        return CallFloor(out, joint if exposure is not None else None)
+        return CallFloor(out, joint if self.exposure is not None else None)
 
-
-    def _exposure(self, xp: Exposure | None) -> tuple[Exposure, np.ndarray, np.ndarray]:
-        """``xp`` (or tables that floor nothing) and :func:`.exposure.per_point_table` of the
-        listed combos under it, kept while both stay."""
-        if xp is None:
-            if self._no_xp is None:
-                U, Tm = self.lo.shape[1], self.subs.shape[1]
-                self._no_xp = (no_exposure(self.combos.shape[1], Tm, U, self.lo.shape[0]),
-                               np.zeros((U, 0)), np.zeros((U, 0)))   # never read: none active
-            return self._no_xp
-        if self._xp_table is None or self._xp_table[0] is not self.combos \
-                or self._xp_table[1] is not xp:
-            self._xp_table = (self.combos, xp, *per_point_table(xp, self.combos))
-        return self._xp_table[1:]
 
 
 class CallFloor(NamedTuple):
@@ -561,7 +560,7 @@ def _scan(calls, cidx, lo, hi, mask, least, volume, points, best, jv, padded, ta
 
 @njit(cache=True)
 def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_order, sub_of,
-           volume, lad, inner, lpad, loff, kpp, xp, fr, fw, out, joint):
+           volume, lad, inner, lpad, loff, kpp, xp, per, out, joint):
     """Fill ``out [n, U, O]`` (:meth:`CallFloors.steps`). Per node, first the calls per dim
     of each distinct combo value ``calls[v] = ceil(P_d / min(value, w_d))`` (``inf`` where
     the value is under the node's smallest tile ``s_d``: such a combo holds no mapping
@@ -572,8 +571,8 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_o
     With ladder ranges ``lad`` (:class:`Coupling`; empty ranges: none), each op's fewest calls
     are raised to its least calls in excess of padding (:func:`_coupled`). Where ``xp``
     (:class:`.exposure.Exposure`) marks a set active and one op spans every dim, ``joint [n,
-    U]`` gets the joint floor of calls and exposed bytes (:func:`.exposure.joint_floor`; ``fr,
-    fw`` the listed combos' bytes per point, :func:`.exposure.per_point_table`)."""
+    U]`` gets the joint floor of calls and exposed bytes (:func:`.exposure.joint_floor`; ``per``
+    the listed combos' bytes per point, :func:`.exposure.per_point_table`)."""
     n, U, O = out.shape
     D = padded.shape[1]
     calls = np.empty(values.shape[0])
@@ -624,7 +623,7 @@ def _steps(s, padded, small, whole, op_mask, cidx, values, value_lo, lo, hi, u_o
                                             kpp[0], coupled)
                 if every and xp.active[u]:
                     joint[b, u] = joint_floor(calls, cidx, values, lo[s[b], u], hi[s[b], u],
-                                              volume, points, whole[b], xp, fr, fw, u, s[b])
+                                              volume, points, whole[b], xp, per, u, s[b])
                 continue
             for i in range(lo[s[b], u], hi[s[b], u]):
                 ok = True

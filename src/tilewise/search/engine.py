@@ -271,17 +271,18 @@ class Engine:
             return None
         subs, nsub, _ = self.db_subs
         if self._call_floors is None or self._call_floors[0] is not subs:
-            cf = CallFloors(self.space, self.problem, self.buf.slot, subs[self.L - 1],
-                            int(nsub[self.L - 1]))
             xp = exposure(self.problem, self.moved_idx, subs[self.L - 1], int(nsub[self.L - 1]),
                           self.ways, self.rbw[:, self.L - 1], self.wbw[:, self.L - 1])
-            self._call_floors = (subs, cf if cf.ok else None, xp)
+            cf = CallFloors(self.space, self.problem, self.buf.slot, subs[self.L - 1],
+                            int(nsub[self.L - 1]), xp)
+            self._call_floors = (subs, cf if cf.ok else None)
         return self._call_floors[1]
 
     def exposure(self) -> Exposure | None:
         """The tables of the joint floor of calls and exposed bytes (:mod:`.exposure`) for
         the current double-buffer choices; None where it does not apply."""
-        return self._call_floors[2] if self.call_floors() is not None else None
+        cf = self.call_floors()
+        return None if cf is None else cf.exposure
 
     def tile_combos(self) -> int:
         """The size of the tile space: ladder combinations summed over the splits."""
@@ -645,7 +646,7 @@ class Engine:
         coupling = None if si.ladders is None or not coupled else Coupling(si.ladders,
                                                                           *self.coupling)
         return cf.steps(s, si.padded, si.small[:, -1], inner, self.problem.compute.op_mask,
-                        coupling, self.exposure())
+                        coupling)
 
     def with_calls(self, si: StandIns, s: np.ndarray, stage: int, run: RunConfig,
                    coupled: bool = True) -> StandIns:

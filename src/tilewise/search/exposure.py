@@ -141,45 +141,49 @@ def _per_point(i, u, cidx, values, whole, xp):
     return fr, fw
 
 
-def per_point_table(xp: Exposure, combos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bytes read and written per point (:func:`_per_point`) of every combo ``combos [M, D]``
-    unclipped, under every set: ``[U, M]`` each. A clipped combo moves at least as much per
-    point, so these are floors of any node's (:func:`joint_floor` skips a combo on them)."""
+def per_point_table(xp: Exposure, combos: np.ndarray, u: int) -> np.ndarray:
+    """``[4, M]``: per combo of ``combos [M, D]`` (one list, set ``u``'s, largest first) its
+    bytes read and written per point unclipped (:func:`_per_point`), then the least of each
+    over the combo and those after it in the list. A clipped combo moves at least as much per
+    point, so these floor any node's (:func:`joint_floor` skips a combo, and stops the scan,
+    on them)."""
     c = combos.astype(float)
     # den[m, t]: the product of combo m's extents over the dims not indexing tensor t
     den = np.prod(np.where(~xp.tdims[None, :, :], c[:, None, :], 1.0), axis=2)
-    fr = np.empty((len(xp.exposed), len(c)))
-    fw = np.empty_like(fr)
-    for u, e in enumerate(xp.exposed):
-        on = (e[:, None] & xp.tdims).astype(float)   # [Tm, D]: t exposed and indexed by d
-        fr[u] = ((xp.rbytes[None, :] / den) @ on).min(1) if len(c) else 0.0
-        fw[u] = ((xp.wbytes[None, :] / den) @ on).min(1) if len(c) else 0.0
-    return fr, fw
+    on = (xp.exposed[u][:, None] & xp.tdims).astype(float)   # [Tm, D]: exposed, indexed by d
+    out = np.zeros((4, len(c)))
+    if len(c):
+        out[0] = ((xp.rbytes[None, :] / den) @ on).min(1)
+        out[1] = ((xp.wbytes[None, :] / den) @ on).min(1)
+        out[2:] = np.minimum.accumulate(out[:2, ::-1], axis=1)[:, ::-1]
+    return out
 
 
 @njit(cache=True, inline="always")
-def joint_floor(calls, cidx, values, lo, hi, volume, points, whole, xp, fr, fw, u, s):
+def joint_floor(calls, cidx, values, lo, hi, volume, points, whole, xp, per, u, s):
     """The least over the combos ``lo .. hi`` (set ``u``'s list, largest first) of ``calls(c)
     * call_s + E_floor(c, u)`` (seconds, module doc) for a node of split ``s`` with calls per
     combo value ``calls`` (``inf``: under the node's smallest tile), least padded points
     ``points`` and largest innermost tiles ``whole [D]``; ``inf`` where no combo holds a
-    mapping. A combo's unclipped bytes per point ``fr, fw [U, M]`` (:func:`per_point_table`)
+    mapping. A combo's unclipped bytes per point (``per [4, M]``, :func:`per_point_table`)
     give a floor of its term; its own (clipped) ones are worked out only when that floor is
     under the least so far and some extent is over ``whole``. The scan stops once ``points /
-    volume * call_s`` (at most any later combo's call time) reaches the least so far."""
+    volume * call_s`` (at most any later combo's call time) plus the least unclipped exposed
+    time of the combos left reaches the least so far."""
     best = np.inf
     D = cidx.shape[1]
     vr = xp.volume[s] / xp.rbw[s]
     vw = xp.volume[s] / xp.wbw[s]
     for i in range(lo, hi):
-        if points * xp.call_s > best * (1.0 + 1e-9) * volume[i]:
+        rest = max(vr * per[2, i], vw * per[3, i])
+        if points * xp.call_s + rest * volume[i] > best * (1.0 + 1e-9) * volume[i]:
             break
         n = 1.0
         clipped = False
         for d in range(D):
             n *= calls[cidx[i, d]]
             clipped |= values[cidx[i, d]] > whole[d]
-        t = n * xp.call_s + max(vr * fr[u, i], vw * fw[u, i])
+        t = n * xp.call_s + max(vr * per[0, i], vw * per[1, i])
         if t >= best:
             continue
         if clipped:
