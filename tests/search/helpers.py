@@ -178,3 +178,21 @@ def small_held(kind: str, rows=2, cols=1) -> Arch:
                         call_overhead_cycles=2),
         array=SpatialArray("reg", rows, cols, True, True, True),
     )
+
+
+def random_call_nodes(eng, n: int, seed: int):
+    """``n`` random node stand-ins for the engine's kernel-call floors (its
+    :class:`~tilewise.search.calls.CallFloors`, each split's lists made): splits ``s [n]``,
+    least padded extents, smallest and largest innermost tiles ``[n, D]`` drawn from the
+    listed values (the smallest from each dim's lower half)."""
+    import numpy as np
+
+    cf = eng.call_floors()
+    rng = np.random.default_rng(seed)
+    s = rng.integers(0, len(eng.space.splits), n)
+    cf._ensure(*np.unique(s, return_counts=True))
+    vals = [np.unique(cf.values[cf.value_lo[d]:cf.value_lo[d + 1]]) for d in range(eng.D)]
+    small = np.stack([rng.choice(v[: max(1, len(v) // 2)], n) for v in vals], 1)
+    whole = np.maximum(small, np.stack([rng.choice(v, n) for v in vals], 1))
+    padded = whole * rng.integers(1, 2000, (n, eng.D))
+    return cf, s, padded, small, whole

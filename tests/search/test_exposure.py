@@ -22,7 +22,7 @@ from tilewise.model.cost import evaluate
 from tilewise.model.legality import validate
 from tilewise.search.engine import Engine
 
-from .helpers import small_aie
+from .helpers import random_call_nodes, small_aie
 from .test_bound import _random_mapping
 
 CASES = [
@@ -118,15 +118,8 @@ def test_joint_floors_equal_the_least_over_every_combo():
     ``calls(c) * call_s + max(V fr(c') / rb, V fw(c') / wb)`` with ``c'`` the combo clipped
     to the node's largest tiles."""
     eng = Engine(tw.gemm(4096, 4096, 4096, dtype="i8"), load_arch("aie-4x2"), {})
-    cf, xp = eng.call_floors(), eng.exposure()
-    rng = np.random.default_rng(1)
-    n, D = 300, eng.D
-    s = rng.integers(0, len(eng.space.splits), n)
-    cf._ensure(*np.unique(s, return_counts=True))
-    vals = [np.unique(cf.values[cf.value_lo[d]:cf.value_lo[d + 1]]) for d in range(D)]
-    small = np.stack([rng.choice(v[: max(1, len(v) // 2)], n) for v in vals], 1)
-    whole = np.maximum(small, np.stack([rng.choice(v, n) for v in vals], 1))
-    padded = whole * rng.integers(1, 2000, (n, D))
+    xp, n = eng.exposure(), 300
+    cf, s, padded, small, whole = random_call_nodes(eng, n, seed=1)
     got = cf.steps(s, padded, small, whole, eng.problem.compute.op_mask).joint
     assert (got > 0).any() and xp.active.sum() == 2   # no DB, or C alone: A and B exposed
     names = [eng.st.tensors[t].name for t in eng.space.moved]

@@ -14,6 +14,8 @@ from tilewise.search.engine import Engine
 from tilewise.search.groups import prefix_groups
 from tilewise.search.space import TileLadders
 
+from .helpers import random_call_nodes
+
 _FIELDS = ("lo", "hi", "n_ladders", "child_lo", "child_hi", "whole", "small", "max_counts",
            "min_padded", "min_padded_all", "inner", "padded")
 
@@ -121,15 +123,8 @@ def _assert_same_split_groups(got, want, s, L):
 def test_call_floors_equal_the_least_over_every_combo():
     """The fewest calls per node and double-buffer set, by a scan of every listed combo."""
     eng = Engine(tw.gemm(4096, 4096, 4096, dtype="i8"), load_arch("aie-4x2"), {})
-    cf = eng.call_floors()
-    rng = np.random.default_rng(0)
-    n, D = 400, eng.D
-    s = rng.integers(0, len(eng.space.splits), n)
-    cf._ensure(*np.unique(s, return_counts=True))
-    vals = [np.unique(cf.values[cf.value_lo[d]:cf.value_lo[d + 1]]) for d in range(D)]
-    small = np.stack([rng.choice(v[: max(1, len(v) // 2)], n) for v in vals], 1)
-    whole = np.maximum(small, np.stack([rng.choice(v, n) for v in vals], 1))
-    padded = whole * rng.integers(1, 2000, (n, D))
+    n = 400
+    cf, s, padded, small, whole = random_call_nodes(eng, n, seed=0)
     mask = eng.problem.compute.op_mask
     got = cf.steps(s, padded, small, whole, mask).calls
     assert np.isfinite(got).mean() > 0.2 and (got > 1).any()   # floors found, not trivial

@@ -378,7 +378,6 @@ class CallFloors:
         return CallFloor(out, joint if self.exposure is not None else None)
 
 
-
 class CallFloor(NamedTuple):
     """A node batch's floors (:meth:`CallFloors.steps`): the fewest kernel calls per op
     ``calls [n, U, O]`` and the joint floor of calls and exposed bytes ``joint [n, U]``

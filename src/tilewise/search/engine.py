@@ -32,9 +32,9 @@ from .bound import (OBJ_CODE, Traffic, best_variant, favorable_orders, level_sub
                     op_points, variant_latencies)
 from .buffers import BufferTable
 from .calls import CallFloor, CallFloors, Coupling
-from .exposure import Exposure, exposure
 from .chain_rules import ChainRules
 from .custom import BASE, Custom
+from .exposure import Exposure, exposure
 from .floors import MAX_ORDERS, maximal_combos
 from .groups import prefix_groups
 from .nodes import Nodes, Stage, StandIns, expand_ranges
