@@ -261,6 +261,8 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
     fp = np.zeros((L, U))
     cs_u = np.zeros(U)
     st_u = np.zeros(steps.shape[1])
+    no_calls = np.zeros(steps.shape[1])
+    t_pts = 0.0
     for b in range(n):
         tmax = 0.0
         for l in range(1, L):
@@ -299,6 +301,9 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
                         rd, wd = rs[l], ws[l]
                 ex[l, u] = link_time(rx, wx, rb, wb, nrx, nwx, xs)
                 fl[l, u] = link_time(rd, wd, rb, wb, nr - nrx, nw - nwx, xs) / max(it[b, l], 1.0)
+        if joint is not None:   # the least padded points' compute alone (no calls)
+            t_pts = compute_cycles(points[b], no_calls, compute.op_pp, compute.op_rate,
+                                   compute.call) / compute.clock
         for u in range(nsub[L - 1]):
             if calls is None:
                 cs_u[u] = compute_cycles(points[b], steps[b], compute.op_pp, compute.op_rate,
@@ -309,9 +314,6 @@ def best_variant(objs, points, steps, points_all, tr, rfl, wfl, rbw, wbw, xfs, i
                 cs_u[u] = compute_cycles(points[b], st_u, compute.op_pp, compute.op_rate,
                                          compute.call) / compute.clock
                 if joint is not None and joint[b, u] > 0:   # T_c + E_inner >= T_points + joint
-                    st_u[:] = 0.0
-                    t_pts = compute_cycles(points[b], st_u, compute.op_pp, compute.op_rate,
-                                           compute.call) / compute.clock
                     cs_u[u] = max(cs_u[u], t_pts + joint[b, u] - ex[L - 1, u])
         best = np.inf
         least_space = np.inf

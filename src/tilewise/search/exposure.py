@@ -118,11 +118,11 @@ def no_exposure(D: int, Tm: int, U: int, S: int) -> Exposure:
 
 
 @njit(cache=True, inline="always")
-def _per_point(i, u, cidx, values, whole, xp):
+def _per_point(tiles, u, xp):
     """Bytes read and written per point of the busiest core (module doc: ``min_d sum_{t ∋ d}
-    e_t / prod_{f not in t} c_f``) for combo ``i`` clipped to the node's largest tiles
-    ``whole [D]``, under double-buffer set ``u``."""
-    D = cidx.shape[1]
+    e_t / prod_{f not in t} c_f``) for innermost tiles at most ``tiles [D]``, under
+    double-buffer set ``u``."""
+    D = tiles.shape[0]
     fr = np.inf
     fw = np.inf
     for d in range(D):
@@ -133,12 +133,19 @@ def _per_point(i, u, cidx, values, whole, xp):
                 den = 1.0
                 for f in range(D):
                     if not xp.tdims[t, f]:
-                        den *= min(values[cidx[i, f]], whole[f])
+                        den *= tiles[f]
                 sr += xp.rbytes[t] / den
                 sw += xp.wbytes[t] / den
         fr = min(fr, sr)
         fw = min(fw, sw)
     return fr, fw
+
+
+@njit(cache=True)
+def _per_point_rows(combos, u, xp, out):
+    """:func:`_per_point` of every row of ``combos [M, D]`` into ``out[0], out[1]``."""
+    for m in range(combos.shape[0]):
+        out[0, m], out[1, m] = _per_point(combos[m], u, xp)
 
 
 def per_point_table(xp: Exposure, combos: np.ndarray, u: int) -> np.ndarray:
@@ -147,14 +154,9 @@ def per_point_table(xp: Exposure, combos: np.ndarray, u: int) -> np.ndarray:
     over the combo and those after it in the list. A clipped combo moves at least as much per
     point, so these floor any node's (:func:`joint_floor` skips a combo, and stops the scan,
     on them)."""
-    c = combos.astype(float)
-    # den[m, t]: the product of combo m's extents over the dims not indexing tensor t
-    den = np.prod(np.where(~xp.tdims[None, :, :], c[:, None, :], 1.0), axis=2)
-    on = (xp.exposed[u][:, None] & xp.tdims).astype(float)   # [Tm, D]: exposed, indexed by d
-    out = np.zeros((4, len(c)))
-    if len(c):
-        out[0] = ((xp.rbytes[None, :] / den) @ on).min(1)
-        out[1] = ((xp.wbytes[None, :] / den) @ on).min(1)
+    out = np.zeros((4, len(combos)))
+    if len(combos):
+        _per_point_rows(np.ascontiguousarray(combos, float), u, xp, out)
         out[2:] = np.minimum.accumulate(out[:2, ::-1], axis=1)[:, ::-1]
     return out
 
@@ -172,6 +174,7 @@ def joint_floor(calls, cidx, values, lo, hi, volume, points, whole, xp, per, u, 
     time of the combos left reaches the least so far."""
     best = np.inf
     D = cidx.shape[1]
+    tiles = np.empty(D)
     vr = xp.volume[s] / xp.rbw[s]
     vw = xp.volume[s] / xp.wbw[s]
     for i in range(lo, hi):
@@ -187,7 +190,9 @@ def joint_floor(calls, cidx, values, lo, hi, volume, points, whole, xp, per, u, 
         if t >= best:
             continue
         if clipped:
-            r, w = _per_point(i, u, cidx, values, whole, xp)
+            for d in range(D):
+                tiles[d] = min(values[cidx[i, d]], whole[d])
+            r, w = _per_point(tiles, u, xp)
             t = n * xp.call_s + max(vr * r, vw * w)
         best = min(best, t)
     return best
