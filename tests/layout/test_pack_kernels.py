@@ -75,6 +75,8 @@ def test_every_store_kind_and_unit_is_bit_exact(problem):
     ((64, 1030), (16, 2), np.float32),  # unpack: 16 rows gather 515 tiles: column chunks
     ((61, 1027), (16, 2), np.float32),  # the same with clipped last tiles (padding)
     ((40, 300), (8, 1), np.float64),  # 8x8 transposes of 8-byte units, no remainder
+    ((61, 203), (8, 8), np.int8),  # unpack: tiles of 8 one-word rows, word by word (clipped)
+    ((30, 99), (5, 2), np.float32),  # ... 5 rows of one word
     ((45, 37), (9, 3), np.int16),  # transposes with row and column remainders
     ((100, 90), (32, 4), np.int8),  # 1-byte units
     ((33, 70), (16, 2), ml_dtypes.bfloat16),

@@ -32,7 +32,10 @@ In-cache destinations (below ``STREAMING_BYTES``), plain stores:
   block; a gather whose consecutive rows read consecutive units is a transpose, done by
   lane-parallel zips (``_gather_zip``: four 16-byte squares side by side, the whole 64-byte
   lines on the strided side, started on its lines), or by square register transposes
-  (``_gather_sq``) when the block is smaller than one zip.
+  (``_gather_sq``) when the block is smaller than one zip; blocks of at most 8 rows of
+  8-byte units (unpacking tiles 8 rows high whose row is one word: i8 T(8,8), f32 T(8,2))
+  are moved word by word in destination order (``_gather_rect``), 5-15 % faster than the
+  zips with the caches cold and 5-10 % in cache (64 KiB to 1 MiB).
 
 Destinations of ``STREAMING_BYTES`` or more (unpacks gathering 8-byte words: 2 MiB; on Intel
 3 MiB for transposes of units and unpacked panels: ``Nest.streams``, ``_stream_from``) are
@@ -448,6 +451,8 @@ def _columns(src, dst, pad, period, s, d, a0, a1, ss1, ds1, b0, b1, e0, ss0, sad
     if b0 < c1:
         if ss0 == 1:
             _copy_rows(src, dst, s + b0, d + b0, a0, a1, ss1, ds1, c1 - b0)
+        elif ss1 == 1 and _unit_bytes(src) == 8 and a1 - a0 <= 8:
+            _gather_rect(src, dst, s, d, a0, a1, ds1, b0, c1, ss0)
         elif ss1 == 1:
             if not _gather_zip(src, dst, s, d, a0, a1, ds1, b0, c1, ss0, saddr, daddr):
                 _gather_sq(src, dst, s, d, a0, a1, ds1, b0, c1, ss0)
