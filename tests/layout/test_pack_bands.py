@@ -109,18 +109,25 @@ def test_streamed_unpacks_take_the_plane_transposes(shape, pos, tiles):
 
 
 CASES = ([(dt, (256, 512), (0, 1), (16, 2)) for dt in (np.int8, ml_dtypes.bfloat16, np.float32)]
-         + [(dt, (2, 64, 12, 20), (1,), (16,)) for dt in DTYPES])
+         + [(dt, (2, 64, 12, 20), (1,), (16,)) for dt in DTYPES]
+         + [(np.int8, (1, 32, 64, 65), (1,), (16,)),  # planes more than a page apart
+            (np.int8, (1, 32, 30, 130), (1,), (16,)),  # 3900 bytes apart: lines and a tail
+            (np.int8, (32, 4096), (0, 1), (16, 1))])  # rows a page apart
 
 
 @pytest.mark.parametrize("dtype, shape, pos, tiles", CASES)
 def test_pack_and_unpack_take_the_bands(dtype, shape, pos, tiles):
-    """In-cache packs of 2- to 8-byte units and unpacks with rows under a page apart run the
-    band kernel (through the checked path, then the lean entry) and give the reference."""
+    """In-cache packs of 2- to 8-byte units, of single bytes whose planes are under a page
+    apart, and unpacks with rows under a page apart run the band kernel (through the checked
+    path, then the lean entry) and give the reference."""
     x = np.arange(np.prod(shape)).astype(dtype).reshape(shape)
     ref = pack_reference(x, pos, tiles)
     for packed_is_src in (False, True):
         nest = _band_nest(x, pos, tiles, packed_is_src)
-        want = None if nest.unit == 1 and not packed_is_src else (1 + packed_is_src, False)
+        far = nest.table[-1, 1 - packed_is_src] * nest.unit >= 4096  # rows or planes apart
+        want = (1 + packed_is_src, False)
+        if far and (packed_is_src or nest.unit == 1):
+            want = None
         assert bands.choose(nest.table, nest.fill, nest.unit, False, x.nbytes) == want
     for _ in range(3):
         out = np.empty_like(ref)

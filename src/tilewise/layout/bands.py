@@ -13,7 +13,8 @@ of 16 units gets two or more partial stores) and, streamed, through its generic 
 Here a band moves ``_side(unit)`` columns at a time: ``16 / side`` register transposes
 (``primitives._transpose_sq``: rows of 32 bytes, 16 bytes for single bytes) write whole tiles,
 ``16 * side`` units (256 or 512 bytes) of the packed band in order; an unpack's squares
-store to its 16 rows. A streamed (``nt``) pack's destination goes through an L1 scratch,
+store to its 16 rows. A pack of single bytes moves 64 columns at a time first: a line of
+each of the 16 rows, shuffled into 16 packed lines (``primitives._transpose_planes_put``). A streamed (``nt``) pack's destination goes through an L1 scratch,
 ``_CHUNK`` bytes a pass, and out as whole lines (``kernels._stream_out``). Streamed unpacks
 are the block walker's plane transposes (``kernels._plane_unpack``). ``choose`` says where
 this beats the block walker.
@@ -26,8 +27,8 @@ from numba import carray, cfunc, njit
 
 from .kernels import (_TABLE_COLS, MISALIGNED, OK, OVERLAP, _at1, _at2, _at4, _at8, _ati, _next,
                       _scratch, _stream_out)
-from .primitives import (_fence, _load, _ptr1, _ptr2, _ptr4, _ptr8, _put, _side, _transpose_sq,
-                         _unit_bytes)
+from .primitives import (_LINE, _fence, _load, _ptr1, _ptr2, _ptr4, _ptr8, _put, _side,
+                         _transpose_planes_put, _transpose_sq, _unit_bytes)
 
 ROWS = 16  # rows of a band (T(16, t) tiles, the 16 channels of NCHW16c)
 # Bytes of the packed band moved through the scratch per pass when streaming a pack.
@@ -44,8 +45,10 @@ def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool,
     ``pack_ab.py``; ``results/pack_bands_ab.json``):
 
     * packs of 2- to 8-byte units, but not of 8-byte units streamed (f32 T(16,2): the block
-      walker's line transposes, ``_gather_rows8``, win); single bytes (i8 NCHW16c) ran at
-      0.7-0.85 of its lane zips;
+      walker's line transposes, ``_gather_rows8``, win); single bytes (i8 NCHW16c) in cache
+      whose planes are less than a page apart, a line of 64 columns at a time (64 KiB, planes
+      1 KiB apart: 0.83x the block walker's time with the caches cold, 0.63x in cache; 16
+      byte squares ran at 0.7-0.85 of its lane zips; planes a page apart: the same time);
     * unpacks in cache whose rows are less than a page apart (16 rows a page apart share an
       L1 set: i8 NCHW16c -> NCHW ran at 0.4-0.7 of the block walker's speed), and rows 2 KiB
       or more apart only up to ``_L2_BYTES`` (i8 T(16,2) at 4 MiB, rows 2 KiB apart: 0.86-1.0
@@ -57,6 +60,8 @@ def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool,
     kind = band_kind(table, fill)
     if kind == 1 and 1 < unit and (unit < 8 or not streaming):
         return kind, streaming
+    if kind == 1 and unit == 1 and not streaming and table[-1, 1] < _PAGE:
+        return kind, False
     row = table[-1, 0] * unit  # bytes between the unpacked rows
     if kind == 2 and not streaming and row < _PAGE and (row < _PAGE // 2 or nbytes <= _L2_BYTES):
         return kind, False
@@ -79,9 +84,15 @@ def band_kind(table: np.ndarray, fill: bool) -> int:
 @njit(nogil=True, inline="always")
 def _pack_cols(src, s, w, dst, d, j0, j1):
     """Columns [j0, j1) of a band packed: ``dst[d + (j - j0)*16 + r] = src[s + r*w + j]``;
-    whole transposes while ``side`` columns remain, then unit by unit."""
+    single bytes a line of 64 columns at a time (``_transpose_planes_put``: 4 rounds of 16
+    shuffles of whole lines, against 16 of 16-byte rows for 16 columns) while whole lines
+    remain, then whole squares while ``side`` columns remain, then unit by unit."""
     k = _side(src)
     j = j0
+    if _unit_bytes(src) == 1:
+        while j + _LINE <= j1:
+            _transpose_planes_put(src, s + j, w, dst, d + (j - j0) * ROWS, _LINE)
+            j += _LINE
     while j + k <= j1:
         for q in range(0, ROWS, k):
             _transpose_sq(src, s + q * w + j, w, dst, d + (j - j0) * ROWS + q, ROWS)

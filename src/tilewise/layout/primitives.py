@@ -643,10 +643,11 @@ def _planes_network(builder, sp, s, ss, vty, pack: bool):
     return [vecs[i] for i in order]
 
 
-def _planes_codegen(pack: bool, blocks: int = 1):
+def _planes_codegen(pack: bool, blocks: int = 1, streaming: bool = True):
     """The codegen of ``_transpose_planes`` (``pack``), ``_untranspose_planes`` and, with
     ``blocks == 2``, ``_untranspose_planes2``: ``blocks`` consecutive groups of 16 lines,
-    each plane's ``blocks`` lines stored one after the other."""
+    each plane's ``blocks`` lines stored one after the other; not ``streaming``
+    (``_transpose_planes_put``): plain stores, aligned to a unit."""
 
     def codegen(context, builder, signature, args):
         sp, s, ss, dp, d, ds = args
@@ -664,7 +665,10 @@ def _planes_codegen(pack: bool, blocks: int = 1):
             for blk, vecs in enumerate(outs):
                 at_k = builder.add(at(d, ds, k), ir.Constant(d.type, blk * npos))
                 ptr = builder.bitcast(builder.gep(dp, [at_k]), vty.as_pointer())
-                _nontemporal(builder, builder.store(vecs[k], ptr, align=_LINE))
+                if streaming:
+                    _nontemporal(builder, builder.store(vecs[k], ptr, align=_LINE))
+                else:
+                    builder.store(vecs[k], ptr, align=elty.width // 8)
         return context.get_dummy_value()
 
     return codegen
@@ -679,6 +683,16 @@ def _transpose_planes(typingctx, srcp, s, ss, dstp, d, ds):
     aligned)."""
     return types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp), \
         _planes_codegen(True)
+
+
+@intrinsic
+def _transpose_planes_put(typingctx, srcp, s, ss, dstp, d, ds):
+    """``_transpose_planes`` of single bytes with plain stores (in-cache packs of 16-row
+    bands, ``bands._pack_cols``); nothing for wider units (never called)."""
+    sig = types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp)
+    if srcp.dtype.bitwidth != 8:
+        return sig, lambda context, builder, signature, args: context.get_dummy_value()
+    return sig, _planes_codegen(True, streaming=False)
 
 
 @intrinsic
