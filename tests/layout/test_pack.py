@@ -122,6 +122,15 @@ def test_non_integer_attributes(bad):
         packed_shape((64,), (0,), bad)
 
 
+def test_a_bad_attribute_is_named_on_one_short_line():
+    with pytest.raises(PackError, match=r"got a 2-D float64 array of shape \(100, 100\)$"):
+        packed_shape((64, 64), (0, 1), np.zeros((100, 100)))
+    with pytest.raises(PackError) as err:
+        packed_shape((64,), (0,), list(range(500)) + [0.5])
+    assert "\n" not in str(err.value) and str(err.value).endswith("...")
+    assert len(str(err.value)) < 160
+
+
 def test_padding_required_when_tile_does_not_divide():
     # pack_invalid_no_padding_no_full_tiles: 256x128, [1, 0] / [16, 33]
     x = np.zeros((256, 128), np.float32)

@@ -109,7 +109,16 @@ def _ints(values, what: str, op: str) -> tuple[int, ...]:
             raise TypeError  # a bool is not a dim or a size (True would be taken as 1)
         return tuple(map(operator.index, values))
     except TypeError:
-        raise PackError(f"{op}: {what} must be a list of integers, got {values!r}") from None
+        raise PackError(f"{op}: {what} must be a list of integers, got {_shown(values)}") from None
+
+
+def _shown(value) -> str:
+    """``value`` for an error message, on one line: an array by its rank, dtype and shape,
+    anything else by its repr, cut at 80 characters."""
+    if isinstance(value, np.ndarray) and value.ndim > 1:
+        return f"a {value.ndim}-D {value.dtype} array of shape {value.shape}"
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _bad_positions(values: tuple[int, ...], rank: int) -> str | None:
