@@ -27,8 +27,9 @@ from numba import carray, cfunc, njit
 
 from .kernels import (_TABLE_COLS, MISALIGNED, OK, OVERLAP, _at1, _at2, _at4, _at8, _ati, _next,
                       _scratch, _stream_out)
-from .primitives import (_LINE, _fence, _load, _ptr1, _ptr2, _ptr4, _ptr8, _put, _side,
-                         _transpose_planes_put, _transpose_sq, _unit_bytes)
+from .primitives import (_LINE, _fence, _load, _prefetch_write, _ptr1, _ptr2, _ptr4, _ptr8, _put, _side,
+                         _transpose_planes_put, _transpose_sq, _unit_bytes,
+                         _untranspose_planes_put)
 
 ROWS = 16  # rows of a band (T(16, t) tiles, the 16 channels of NCHW16c)
 # Bytes of the packed band moved through the scratch per pass when streaming a pack.
@@ -105,10 +106,22 @@ def _pack_cols(src, s, w, dst, d, j0, j1):
 @njit(nogil=True, inline="always")
 def _unpack_cols(src, s, dst, d, ds, j0, j1):
     """Columns [j0, j1) of a band unpacked into rows ``ds`` apart:
-    ``dst[d + r*ds + (j - j0)] = src[s + j*16 + r]``."""
+    ``dst[d + r*ds + (j - j0)] = src[s + j*16 + r]``; single bytes 64 columns at a time
+    (``_untranspose_planes_put``: 16 packed lines to a line of each row) first."""
     k = _side(src)
     j = j0
+    lineu = _LINE // _unit_bytes(src)
+    if lineu == _LINE:
+        while j + _LINE <= j1:
+            if j + 2 * _LINE <= j1:
+                for r in range(ROWS):
+                    _prefetch_write(dst, d + r * ds + (j + _LINE - j0))
+            _untranspose_planes_put(src, s + j * ROWS, _LINE, dst, d + (j - j0), ds)
+            j += _LINE
     while j + k <= j1:
+        if (j - j0) % lineu == 0 and j + 2 * lineu <= j1:
+            for r in range(ROWS):
+                _prefetch_write(dst, d + r * ds + (j + lineu - j0))
         for q in range(0, ROWS, k):
             _transpose_sq(src, s + j * ROWS + q, ROWS, dst, d + q * ds + (j - j0), ds)
         j += k

@@ -685,14 +685,21 @@ def _transpose_planes(typingctx, srcp, s, ss, dstp, d, ds):
         _planes_codegen(True)
 
 
-@intrinsic
-def _transpose_planes_put(typingctx, srcp, s, ss, dstp, d, ds):
-    """``_transpose_planes`` of single bytes with plain stores (in-cache packs of 16-row
-    bands, ``bands._pack_cols``); nothing for wider units (never called)."""
-    sig = types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp)
-    if srcp.dtype.bitwidth != 8:
-        return sig, lambda context, builder, signature, args: context.get_dummy_value()
-    return sig, _planes_codegen(True, streaming=False)
+def _make_planes_put(pack: bool):
+    def _planes_put(typingctx, srcp, s, ss, dstp, d, ds):
+        """``_transpose_planes`` (``pack``) or ``_untranspose_planes`` of single bytes with
+        plain stores (in-cache 16-row bands, ``bands._pack_cols``, ``bands._unpack_cols``);
+        nothing for wider units (never called)."""
+        sig = types.void(srcp, types.intp, types.intp, dstp, types.intp, types.intp)
+        if srcp.dtype.bitwidth != 8:
+            return sig, lambda context, builder, signature, args: context.get_dummy_value()
+        return sig, _planes_codegen(pack, streaming=False)
+
+    return intrinsic(_planes_put)
+
+
+_transpose_planes_put = _make_planes_put(True)
+_untranspose_planes_put = _make_planes_put(False)
 
 
 @intrinsic
@@ -759,3 +766,20 @@ def _fence(typingctx):
         return context.get_dummy_value()
 
     return types.void(), codegen
+
+
+@intrinsic
+def _prefetch_write(typingctx, ptr, at):
+    """A write prefetch (``prefetchw``) of the line holding unit ``at``: the line is
+    fetched for ownership ahead of the stores that fill it."""
+
+    def codegen(context, builder, signature, args):
+        p, at = args
+        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=fnty)
+        addr = builder.bitcast(builder.gep(p, [at]), i8p)
+        builder.call(fn, [addr, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])
+        return context.get_dummy_value()
+
+    return types.void(ptr, types.intp), codegen
