@@ -13,11 +13,13 @@ of 16 units gets two or more partial stores) and, streamed, through its generic 
 Here a band moves ``_side(unit)`` columns at a time: ``16 / side`` register transposes
 (``primitives._transpose_sq``: rows of 32 bytes, 16 bytes for single bytes) write whole tiles,
 ``16 * side`` units (256 or 512 bytes) of the packed band in order; an unpack's squares
-store to its 16 rows. A pack of single bytes moves 64 columns at a time first: a line of
-each of the 16 rows, shuffled into 16 packed lines (``primitives._transpose_planes_put``). A streamed (``nt``) pack's destination goes through an L1 scratch,
-``_CHUNK`` bytes a pass, and out as whole lines (``kernels._stream_out``). Streamed unpacks
-are the block walker's plane transposes (``kernels._plane_unpack``). ``choose`` says where
-this beats the block walker.
+store to its 16 rows, each row's next line fetched for ownership ahead of them
+(``primitives._prefetch_write``). Single bytes move 64 columns at a time first: a line of
+each of the 16 rows shuffled into 16 packed lines, or back (``_transpose_planes_put``,
+``_untranspose_planes_put``). A streamed (``nt``) pack's destination goes through an L1
+scratch, ``_CHUNK`` bytes a pass, and out as whole lines (``kernels._stream_out``). Streamed
+unpacks are the block walker's plane transposes (``kernels._plane_unpack``). ``choose`` says
+where this beats the block walker.
 """
 
 from __future__ import annotations
@@ -27,8 +29,8 @@ from numba import carray, cfunc, njit
 
 from .kernels import (_TABLE_COLS, MISALIGNED, OK, OVERLAP, _at1, _at2, _at4, _at8, _ati, _next,
                       _scratch, _stream_out)
-from .primitives import (_LINE, _fence, _load, _prefetch_write, _ptr1, _ptr2, _ptr4, _ptr8, _put, _side,
-                         _transpose_planes_put, _transpose_sq, _unit_bytes,
+from .primitives import (_LINE, _fence, _load, _prefetch_write, _ptr1, _ptr2, _ptr4, _ptr8, _put,
+                         _side, _transpose_planes_put, _transpose_sq, _unit_bytes,
                          _untranspose_planes_put)
 
 ROWS = 16  # rows of a band (T(16, t) tiles, the 16 channels of NCHW16c)

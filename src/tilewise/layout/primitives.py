@@ -768,18 +768,25 @@ def _fence(typingctx):
     return types.void(), codegen
 
 
-@intrinsic
-def _prefetch_write(typingctx, ptr, at):
-    """A write prefetch (``prefetchw``) of the line holding unit ``at``: the line is
-    fetched for ownership ahead of the stores that fill it."""
+def _make_prefetch(write: bool):
+    def _prefetch(typingctx, ptr, at):
+        """A prefetch of the line holding unit ``at``, for writing (``prefetchw``: the line
+        is fetched for ownership ahead of the stores that fill it) or reading."""
 
-    def codegen(context, builder, signature, args):
-        p, at = args
-        i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
-        fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-        fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=fnty)
-        addr = builder.bitcast(builder.gep(p, [at]), i8p)
-        builder.call(fn, [addr, ir.Constant(i32, 1), ir.Constant(i32, 3), ir.Constant(i32, 1)])
-        return context.get_dummy_value()
+        def codegen(context, builder, signature, args):
+            p, at = args
+            i8p, i32 = ir.IntType(8).as_pointer(), ir.IntType(32)
+            fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
+            fn = builder.module.declare_intrinsic("llvm.prefetch", fnty=fnty)
+            addr = builder.bitcast(builder.gep(p, [at]), i8p)
+            builder.call(fn, [addr, ir.Constant(i32, int(write)), ir.Constant(i32, 3),
+                              ir.Constant(i32, 1)])
+            return context.get_dummy_value()
 
-    return types.void(ptr, types.intp), codegen
+        return types.void(ptr, types.intp), codegen
+
+    return intrinsic(_prefetch)
+
+
+_prefetch_write = _make_prefetch(True)
+_prefetch_read = _make_prefetch(False)
