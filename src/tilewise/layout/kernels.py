@@ -34,8 +34,8 @@ In-cache destinations (below ``STREAMING_BYTES``), plain stores:
   lines on the strided side, started on its lines), or by square register transposes
   (``_gather_sq``) when the block is smaller than one zip; blocks of at most 8 rows of
   8-byte units (unpacking tiles 8 rows high whose row is one word: i8 T(8,8), f32 T(8,2))
-  are moved word by word in destination order (``_gather_rect``), 5-15 % faster than the
-  zips with the caches cold and 5-10 % in cache (64 KiB to 1 MiB).
+  are moved word by word in destination order (``_gather_rect``): 0.85-0.99x the zips'
+  time with the caches cold, 0.87-0.97x in cache (64 KiB to 1 MiB).
 
 Destinations of ``STREAMING_BYTES`` or more (unpacks gathering 8-byte words: 2 MiB; on Intel
 3 MiB for transposes of units and unpacked panels: ``Nest.streams``, ``_stream_from``) are
