@@ -140,11 +140,13 @@ def test_panel_plans():
 
 def test_panel_order():
     # A pack's panel (rows of a tile's 16-64 source rows) goes out in groups of 8 tiles, 8
-    # source rows at a time (all rows for 16-row tiles); an unpack's (rows crossing many
-    # tiles) line by line over all rows, the source in order.
+    # source rows at a time (all rows for 16-row tiles, in groups of 4 tiles when a line
+    # joins two runs: i8 T(16,32)); an unpack's (rows crossing many tiles) line by line over
+    # all rows, the source in order.
     assert _panel_order(512, 32, 1) == (8, 8)
     assert _panel_order(256, 64, 1) == (8, 8)
     assert _panel_order(512, 16, 1) == (8, 16)
+    assert _panel_order(512, 16, 2) == (4, 16)
     assert _panel_order(512, 32, 2) == (8, 8)
     assert _panel_order(32, 512, 1) == (32, 512)
     assert _panel_order(16, 256, 2) == (16, 256)

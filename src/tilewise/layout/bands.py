@@ -50,8 +50,8 @@ def choose(table: np.ndarray, fill: bool, unit: int, streaming: bool,
     * packs of 2- to 8-byte units, but not of 8-byte units streamed (f32 T(16,2): the block
       walker's line transposes, ``_gather_rows8``, win); single bytes (i8 NCHW16c) in cache
       whose planes are less than a page apart, a line of 64 columns at a time (64 KiB, planes
-      1 KiB apart: 0.83x the block walker's time with the caches cold, 0.63x in cache; 16
-      byte squares ran at 0.7-0.85 of its lane zips; planes a page apart: the same time);
+      1 KiB apart: 0.83-0.95x the block walker's time with the caches cold; 16-byte squares
+      ran at 0.7-0.85 of its lane zips; planes a page apart: the same time);
     * unpacks in cache whose rows are less than a page apart (16 rows a page apart share an
       L1 set: i8 NCHW16c -> NCHW ran at 0.4-0.7 of the block walker's speed), and rows 2 KiB
       or more apart only up to ``_L2_BYTES`` (i8 T(16,2) at 4 MiB, rows 2 KiB apart: 0.86-1.0
@@ -88,8 +88,9 @@ def band_kind(table: np.ndarray, fill: bool) -> int:
 def _pack_cols(src, s, w, dst, d, j0, j1):
     """Columns [j0, j1) of a band packed: ``dst[d + (j - j0)*16 + r] = src[s + r*w + j]``;
     single bytes a line of 64 columns at a time (``_transpose_planes_put``: 4 rounds of 16
-    shuffles of whole lines, against 16 of 16-byte rows for 16 columns) while whole lines
-    remain, then whole squares while ``side`` columns remain, then unit by unit."""
+    shuffles of whole lines per 64 columns, where 16-byte squares take 4 rounds of 16 per 16
+    columns) while whole lines remain, then whole squares while ``side`` columns remain, then
+    unit by unit."""
     k = _side(src)
     j = j0
     if _unit_bytes(src) == 1:
@@ -109,7 +110,10 @@ def _pack_cols(src, s, w, dst, d, j0, j1):
 def _unpack_cols(src, s, dst, d, ds, j0, j1):
     """Columns [j0, j1) of a band unpacked into rows ``ds`` apart:
     ``dst[d + r*ds + (j - j0)] = src[s + j*16 + r]``; single bytes 64 columns at a time
-    (``_untranspose_planes_put``: 16 packed lines to a line of each row) first."""
+    (``_untranspose_planes_put``: 16 packed lines to a line of each row) first. Each row's
+    next line is fetched for ownership (``_prefetch_write``) a line of columns ahead of the
+    stores: without it the 16 rows' read-for-ownership misses stalled the stores (the byte
+    lines alone ran 1.03-1.14x slower than squares with the caches cold)."""
     k = _side(src)
     j = j0
     lineu = _LINE // _unit_bytes(src)

@@ -731,12 +731,14 @@ def _panel_order(m, n1, g):
     tile before the next (16-64 source rows at once) 0.39-0.73, and the source in order (below)
     0.58-0.78. 16-row tiles went from 2 tiles a group to 8 with the pairs of lines
     (``_panel``): bf16 T(16,32) at 64 and 256 MiB 1.12 and 1.07x with 4, 1.17 and 1.20x with
-    8. Other rows (an unpack's cross ``n1`` tiles; 8-row tiles were not measured) go line by
-    line over all rows, the source in order (``group = m``)."""
+    8; i8 T(16,32) (lines of two 32-byte runs) 8.6 -> 9.8 GB/s at 64 MiB and 8.5 -> 9.0 at
+    256 MiB with 4 (2: 9.9 and 9.2; three processes each, bf16 alongside unchanged). Other
+    rows (an unpack's cross ``n1`` tiles; 8-row tiles were not measured) go line by line over
+    all rows, the source in order (``group = m``)."""
     if not _PANEL_MIN_ROWS <= n1 <= _PANEL_ROWS:
         return m, n1
     if n1 == _PANEL_MIN_ROWS:
-        return 8, n1
+        return 4 if g == 2 else 8, n1
     return 8, 8
 
 

@@ -647,7 +647,8 @@ def _planes_codegen(pack: bool, blocks: int = 1, streaming: bool = True):
     """The codegen of ``_transpose_planes`` (``pack``), ``_untranspose_planes`` and, with
     ``blocks == 2``, ``_untranspose_planes2``: ``blocks`` consecutive groups of 16 lines,
     each plane's ``blocks`` lines stored one after the other; not ``streaming``
-    (``_transpose_planes_put``): plain stores, aligned to a unit."""
+    (``_transpose_planes_put``, ``_untranspose_planes_put``): plain stores, aligned to a
+    unit."""
 
     def codegen(context, builder, signature, args):
         sp, s, ss, dp, d, ds = args
@@ -771,7 +772,8 @@ def _fence(typingctx):
 def _make_prefetch(write: bool):
     def _prefetch(typingctx, ptr, at):
         """A prefetch of the line holding unit ``at``, for writing (``prefetchw``: the line
-        is fetched for ownership ahead of the stores that fill it) or reading."""
+        is fetched for ownership ahead of the stores that fill it) or reading. A hint: it
+        never faults, so it may reach past the end of a buffer."""
 
         def codegen(context, builder, signature, args):
             p, at = args
