@@ -120,20 +120,26 @@ def _unpack_cols(src, s, dst, d, ds, j0, j1):
     if lineu == _LINE:
         while j + _LINE <= j1:
             if j + 2 * _LINE <= j1:
-                for r in range(ROWS):
-                    _prefetch_write(dst, d + r * ds + (j + _LINE - j0))
+                _own_rows(dst, d + (j + _LINE - j0), ds)
             _untranspose_planes_put(src, s + j * ROWS, _LINE, dst, d + (j - j0), ds)
             j += _LINE
     while j + k <= j1:
         if (j - j0) % lineu == 0 and j + 2 * lineu <= j1:
-            for r in range(ROWS):
-                _prefetch_write(dst, d + r * ds + (j + lineu - j0))
+            _own_rows(dst, d + (j + lineu - j0), ds)
         for q in range(0, ROWS, k):
             _transpose_sq(src, s + j * ROWS + q, ROWS, dst, d + q * ds + (j - j0), ds)
         j += k
     for c in range(j, j1):
         for r in range(ROWS):
             _put(dst, d + r * ds + (c - j0), _load(src, s + c * ROWS + r))
+
+
+@njit(nogil=True, inline="always")
+def _own_rows(dst, d, ds):
+    """Fetch for ownership the line at ``dst[d]`` of each of a band's 16 rows ``ds``
+    apart (``_prefetch_write``)."""
+    for r in range(ROWS):
+        _prefetch_write(dst, d + r * ds)
 
 
 @njit(nogil=True)

@@ -239,7 +239,9 @@ class CallFloors:
         self._seen: dict = {}
         self._pos = 0
         self._per_parts: list[np.ndarray] = []   # per part, its per_point_table (exposure)
-        self._no_xp = no_exposure(len(st.dims), subs.shape[1], nsub, S)
+        # without the joint floor, tables that floor nothing (what _steps reads then)
+        self._no_xp = (no_exposure(len(st.dims), subs.shape[1], nsub, S) if exposure is None
+                       else None)
         self._tables(np.zeros((0, len(st.dims)), np.int64))
 
     def _ensure(self, splits: np.ndarray, counts: np.ndarray) -> None:
@@ -279,8 +281,7 @@ class CallFloors:
                               self.problem.buffers, self.slot, self.subs[u])
             self._seen[key] = None if c is None else (self._pos, self._pos + len(c))
             if c is not None:
-                # largest first: a small call count found early cuts the others short
-                self._add_part(c[np.argsort(-np.prod(c.astype(float), axis=1), kind="stable")], u)
+                self._add_part(c, u)
                 self._pos += len(c)
         return self._seen[key]
 
@@ -301,7 +302,7 @@ class CallFloors:
                               self.slot, self.subs[u])
             if c is None:
                 return False
-            parts.append(c[np.argsort(-np.prod(c.astype(float), axis=1), kind="stable")])
+            parts.append(c)
         for u, c in enumerate(parts):
             self._add_part(c, u)
         hi = np.cumsum([len(c) for c in parts])
@@ -309,12 +310,14 @@ class CallFloors:
         self.hi[:] = hi[None, :]
         self.floored[:] = True
         self._pos = int(hi[-1]) if len(hi) else 0
-        self._tables(np.concatenate(parts))
+        self._tables(np.concatenate(self._parts))
         return True
 
     def _add_part(self, combos: np.ndarray, u: int) -> None:
-        """List ``combos`` (set ``u``'s, largest first) after the others, with their
-        :func:`.exposure.per_point_table` where the joint floor applies."""
+        """List ``combos`` (set ``u``'s) after the others, largest first (a small call count
+        found early cuts the others short), with their :func:`.exposure.per_point_table`
+        where the joint floor applies."""
+        combos = combos[np.argsort(-np.prod(combos.astype(float), axis=1), kind="stable")]
         self._parts.append(combos)
         if self.exposure is not None:
             self._per_parts.append(per_point_table(self.exposure, combos, u))
